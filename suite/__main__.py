@@ -1,0 +1,7 @@
+"""`python -m suite ...`"""
+
+import sys
+
+from suite.cli import main
+
+sys.exit(main())

@@ -1,0 +1,269 @@
+"""`python -m suite VERB ...`: plan, run, env (and host-side verbs registered below).
+
+Bad input never produces a traceback: every UsageError (and argparse's own errors)
+becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from suite.errors import UsageError
+
+DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError("", message)
+
+
+def _csv_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
+    def parse(text: str) -> tuple[int, ...]:
+        items = _csv_list(text)
+        if not items:
+            raise UsageError(flag, "needs at least one value")
+        out = []
+        for item in items:
+            if not item.isdigit() or int(item) < 1:
+                raise UsageError(flag, f"{item!r} is not a positive integer")
+            out.append(int(item))
+        return tuple(out)
+
+    return parse
+
+
+def _choice_list(flag: str, choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    def parse(text: str) -> tuple[str, ...]:
+        items = _csv_list(text)
+        if not items:
+            raise UsageError(flag, "needs at least one value")
+        for item in items:
+            if item not in choices:
+                raise UsageError(flag, f"{item!r} is not one of: {', '.join(choices)}")
+        return tuple(items)
+
+    return parse
+
+
+def _positive(flag: str, kind: type) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise UsageError(flag, f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise UsageError(flag, f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def _run_id(text: str) -> str:
+    if not RUN_ID_RE.match(text):
+        raise UsageError("--run-id", f"{text!r}: use letters, digits, '.', '_' or '-' (max 100)")
+    return text
+
+
+def add_selection_args(p: argparse.ArgumentParser) -> None:
+    """The flags shared by `plan` and `run`."""
+    from suite.matrix import DEVICES, MODES, SCENARIOS, WEIGHTS
+
+    p.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
+    p.add_argument(
+        "--profile", default=None, help="profile of the matrix (default: smoke without a GPU, full with one)"
+    )
+    p.add_argument(
+        "--build", default=None, help="build label; must match the running torch (default: detected)"
+    )
+    p.add_argument(
+        "--models", type=_csv_list, default=None, help="comma list of display names or hub ids (any case)"
+    )
+    p.add_argument("--batch-sizes", type=_int_list("--batch-sizes"), default=None, help="e.g. 1,4")
+    p.add_argument(
+        "--modes",
+        type=_choice_list("--modes", MODES),
+        default=None,
+        help=f"comma list of: {', '.join(MODES)}",
+    )
+    p.add_argument(
+        "--scenarios",
+        type=_choice_list("--scenarios", SCENARIOS),
+        default=None,
+        help=f"comma list of: {', '.join(SCENARIOS)}",
+    )
+    p.add_argument(
+        "--device", choices=DEVICES, default="auto", help="where to run (default: auto = cuda if present)"
+    )
+    p.add_argument(
+        "--weights", choices=WEIGHTS, default=None, help="pretrained (hub) or random (offline, from configs)"
+    )
+    p.add_argument(
+        "--iterations", type=_positive("--iterations", int), default=None, help="timed iterations per cell"
+    )
+    p.add_argument(
+        "--warmup", type=_positive("--warmup", int), default=None, help="warm-up iterations per cell"
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive("--timeout", float),
+        default=None,
+        help="seconds per cell before it is killed",
+    )
+    p.add_argument(
+        "--image", default=None, help="photo to feed: a URL or a local path (default: the guide's COCO image)"
+    )
+    p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)")
+    p.add_argument(
+        "--run-id",
+        type=_run_id,
+        default=None,
+        help="run folder name; reuse one to resume (default: a UTC timestamp)",
+    )
+
+
+def _filters(args: argparse.Namespace) -> object:
+    from suite.matrix import Filters, ImageSpec
+
+    overrides: dict[str, object] = {}
+    if args.weights:
+        overrides["weights"] = args.weights
+    if args.iterations:
+        overrides["iterations"] = int(args.iterations)
+    if args.warmup:
+        overrides["warmup"] = int(args.warmup)
+    if args.timeout:
+        overrides["timeout_s"] = float(args.timeout)
+    if args.image:
+        is_url = args.image.startswith(("http://", "https://"))
+        overrides["image"] = ImageSpec(url=args.image if is_url else "", path="" if is_url else args.image)
+        if not is_url and not Path(args.image).is_file():
+            raise UsageError("--image", f"{args.image}: no such file")
+    return Filters(
+        models=tuple(args.models) if args.models is not None else None,
+        batch_sizes=args.batch_sizes,
+        modes=args.modes,
+        scenarios=args.scenarios,
+        overrides=overrides,
+    )
+
+
+def _default_profile(args: argparse.Namespace, device_type: str | None) -> str:
+    if args.profile:
+        return args.profile
+    return "full" if device_type == "cuda" else "smoke"
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from suite.matrix import expand, load_matrix
+
+    matrix = load_matrix(args.matrix)
+    profile = _default_profile(args, "cuda" if args.device == "cuda" else None)
+    build = args.build or "(detected at run time)"
+    if args.build and args.build not in matrix.builds:
+        raise UsageError(
+            "--build", f"{args.build!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})"
+        )
+    cells = expand(matrix, profile, build, _filters(args))
+    print(f"profile {profile}: {len(cells)} cell(s), build {build}")
+    print(
+        f"{'#':>4}  {'task':<20} {'model':<18} {'bs':>3}  {'mode':<16} {'scenario':<9} "
+        f"{'weights':<10} {'dtype':<8} {'iters':>5}"
+    )
+    for i, c in enumerate(cells, 1):
+        s = c.settings
+        print(
+            f"{i:>4}  {c.model.task:<20} {c.model.name:<18} {c.batch_size:>3}  {c.mode:<16} "
+            f"{c.scenario:<9} {s.weights + (' (shrunk)' if s.shrink else ''):<10} {s.dtype:<8} "
+            f"{s.iterations:>5}"
+        )
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from suite import runner
+    from suite.matrix import expand, load_matrix
+
+    matrix = load_matrix(args.matrix)
+    filters = _filters(args)
+    if args.build and args.build not in matrix.builds:
+        raise UsageError(
+            "--build", f"{args.build!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})"
+        )
+    # validate the selection before probing (cheap, and no model is built either way)
+    expand(matrix, _default_profile(args, None), args.build or "?", filters)
+    runner.check_writable(args.out)
+    environment = runner.probe(args.device)
+    profile = _default_profile(args, environment.device_type)
+    build = runner.resolve_build(matrix, args.build, environment)
+    cells = expand(matrix, profile, build, filters)
+    run_id = args.run_id or runner.new_run_id()
+    print(
+        f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s) on "
+        f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
+        file=sys.stderr,
+    )
+    report = runner.run_cells(cells, environment, args.out, run_id)
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
+    print(f"done: {counts}; {report.resumed} already recorded -> {report.csv}", file=sys.stderr)
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from suite import env as envmod
+    from suite import runner
+
+    if args.json:
+        return runner.env_json_main(args.device)
+    try:
+        environment = envmod.collect(args.device)
+    except RuntimeError as exc:
+        raise UsageError("--device", str(exc)) from None
+    print(envmod.render(environment))
+    return 0
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="suite", description="torch.compile benchmark suite for HF vision models")
+    sub = parser.add_subparsers(dest="verb", required=True, parser_class=Parser)
+
+    p = sub.add_parser("plan", help="list the cells of a profile without running them")
+    add_selection_args(p)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser(
+        "run", help="measure every cell; append rows to <out>/<run-id>/raw/<build>__<device>.csv"
+    )
+    add_selection_args(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("env", help="print the environment (torch, CUDA, GPU, driver, versions)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--json", action="store_true", help="one JSON line (machine-readable)")
+    p.set_defaults(func=cmd_env)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        verb = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
+        print(f"suite{' ' + verb if verb else ''}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("suite: interrupted", file=sys.stderr)
+        return 130

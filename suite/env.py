@@ -1,0 +1,166 @@
+"""Provenance: which torch, CUDA, GPU, driver, Python and image produced a row.
+
+`python -m suite env` prints it; the runner collects it once per run in a child
+process (so the parent never imports torch) and stamps it on every row. Only the
+named fields below are read: no environment variable is ever copied wholesale, so
+tokens and keys cannot leak through here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+
+from suite import __version__
+from suite.results import slug
+
+
+@dataclass(frozen=True)
+class Environment:
+    device: str  # "cpu" or a slug of the GPU name ("nvidia-h100-80gb-hbm3")
+    device_type: str  # "cpu" | "cuda"
+    gpu_name: str  # GPU name, or the CPU model on a CPU run
+    gpu_count: int
+    torch_version: str
+    torch_git: str
+    cuda_version: str
+    cudnn_version: str
+    triton_version: str
+    transformers_version: str
+    python_version: str
+    driver_version: str
+    image: str
+    suite_version: str
+    cpu_name: str
+    cpu_count: int
+
+    def columns(self) -> dict[str, object]:
+        """The CSV provenance columns."""
+        keys = (
+            "device",
+            "gpu_name",
+            "torch_version",
+            "torch_git",
+            "cuda_version",
+            "cudnn_version",
+            "triton_version",
+            "transformers_version",
+            "python_version",
+            "driver_version",
+            "image",
+            "suite_version",
+            "cpu_name",
+        )
+        return {k: getattr(self, k) for k in keys}
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def driver_version() -> str:
+    """NVIDIA driver version, from the kernel module or nvidia-smi; empty without one."""
+    try:
+        with open("/proc/driver/nvidia/version") as fh:
+            for token in fh.readline().split():
+                if token[:1].isdigit() and "." in token:
+                    return token
+    except OSError:
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = (
+                subprocess.run(
+                    [smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                    capture_output=True,
+                    text=True,
+                    timeout=20,
+                    check=False,
+                )
+                .stdout.strip()
+                .splitlines()
+            )
+            return out[0].strip() if out else ""
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    return ""
+
+
+def _version(module: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:
+        return ""
+
+
+def image_label() -> str:
+    """The container image that ran (set by the Dockerfile / docker run), else 'host'."""
+    return os.environ.get("SUITE_IMAGE", "") or "host"
+
+
+def collect(device: str = "auto") -> Environment:
+    """Probe the running Python. `device` is auto|cpu|cuda; auto picks CUDA when present."""
+    import torch
+
+    cuda_ok = torch.cuda.is_available()
+    if device == "cuda" and not cuda_ok:
+        raise RuntimeError(
+            "--device cuda was asked for, but torch sees no CUDA GPU "
+            f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})"
+        )
+    use_cuda = device == "cuda" or (device == "auto" and cuda_ok)
+    cpu = cpu_name()
+    if use_cuda:
+        gpu = torch.cuda.get_device_name(0)
+        count = torch.cuda.device_count()
+    else:
+        gpu, count = cpu, 0
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return Environment(
+        device=slug(gpu) if use_cuda else "cpu",
+        device_type="cuda" if use_cuda else "cpu",
+        gpu_name=gpu,
+        gpu_count=count,
+        torch_version=torch.__version__,
+        torch_git=getattr(torch.version, "git_version", "") or "",
+        cuda_version=torch.version.cuda or "",
+        cudnn_version=str(cudnn or ""),
+        triton_version=_version("triton") or _version("pytorch-triton"),
+        transformers_version=_version("transformers"),
+        python_version=platform.python_version(),
+        driver_version=driver_version() if use_cuda else "",
+        image=image_label(),
+        suite_version=__version__,
+        cpu_name=cpu,
+        cpu_count=os.cpu_count() or 0,
+    )
+
+
+def to_json(env: Environment) -> str:
+    return json.dumps(asdict(env))
+
+
+def from_json(text: str) -> Environment:
+    return Environment(**json.loads(text))
+
+
+def render(env: Environment) -> str:
+    width = max(len(k) for k in asdict(env))
+    lines = [f"{k.ljust(width)}  {v}" for k, v in asdict(env).items()]
+    lines.append(f"{'executable'.ljust(width)}  {sys.executable}")
+    return "\n".join(lines)

@@ -1,0 +1,599 @@
+"""matrix.yaml: load, validate, expand into cells.
+
+Validation happens here, where the data enters: every problem is reported as
+`<file>: <field path>: <what is wrong>` (a `UsageError`, exit status 2) before any
+model is built. Standard library + PyYAML only (runs inside the containers).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from suite.errors import UsageError
+
+TASKS: dict[str, str] = {
+    # task (as in the guide's tables) -> default auto class
+    "Image Classification": "AutoModelForImageClassification",
+    "Image Segmentation": "AutoModelForSemanticSegmentation",
+    "Object Detection": "AutoModelForObjectDetection",
+}
+MODES: tuple[str, ...] = (
+    "eager",
+    "default",
+    "reduce-overhead",
+    "max-autotune",
+    "max-autotune-no-cudagraphs",
+)
+DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+WEIGHTS: tuple[str, ...] = ("pretrained", "random")
+SCENARIOS: tuple[str, ...] = ("inference", "train")
+BUILD_KINDS: tuple[str, ...] = ("stable", "nightly", "release")
+COMPILE_CACHES: tuple[str, ...] = ("cold", "run")
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+
+
+# ---------------------------------------------------------------------------------------
+# Dataclasses: what the rest of the suite sees.
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """The photograph every iteration feeds: a URL (downloaded once, cached) and a local file."""
+
+    url: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Per-cell measurement settings: matrix defaults, then profile, then CLI overrides."""
+
+    dtype: str = "float32"
+    weights: str = "pretrained"
+    warmup: int = 10
+    iterations: int = 300
+    timeout_s: float = 1800.0
+    tolerance: float = 1e-3
+    shrink: bool = False
+    compile_cache: str = "cold"  # cold: a fresh inductor/triton cache per cell; run: shared
+    image: ImageSpec = field(default_factory=ImageSpec)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model: where it comes from (hub id, or model_type + config), and how it is fed."""
+
+    name: str
+    task: str
+    hub_id: str = ""
+    model_type: str = ""
+    model_class: str = ""
+    revision: str = ""
+    config: Mapping[str, Any] = field(default_factory=dict)
+    processor: Mapping[str, Any] = field(default_factory=dict)
+    text_queries: tuple[str, ...] = ()
+    published_params_m: float | None = None
+    smoke: Mapping[str, Any] = field(default_factory=dict)
+    base: str = ""
+
+    @property
+    def auto_class(self) -> str:
+        return self.model_class or TASKS[self.task]
+
+    @property
+    def model_id(self) -> str:
+        """What the CSV's model_id column shows: the hub id, else the model type."""
+        return self.hub_id or f"{self.model_type} (config)"
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """A torch build: its container folder and the pins of its local virtualenv."""
+
+    name: str
+    kind: str
+    python: str
+    torch: str
+    container: str = ""
+    cuda: str = ""
+    index_url: str = ""
+    pins: tuple[str, ...] = ()
+    description: str = ""
+
+    def matches(self, torch_version: str) -> bool:
+        """True when the running torch is this build's version (any local suffix)."""
+        return torch_version == self.torch or torch_version.startswith(
+            (self.torch + "+", self.torch + ".dev", self.torch + "a", self.torch + "rc")
+        )
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One block of a profile: the cross product of these lists."""
+
+    models: tuple[str, ...]
+    batch_sizes: tuple[int, ...]
+    modes: tuple[str, ...]
+    scenarios: tuple[str, ...] = ("inference",)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    settings: Mapping[str, Any]
+    selections: tuple[Selection, ...]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    path: Path
+    defaults: Settings
+    builds: Mapping[str, BuildSpec]
+    models: Mapping[str, ModelSpec]
+    profiles: Mapping[str, Profile]
+
+    def find_model(self, name: str) -> ModelSpec | None:
+        """By display name or hub id, any case."""
+        want = name.strip().lower()
+        for spec in self.models.values():
+            if want in (spec.name.lower(), spec.hub_id.lower()):
+                return spec
+        return None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: (build, model, task, batch_size, mode, dtype, scenario) + settings."""
+
+    build: str
+    model: ModelSpec
+    batch_size: int
+    mode: str
+    scenario: str
+    settings: Settings
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.name} bs={self.batch_size} {self.mode} {self.scenario}"
+
+    def key_fields(self, device: str) -> dict[str, object]:
+        """The CSV columns that identify this cell (see results.KEY_COLUMNS)."""
+        return {
+            "build": self.build,
+            "device": device,
+            "model": self.model.name,
+            "model_id": self.model.model_id,
+            "weights": self.settings.weights,
+            "batch_size": self.batch_size,
+            "mode": self.mode,
+            "dtype": self.settings.dtype,
+            "scenario": self.scenario,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @staticmethod
+    def from_json(text: str) -> Cell:
+        raw = json.loads(text)
+        model = ModelSpec(**{**raw["model"], "text_queries": tuple(raw["model"]["text_queries"])})
+        settings = Settings(**{**raw["settings"], "image": ImageSpec(**raw["settings"]["image"])})
+        return Cell(
+            build=raw["build"],
+            model=model,
+            batch_size=raw["batch_size"],
+            mode=raw["mode"],
+            scenario=raw["scenario"],
+            settings=settings,
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Validation helpers: every read names its field path.
+
+
+class _Reader:
+    """Typed access to one YAML mapping, with the file and field path in every error."""
+
+    def __init__(self, file: str, path: str, data: object) -> None:
+        self.file, self.path = file, path
+        if not isinstance(data, Mapping):
+            self.fail(f"must be a mapping, got {_kind(data)}")
+        self.data: Mapping[str, Any] = data
+        self._seen: set[str] = set()
+
+    def where(self, key: str = "") -> str:
+        return f"{self.file}: {'.'.join(p for p in (self.path, key) if p)}"
+
+    def fail(self, message: str, key: str = "") -> None:
+        raise UsageError(self.where(key), message)
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        self._seen.add(key)
+        return self.data.get(key, default)
+
+    def sub(self, key: str, required: bool = False) -> _Reader:
+        if required and key not in self.data:
+            self.fail("is required", key)
+        return _Reader(self.file, ".".join(p for p in (self.path, key) if p), self.raw(key, {}))
+
+    def str(self, key: str, default: str | None = None, choices: Sequence[str] = ()) -> str:
+        value = self.raw(key, default)
+        if value is None:
+            self.fail("is required", key)
+        if not isinstance(value, str) or not value.strip():
+            self.fail(f"must be a non-empty string, got {_kind(value)}", key)
+        if choices and value not in choices:
+            self.fail(f"{value!r} is not one of: {', '.join(choices)}", key)
+        return value
+
+    def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+        value = self.raw(key, default)
+        if value is None:
+            self.fail("is required", key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(f"must be an integer, got {_kind(value)}", key)
+        if value < minimum:
+            self.fail(f"must be >= {minimum}, got {value}", key)
+        return value
+
+    def float(self, key: str, default: float | None = None, positive: bool = True) -> float:
+        value = self.raw(key, default)
+        if value is None:
+            self.fail("is required", key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(f"must be a number, got {_kind(value)}", key)
+        if value != value or value in (float("inf"), float("-inf")):
+            self.fail(f"must be a finite number, got {value}", key)
+        if positive and value <= 0:
+            self.fail(f"must be > 0, got {value}", key)
+        return float(value)
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            self.fail(f"must be true or false, got {_kind(value)}", key)
+        return value
+
+    def list(self, key: str, default: list[Any] | None = None) -> list[Any]:
+        value = self.raw(key, default)
+        if value is None:
+            self.fail("is required", key)
+        if not isinstance(value, list) or not value:
+            self.fail(f"must be a non-empty list, got {_kind(value)}", key)
+        return value
+
+    def mapping(self, key: str) -> dict[str, Any]:
+        value = self.raw(key, {})
+        if not isinstance(value, Mapping):
+            self.fail(f"must be a mapping, got {_kind(value)}", key)
+        if any(not isinstance(k, str) for k in value):
+            self.fail("keys must be strings", key)
+        return dict(value)
+
+    def done(self) -> None:
+        """Unknown keys are errors: a typo must not silently fall back to a default."""
+        unknown = [k for k in self.data if k not in self._seen]
+        if unknown:
+            self.fail(f"unknown key {unknown[0]!r}", str(unknown[0]))
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"boolean {value}"
+    if isinstance(value, (int, float, str)):
+        return f"{type(value).__name__} {value!r}"
+    return type(value).__name__
+
+
+def _read_settings(r: _Reader, base: Settings) -> dict[str, Any]:
+    """Validated setting overrides present in `r` (only those keys)."""
+    out: dict[str, Any] = {}
+    if r.has("dtype"):
+        out["dtype"] = r.str("dtype", choices=DTYPES)
+    if r.has("weights"):
+        out["weights"] = r.str("weights", choices=WEIGHTS)
+    if r.has("warmup"):
+        out["warmup"] = r.int("warmup", minimum=0)
+    if r.has("iterations"):
+        out["iterations"] = r.int("iterations", minimum=2)
+    if r.has("timeout_s"):
+        out["timeout_s"] = r.float("timeout_s")
+    if r.has("tolerance"):
+        out["tolerance"] = r.float("tolerance")
+    if r.has("shrink"):
+        out["shrink"] = r.bool("shrink", False)
+    if r.has("compile_cache"):
+        out["compile_cache"] = r.str("compile_cache", choices=COMPILE_CACHES)
+    if r.has("image"):
+        img = r.sub("image")
+        url = img.raw("url", base.image.url) or ""
+        path = img.raw("path", base.image.path) or ""
+        for key, value in (("url", url), ("path", path)):
+            if not isinstance(value, str):
+                img.fail(f"must be a string, got {_kind(value)}", key)
+        if not url and not path:
+            img.fail("needs a url, a path, or both")
+        img.done()
+        out["image"] = ImageSpec(url=url, path=path)
+    return out
+
+
+def _read_model(r: _Reader, name: str) -> ModelSpec:
+    task = r.str("task", choices=tuple(TASKS))
+    hub_id = r.raw("id", "") or ""
+    model_type = r.raw("model_type", "") or ""
+    for key, value in (("id", hub_id), ("model_type", model_type)):
+        if not isinstance(value, str):
+            r.fail(f"must be a string, got {_kind(value)}", key)
+    if not hub_id and not model_type:
+        r.fail("needs an `id` (hub checkpoint) or a `model_type` (offline config), or both")
+    model_class = r.str("class") if r.has("class") else ""
+    revision = r.str("revision") if r.has("revision") else ""
+    config = r.mapping("config")
+    processor = r.mapping("processor")
+    if processor and "class" in processor and not isinstance(processor["class"], str):
+        r.fail("must be a class name string", "processor.class")
+    queries = r.raw("text_queries", [])
+    if not isinstance(queries, list) or not all(isinstance(q, str) and q for q in queries):
+        r.fail("must be a list of non-empty strings", "text_queries")
+    params = r.float("params_m") if r.has("params_m") else None
+    smoke = r.mapping("smoke")
+    for key in smoke:
+        if key not in ("config", "processor"):
+            r.fail(f"unknown key {key!r} (allowed: config, processor)", f"smoke.{key}")
+        if not isinstance(smoke[key], Mapping):
+            r.fail(f"must be a mapping, got {_kind(smoke[key])}", f"smoke.{key}")
+    r.done()
+    return ModelSpec(
+        name=name,
+        task=task,
+        hub_id=hub_id,
+        model_type=model_type,
+        model_class=model_class,
+        revision=revision,
+        config=config,
+        processor=processor,
+        text_queries=tuple(queries),
+        published_params_m=params,
+        smoke=smoke,
+    )
+
+
+def _read_build(r: _Reader, name: str) -> BuildSpec:
+    pins = r.raw("pins", [])
+    if not isinstance(pins, list) or not all(isinstance(p, str) and p for p in pins):
+        r.fail("must be a list of requirement strings", "pins")
+    python = r.raw("python")
+    if isinstance(python, float):  # 3.10 written unquoted parses as 3.1
+        r.fail('write the version in quotes, e.g. "3.10"', "python")
+    spec = BuildSpec(
+        name=name,
+        kind=r.str("kind", choices=BUILD_KINDS),
+        python=r.str("python"),
+        torch=r.str("torch"),
+        container=r.str("container") if r.has("container") else "",
+        cuda=str(r.raw("cuda", "") or ""),
+        index_url=r.str("index_url") if r.has("index_url") else "",
+        pins=tuple(pins),
+        description=str(r.raw("description", "") or ""),
+    )
+    r.done()
+    return spec
+
+
+def _names(r: _Reader, key: str, value: object, known: Iterable[str]) -> tuple[str, ...]:
+    known = tuple(known)
+    if value == "all":
+        return known
+    if not isinstance(value, list) or not value:
+        r.fail(f"must be `all` or a non-empty list, got {_kind(value)}", key)
+    for item in value:
+        if item not in known:
+            r.fail(f"{item!r} is not defined (known: {', '.join(known)})", key)
+    return tuple(value)
+
+
+def _read_selection(r: _Reader, models: Mapping[str, ModelSpec]) -> Selection:
+    batch_sizes = r.list("batch_sizes")
+    for b in batch_sizes:
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            r.fail(f"batch sizes must be integers >= 1, got {_kind(b)}", "batch_sizes")
+    modes = r.list("modes")
+    for m in modes:
+        if m not in MODES:
+            r.fail(f"{m!r} is not a mode (known: {', '.join(MODES)})", "modes")
+    scenarios = r.list("scenarios", ["inference"])
+    for s in scenarios:
+        if s not in SCENARIOS:
+            r.fail(f"{s!r} is not a scenario (known: {', '.join(SCENARIOS)})", "scenarios")
+    sel = Selection(
+        models=_names(r, "models", r.raw("models"), models),
+        batch_sizes=tuple(dict.fromkeys(batch_sizes)),
+        modes=tuple(dict.fromkeys(modes)),
+        scenarios=tuple(dict.fromkeys(scenarios)),
+    )
+    r.done()
+    return sel
+
+
+def load_matrix(path: str | Path) -> Matrix:
+    """Read and validate matrix.yaml. Raises UsageError naming the file and field."""
+    path = Path(path)
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(file, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(file, f"cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}" if mark else file
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(where, f"not valid YAML: {problem}") from None
+    top = _Reader(file, "", data)
+    version = top.raw("version", 1)
+    if version != 1:
+        top.fail(f"version {version!r} is not supported (this suite reads version 1)", "version")
+
+    defaults_r = top.sub("defaults")
+    defaults = replace(Settings(), **_read_settings(defaults_r, Settings()))
+    defaults_r.done()
+
+    builds_r = top.sub("builds", required=True)
+    builds = {name: _read_build(builds_r.sub(name), name) for name in builds_r.data}
+    if not builds:
+        builds_r.fail("must declare at least one build")
+    builds_r._seen.update(builds)
+
+    models_r = top.sub("models", required=True)
+    models = {name: _read_model(models_r.sub(name), name) for name in models_r.data}
+    if not models:
+        models_r.fail("must declare at least one model")
+    models_r._seen.update(models)
+    for name, spec in models.items():
+        if "|" in name or "," in name:
+            models_r.fail("a model name may not contain '|' or ','", name)
+        del spec
+
+    custom_r = top.sub("custom")
+    for name in custom_r.data:
+        if name in models:
+            custom_r.fail("a custom configuration may not reuse a model's name", name)
+        models = {**models, name: _read_custom(custom_r.sub(name), name, models)}
+    custom_r._seen.update(custom_r.data)
+
+    profiles_r = top.sub("profiles", required=True)
+    profiles: dict[str, Profile] = {}
+    for name in profiles_r.data:
+        pr = profiles_r.sub(name)
+        settings_r = pr.sub("settings")
+        settings = _read_settings(settings_r, defaults)
+        settings_r.done()
+        select = pr.list("select")
+        selections = tuple(
+            _read_selection(_Reader(file, f"{pr.path}.select[{i}]", s), models) for i, s in enumerate(select)
+        )
+        description = pr.raw("description", "") or ""
+        pr.done()
+        profiles[name] = Profile(name, str(description), settings, selections)
+    if not profiles:
+        profiles_r.fail("must declare at least one profile")
+    profiles_r._seen.update(profiles)
+    top.done()
+    return Matrix(path=path, defaults=defaults, builds=builds, models=models, profiles=profiles)
+
+
+def _read_custom(r: _Reader, name: str, models: Mapping[str, ModelSpec]) -> ModelSpec:
+    """A named custom configuration: a base model plus config overrides."""
+    base_name = r.str("base", choices=tuple(models))
+    base = models[base_name]
+    overrides = {k: v for k, v in r.data.items() if k not in ("base", "task")}
+    r._seen.update(r.data)
+    if not base.model_type:
+        r.fail(f"base {base_name!r} has no model_type, so it cannot be rebuilt from a config")
+    return replace(
+        base,
+        name=name,
+        hub_id="",
+        config=deep_merge(base.config, overrides),
+        published_params_m=None,
+        base=base_name,
+    )
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` onto `base`, recursing into nested mappings (nested configs)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Expansion: profile (+ CLI filters) -> cells.
+
+
+@dataclass(frozen=True)
+class Filters:
+    """CLI narrowing of a profile; None means "as the profile says"."""
+
+    models: tuple[str, ...] | None = None
+    batch_sizes: tuple[int, ...] | None = None
+    modes: tuple[str, ...] | None = None
+    scenarios: tuple[str, ...] | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
+def resolve_settings(matrix: Matrix, profile: Profile, overrides: Mapping[str, Any]) -> Settings:
+    settings = replace(matrix.defaults, **dict(profile.settings))
+    settings = replace(settings, **dict(overrides))
+    if settings.shrink and settings.weights != "random":
+        raise UsageError(
+            f"{matrix.path}: profiles.{profile.name}.settings.shrink",
+            "a shrunk (smoke) model has no checkpoint: set weights: random",
+        )
+    return settings
+
+
+def expand(matrix: Matrix, profile_name: str, build: str, filters: Filters = Filters()) -> list[Cell]:
+    """All cells of a profile for one build, in a stable order, narrowed by the filters."""
+    if profile_name not in matrix.profiles:
+        raise UsageError(
+            "--profile",
+            f"{profile_name!r} is not a profile of {matrix.path} (known: {', '.join(matrix.profiles)})",
+        )
+    profile = matrix.profiles[profile_name]
+    settings = resolve_settings(matrix, profile, filters.overrides)
+    wanted_models = None
+    if filters.models is not None:
+        wanted_models = set()
+        for name in filters.models:
+            spec = matrix.find_model(name)
+            if spec is None:
+                raise UsageError(
+                    "--models",
+                    f"{name!r} is not a model of {matrix.path} (known: {', '.join(matrix.models)})",
+                )
+            wanted_models.add(spec.name)
+    cells: dict[tuple[object, ...], Cell] = {}
+    for sel in profile.selections:
+        for model_name in sel.models:
+            if wanted_models is not None and model_name not in wanted_models:
+                continue
+            spec = matrix.models[model_name]
+            for scenario in sel.scenarios:
+                if filters.scenarios is not None and scenario not in filters.scenarios:
+                    continue
+                for bs in sel.batch_sizes:
+                    if filters.batch_sizes is not None and bs not in filters.batch_sizes:
+                        continue
+                    for mode in sel.modes:
+                        if filters.modes is not None and mode not in filters.modes:
+                            continue
+                        key = (model_name, scenario, bs, mode)
+                        cells.setdefault(key, Cell(build, spec, bs, mode, scenario, settings))
+    return list(cells.values())
+
+
+def setting_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Settings))

@@ -1,0 +1,105 @@
+"""Build a model and its processor from a ModelSpec: from the hub, or offline from a config.
+
+Runs inside the worker (torch + transformers imported lazily) and works with
+transformers 4.31 through 5.x: only `AutoConfig.for_model`, `from_config`,
+`from_pretrained` and processor classes by name are used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from suite.matrix import ModelSpec, Settings, deep_merge
+
+
+@dataclass
+class Loaded:
+    """A ready model plus how it was obtained (for the CSV and the log)."""
+
+    model: Any
+    processor: Any
+    tokenizer_offline: bool  # text queries need the stand-in tokenization
+    params_m: float
+
+
+def _transformers_attr(name: str, what: str) -> Any:
+    import transformers
+
+    try:
+        return getattr(transformers, name)
+    except AttributeError:
+        raise LookupError(f"transformers {transformers.__version__} has no {what} {name!r}") from None
+
+
+def build_config(spec: ModelSpec, shrink: bool) -> Any:
+    """The architecture config: matrix config (offline) or the hub's config plus overrides."""
+    from transformers import AutoConfig
+
+    overrides = dict(spec.config)
+    if shrink:
+        overrides = deep_merge(overrides, spec.smoke.get("config", {}))
+    if spec.model_type:
+        return AutoConfig.for_model(spec.model_type, **overrides)
+    config = AutoConfig.from_pretrained(spec.hub_id, revision=spec.revision or None)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return config
+
+
+def build_model(spec: ModelSpec, settings: Settings) -> Any:
+    cls = _transformers_attr(spec.auto_class, "model class")
+    if settings.weights == "pretrained":
+        return cls.from_pretrained(spec.hub_id, revision=spec.revision or None)
+    config = build_config(spec, settings.shrink)
+    if hasattr(cls, "from_config"):  # Auto* classes
+        return cls.from_config(config)
+    return cls(config)
+
+
+def build_processor(spec: ModelSpec, settings: Settings) -> tuple[Any, bool]:
+    """(processor, text_offline). Offline (random weights + a `processor` entry), the
+    processor is built from its class and the checkpoint's settings in matrix.yaml;
+    otherwise it comes from the hub checkpoint, like the model."""
+    offline = settings.weights == "random" and (spec.processor or spec.model_type)
+    if not offline:
+        import transformers
+
+        if spec.text_queries:
+            return transformers.AutoProcessor.from_pretrained(
+                spec.hub_id, revision=spec.revision or None
+            ), False
+        return transformers.AutoImageProcessor.from_pretrained(
+            spec.hub_id, revision=spec.revision or None
+        ), False
+    kwargs = dict(spec.processor)
+    if settings.shrink:
+        kwargs = deep_merge(kwargs, spec.smoke.get("processor", {}))
+    name = kwargs.pop("class", "") or _default_processor_class(spec.model_type)
+    cls = _transformers_attr(name, "image processor")
+    return cls(**kwargs), bool(spec.text_queries)
+
+
+def _default_processor_class(model_type: str) -> str:
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+
+    names = IMAGE_PROCESSOR_MAPPING_NAMES.get(model_type)
+    if not names:
+        raise LookupError(f"no image processor is registered for model type {model_type!r}")
+    if isinstance(names, dict):  # transformers 5: {"pil": ..., "torchvision": ...}
+        return names.get("pil") or next(iter(names.values()))
+    if isinstance(names, (tuple, list)):  # 4.3x-4.5x: (slow, fast)
+        return names[0] or names[1]
+    return names
+
+
+def count_params_m(model: Any) -> float:
+    return sum(p.numel() for p in model.parameters()) / 1e6
+
+
+def load(spec: ModelSpec, settings: Settings) -> Loaded:
+    model = build_model(spec, settings)
+    processor, text_offline = build_processor(spec, settings)
+    return Loaded(
+        model=model, processor=processor, tokenizer_offline=text_offline, params_m=count_params_m(model)
+    )

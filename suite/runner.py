@@ -1,0 +1,385 @@
+"""Run cells: one child process per cell, with a timeout; rows appended as each ends.
+
+The parent never imports torch. It probes the environment once (in a child), then for
+each cell starts `python -m suite.worker` in a new process group (inductor's compile
+workers die with it on a timeout), waits, and turns what came back (or did not) into
+exactly one row: ok / oom / error / timeout / skipped. A failing cell never stops the
+sweep. Resume: cells already recorded as ok or oom in the run's CSV are not re-run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from suite import env as envmod
+from suite.errors import UsageError
+from suite.matrix import Cell, Matrix
+from suite.results import (
+    DONE_STATUSES,
+    TIMING_COLUMNS,
+    RowWriter,
+    key_of,
+    one_line,
+    raw_csv_name,
+    read_rows,
+    slug,
+)
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The worker's environment: ours (HF_TOKEN etc. pass through, never written
+    anywhere), the suite importable, output unbuffered so the log is complete."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def probe(device: str, python: str = sys.executable) -> envmod.Environment:
+    """Collect provenance in a child process (also checks --device cuda before any cell)."""
+    cmd = [python, "-m", "suite", "env", "--json", "--device", device]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        raise UsageError("env", "probing the environment took over 300 s") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise UsageError("--device" if "--device" in last else "env", one_line(last))
+    return envmod.from_json(proc.stdout.strip().splitlines()[-1])
+
+
+def resolve_build(matrix: Matrix, requested: str | None, env: envmod.Environment) -> str:
+    """The build label for the rows: the one asked for (checked against the running
+    torch), else the single matrix build whose torch version is running, else
+    `torch<version>`."""
+    if requested:
+        if requested not in matrix.builds:
+            raise UsageError(
+                "--build",
+                f"{requested!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})",
+            )
+        spec = matrix.builds[requested]
+        if not spec.matches(env.torch_version):
+            raise UsageError(
+                "--build",
+                f"build {requested!r} pins torch {spec.torch}, but this Python "
+                f"runs torch {env.torch_version}; run it in the build's environment "
+                f"(nox -s bench-local -- --build {requested}) or drop --build",
+            )
+        return requested
+    matching = [b.name for b in matrix.builds.values() if b.matches(env.torch_version)]
+    return matching[0] if len(matching) == 1 else slug(f"torch{env.torch_version}")
+
+
+@dataclass
+class RunPaths:
+    """Where one (run, build, device) writes: raw CSV, per-cell logs, scratch."""
+
+    run_dir: Path
+    csv: Path
+    logs: Path
+    scratch: Path
+
+    @staticmethod
+    def make(out: Path, run_id: str, build: str, device: str, shard: str = "") -> RunPaths:
+        run_dir = out / run_id
+        name = raw_csv_name(build, device, shard)
+        stem = name[: -len(".csv")]
+        return RunPaths(run_dir, run_dir / "raw" / name, run_dir / "logs" / stem, run_dir / ".scratch" / stem)
+
+
+def check_writable(out: Path) -> None:
+    """Fail before any cell runs if results cannot be written."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise UsageError("--out", f"cannot write results to {out}: {exc.strerror or exc}") from None
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = (
+            " (out of host memory? the kernel's OOM killer sends SIGKILL)"
+            if returncode == -signal.SIGKILL
+            else ""
+        )
+        return f"worker killed by {name}{hint}"
+    return f"worker exited with status {returncode} without a result"
+
+
+def last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
+
+
+def run_worker(
+    cell: Cell, device_type: str, paths: RunPaths, index: int, python: str = sys.executable
+) -> tuple[dict[str, Any], float, str]:
+    """Run one cell in a child process. Returns (worker fields, wall seconds, log path)."""
+    paths.logs.mkdir(parents=True, exist_ok=True)
+    paths.scratch.mkdir(parents=True, exist_ok=True)
+    stem = f"{index:03d}-{slug(cell.model.name)}-bs{cell.batch_size}-{cell.mode}-{cell.scenario}"
+    log_path = paths.logs / f"{stem}.log"
+    cell_path = paths.scratch / f"{stem}.cell.json"
+    result_path = paths.scratch / f"{stem}.result.json"
+    cell_path.write_text(cell.to_json())
+    result_path.unlink(missing_ok=True)
+    extra: dict[str, str] = {}
+    cache = None
+    if cell.settings.compile_cache == "cold":
+        cache = paths.scratch / f"{stem}.compile-cache"
+    else:
+        cache = paths.run_dir / ".compile-cache"
+    extra["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
+    extra["TRITON_CACHE_DIR"] = str(cache / "triton")
+    cmd = [python, "-m", "suite.worker", str(cell_path), str(result_path), device_type]
+    start = time.monotonic()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=child_env(extra),
+            start_new_session=True,
+        )
+        try:
+            returncode = proc.wait(timeout=cell.settings.timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            returncode = -signal.SIGKILL
+        finally:
+            _kill_group(proc)
+    wall = time.monotonic() - start
+    if cell.settings.compile_cache == "cold":
+        shutil.rmtree(cache, ignore_errors=True)
+    cell_path.unlink(missing_ok=True)
+    if timed_out:
+        fields: dict[str, Any] = {
+            "status": "timeout",
+            "error": f"no result after {cell.settings.timeout_s:g} s (worker killed)",
+        }
+    elif result_path.exists():
+        fields = json.loads(result_path.read_text())
+        result_path.unlink()
+    else:
+        tail = last_line(log_path)
+        reason = describe_exit(returncode) + (f"; last log line: {tail}" if tail else "")
+        fields = {"status": "error", "error": one_line(reason)}
+    return fields, wall, str(log_path.relative_to(paths.run_dir))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the worker's whole process group (compile workers included) and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+
+
+def _fmt_duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+@dataclass
+class Progress:
+    """One line when a cell starts and one when it ends: done/total, elapsed, ETA."""
+
+    total: int
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    started: float = field(default_factory=time.monotonic)
+    done: int = 0
+    walls: list[float] = field(default_factory=list)
+
+    def start(self, cell: Cell) -> None:
+        print(
+            f"[{self.done + 1:>{len(str(self.total))}}/{self.total}] {cell.label} ...",
+            file=self.stream,
+            flush=True,
+        )
+
+    def finish(self, cell: Cell, row: dict[str, Any], wall: float) -> None:
+        self.done += 1
+        self.walls.append(wall)
+        elapsed = time.monotonic() - self.started
+        eta = (sum(self.walls) / len(self.walls)) * (self.total - self.done)
+        status = row["status"]
+        if status == "ok":
+            detail = f"median {float(row['median_ms']):.2f} ms"
+            if row.get("speedup") not in (None, ""):
+                detail += f", speed-up x{float(row['speedup']):.2f}"
+        else:
+            detail = str(row.get("error", ""))[:120]
+        width = len(str(self.total))
+        print(
+            f"[{self.done:>{width}}/{self.total}] {cell.label}: {status} ({detail}) in {wall:.1f} s"
+            f" | elapsed {_fmt_duration(elapsed)} | ETA {_fmt_duration(eta)}",
+            file=self.stream,
+            flush=True,
+        )
+
+    def skip(self, cell: Cell, status: str) -> None:
+        self.done += 1
+        width = len(str(self.total))
+        print(
+            f"[{self.done:>{width}}/{self.total}] {cell.label}: already recorded ({status}), skipped",
+            file=self.stream,
+            flush=True,
+        )
+
+
+@dataclass
+class RunReport:
+    csv: Path
+    ran: int = 0
+    resumed: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def build_row(
+    cell: Cell,
+    env: envmod.Environment,
+    run_id: str,
+    fields: dict[str, Any],
+    started_at: str,
+    wall: float,
+    log_file: str,
+    shard: str,
+) -> dict[str, Any]:
+    """One CSV row: the cell's identity, the environment, and what the worker measured."""
+    s = cell.settings
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        **cell.key_fields(env.device),
+        "task": cell.model.task,
+        **env.columns(),
+        "started_at": started_at,
+        "wall_s": round(wall, 3),
+        "warmup": s.warmup,
+        "tolerance": s.tolerance,
+        "compile_cache": s.compile_cache,
+        "variant": "smoke" if s.shrink else (f"custom of {cell.model.base}" if cell.model.base else ""),
+        "shard": shard,
+        "log_file": log_file,
+    }
+    row.update(fields)
+    if row["status"] != "ok":
+        for col in TIMING_COLUMNS:
+            row[col] = None
+    return row
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    env: envmod.Environment,
+    out: Path,
+    run_id: str,
+    shard: str = "",
+    rerun_failed: bool = True,
+    python: str = sys.executable,
+) -> RunReport:
+    """Run every cell not already recorded; append one row per cell as it ends."""
+    if not cells:
+        raise UsageError("cells", "the selection is empty: nothing to run")
+    build = cells[0].build
+    paths = RunPaths.make(out, run_id, build, env.device, shard)
+    done = previous_rows(paths.csv, rerun_failed)
+    report = RunReport(csv=paths.csv)
+    progress = Progress(total=len(cells))
+    with RowWriter(paths.csv) as writer:
+        if writer.repaired_bytes:
+            print(
+                f"{paths.csv}: cut a partial last row ({writer.repaired_bytes} bytes) "
+                "left by an interrupted run",
+                file=sys.stderr,
+            )
+        for index, cell in enumerate(cells):
+            key = key_of(cell.key_fields(env.device))
+            if key in done:
+                report.resumed += 1
+                progress.skip(cell, done[key])
+                continue
+            progress.start(cell)
+            started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            fields, wall, log_file = run_worker(cell, env.device_type, paths, index, python)
+            row = build_row(cell, env, run_id, fields, started_at, wall, log_file, shard)
+            writer.append(row)
+            report.ran += 1
+            report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
+            progress.finish(cell, row, wall)
+    shutil.rmtree(paths.scratch, ignore_errors=True)
+    return report
+
+
+def previous_rows(csv_path: Path, rerun_failed: bool) -> dict[tuple[str, ...], str]:
+    """Keys already recorded (status per key). Rows that will be re-run (error, timeout,
+    skipped) are moved out of the CSV first, into `<name>.superseded.csv`, so the
+    file keeps exactly one row per cell."""
+    if not csv_path.exists():
+        return {}
+    result = read_rows(csv_path)
+    keep_statuses = DONE_STATUSES if rerun_failed else None
+    kept, dropped = [], []
+    for row in result.rows:
+        (kept if keep_statuses is None or row["status"] in keep_statuses else dropped).append(row)
+    if dropped:
+        from suite.results import COLUMNS
+        from suite.results import RowWriter as _W
+
+        superseded = csv_path.with_suffix(".superseded.csv")
+        with _W(superseded) as w:
+            for row in dropped:
+                w.append({k: v for k, v in row.items() if k in COLUMNS})
+        tmp = csv_path.with_suffix(".rewrite.tmp")
+        tmp.unlink(missing_ok=True)
+        with _W(tmp) as w:
+            for row in kept:
+                w.append({k: v for k, v in row.items() if k in COLUMNS})
+        tmp.replace(csv_path)
+        print(
+            f"{csv_path}: {len(dropped)} failed cell(s) will be re-run (old rows kept in {superseded.name})",
+            file=sys.stderr,
+        )
+    return {key_of(row): row["status"] for row in kept}
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def env_json_main(device: str) -> int:
+    """`suite env --json`: one JSON line on stdout (used by `probe`)."""
+    try:
+        environment = envmod.collect(device)
+    except RuntimeError as exc:
+        print(f"--device: {exc}", file=sys.stderr)
+        return 2
+    print(envmod.to_json(environment))
+    return 0

@@ -1,0 +1,136 @@
+"""Plain statistics on latency samples: standard library only, deterministic.
+
+- The 95% CI of the median is distribution-free: two order statistics chosen from the
+  Binomial(n, 1/2) distribution (no normality assumption; latencies are skewed).
+- The paired speed-up CI is a percentile bootstrap over iteration pairs (eager_i,
+  compiled_i) measured back to back, with a fixed seed so the same samples always give
+  the same interval.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+def mean(xs: Sequence[float]) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def percentile(xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), q in [0, 100]."""
+    if not xs:
+        raise ValueError("percentile of no samples")
+    s = sorted(xs)
+    pos = (len(s) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def median(xs: Sequence[float]) -> float:
+    return percentile(xs, 50.0)
+
+
+def stdev(xs: Sequence[float]) -> float:
+    """Sample standard deviation (n - 1); 0 for a single sample."""
+    if len(xs) < 2:
+        return 0.0
+    m = mean(xs)
+    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def _binom_pmf(i: int, n: int) -> float:
+    """P(X = i) for X ~ Binomial(n, 1/2), via log-gamma (exact enough for any n)."""
+    return math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + n * math.log(0.5))
+
+
+def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free CI of the median from order statistics.
+
+    With X ~ Bin(n, 1/2), takes the largest k with P(X <= k - 1) <= alpha/2; the
+    interval [x_(k), x_(n-k+1)] (1-based) covers the true median with probability
+    >= `confidence`. With too few samples for that (n < 6), the full range.
+    """
+    n = len(xs)
+    if n == 0:
+        raise ValueError("median_ci of no samples")
+    s = sorted(xs)
+    alpha = 1.0 - confidence
+    k, cdf = 0, 0.0  # invariant: cdf == P(X <= k - 1)
+    while k + 1 <= n // 2:
+        nxt = cdf + _binom_pmf(k, n)  # P(X <= k)
+        if nxt > alpha / 2:
+            break
+        k, cdf = k + 1, nxt
+    return (s[k - 1], s[n - k]) if k else (s[0], s[-1])
+
+
+def bootstrap_ratio_ci(
+    numer: Sequence[float],
+    denom: Sequence[float],
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of median(numer) / median(denom) over *paired* samples.
+
+    Pairs are resampled together, so drift that hits both halves of a pair (clock
+    boost, a noisy neighbour) cancels instead of widening the interval.
+    """
+    n = len(numer)
+    if n != len(denom) or n == 0:
+        raise ValueError("bootstrap_ratio_ci needs two equally long, non-empty samples")
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        ratios.append(median([numer[i] for i in idx]) / median([denom[i] for i in idx]))
+    alpha = 1.0 - confidence
+    return percentile(ratios, 100 * alpha / 2), percentile(ratios, 100 * (1 - alpha / 2))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The latency figures of one series of timed iterations (milliseconds)."""
+
+    n: int
+    mean: float
+    median: float
+    p10: float
+    p90: float
+    std: float
+    min: float
+    ci95_low: float
+    ci95_high: float
+
+    @staticmethod
+    def of(samples_ms: Sequence[float]) -> Summary:
+        lo, hi = median_ci(samples_ms)
+        return Summary(
+            n=len(samples_ms),
+            mean=mean(samples_ms),
+            median=median(samples_ms),
+            p10=percentile(samples_ms, 10),
+            p90=percentile(samples_ms, 90),
+            std=stdev(samples_ms),
+            min=min(samples_ms),
+            ci95_low=lo,
+            ci95_high=hi,
+        )
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Paired speed-up: eager median / compiled median, with a bootstrap CI."""
+
+    ratio: float
+    ci95_low: float
+    ci95_high: float
+
+    @staticmethod
+    def of(eager_ms: Sequence[float], compiled_ms: Sequence[float]) -> Speedup:
+        lo, hi = bootstrap_ratio_ci(eager_ms, compiled_ms)
+        return Speedup(median(eager_ms) / median(compiled_ms), lo, hi)
