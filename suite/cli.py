@@ -248,6 +248,13 @@ def build_parser() -> Parser:
     add_selection_args(p)
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser(
+        "crosscheck",
+        help="time a few cells with the suite and independently (torch.utils.benchmark, CUDA events)",
+    )
+    add_selection_args(p)
+    p.set_defaults(func=lambda a: __import__("suite.crosscheck", fromlist=["x"]).cmd_crosscheck(a))
+
     p = sub.add_parser("env", help="print the environment (torch, CUDA, GPU, driver, versions)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--json", action="store_true", help="one JSON line (machine-readable)")

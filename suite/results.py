@@ -75,6 +75,7 @@ EXTRA_COLUMNS: tuple[str, ...] = (
     "input_source",  # which image fed the model (URL or file name)
     "cpu_name",  # host CPU model (latency on CPU, launch overhead on GPU)
     "torch_threads",  # torch.get_num_threads() in the worker
+    "host_load",  # 1-minute load average as the cell ended (worker included): contention
     "shard",  # "i/n" when the run was sharded, else empty
     "log_file",  # the cell's worker log, relative to the run folder
 )

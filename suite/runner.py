@@ -288,6 +288,7 @@ def build_row(
         "variant": "smoke" if s.shrink else (f"custom of {cell.model.base}" if cell.model.base else ""),
         "shard": shard,
         "log_file": log_file,
+        "host_load": round(os.getloadavg()[0], 2),
     }
     row.update(fields)
     if row["status"] != "ok":
@@ -339,32 +340,28 @@ def run_cells(
 
 
 def previous_rows(csv_path: Path, rerun_failed: bool) -> dict[tuple[str, ...], str]:
-    """Keys already recorded (status per key). Rows that will be re-run (error, timeout,
-    skipped) are moved out of the CSV first, into `<name>.superseded.csv`, so the
-    file keeps exactly one row per cell."""
+    """Keys already recorded, with their status. Rows of cells that will be re-run
+    (error, timeout, skipped) are first moved out of the raw CSV into
+    `<run>/superseded/<name>.csv`, so the raw file keeps exactly one row per cell."""
     if not csv_path.exists():
         return {}
-    result = read_rows(csv_path)
-    keep_statuses = DONE_STATUSES if rerun_failed else None
-    kept, dropped = [], []
-    for row in result.rows:
-        (kept if keep_statuses is None or row["status"] in keep_statuses else dropped).append(row)
+    rows = read_rows(csv_path).rows
+    dropped = [r for r in rows if rerun_failed and r["status"] not in DONE_STATUSES]
+    kept = [r for r in rows if r not in dropped]
     if dropped:
-        from suite.results import COLUMNS
-        from suite.results import RowWriter as _W
-
-        superseded = csv_path.with_suffix(".superseded.csv")
-        with _W(superseded) as w:
+        superseded = csv_path.parent.parent / "superseded" / csv_path.name
+        with RowWriter(superseded) as w:
             for row in dropped:
-                w.append({k: v for k, v in row.items() if k in COLUMNS})
-        tmp = csv_path.with_suffix(".rewrite.tmp")
+                w.append(row)
+        tmp = csv_path.with_name(csv_path.name + ".rewrite")
         tmp.unlink(missing_ok=True)
-        with _W(tmp) as w:
+        with RowWriter(tmp) as w:
             for row in kept:
-                w.append({k: v for k, v in row.items() if k in COLUMNS})
+                w.append(row)
         tmp.replace(csv_path)
         print(
-            f"{csv_path}: {len(dropped)} failed cell(s) will be re-run (old rows kept in {superseded.name})",
+            f"{csv_path}: {len(dropped)} failed cell(s) will be re-run "
+            f"(their old rows moved to {superseded})",
             file=sys.stderr,
         )
     return {key_of(row): row["status"] for row in kept}

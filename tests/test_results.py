@@ -1,0 +1,120 @@
+"""The CSV contract and the crash-safe writer."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from suite import results
+from suite.results import COLUMNS, CONTRACT_COLUMNS, RowWriter, read_rows
+
+DESIGN_COLUMNS = """run_id, build, device, gpu_name, task, model, model_id, weights, batch_size, mode,
+dtype, scenario, status, error, iterations, mean_ms, median_ms, p10_ms, p90_ms, std_ms, min_ms,
+ci95_low_ms, ci95_high_ms, eager_median_ms, speedup, speedup_ci95_low, speedup_ci95_high,
+compile_s, graph_breaks, recompiles, max_abs_diff, accuracy, peak_mem_mb, params_m,
+torch_version, torch_git, cuda_version, cudnn_version, triton_version, transformers_version,
+python_version, driver_version, image, suite_version, started_at, wall_s"""
+
+
+def row(**kw: object) -> dict[str, object]:
+    base = {
+        "run_id": "r",
+        "build": "stable",
+        "device": "cpu",
+        "model": "ViT",
+        "status": "ok",
+        "median_ms": 1.5,
+        "error": "",
+    }
+    base.update(kw)
+    return base
+
+
+def test_contract_columns_are_the_design_columns_in_order() -> None:
+    expected = tuple(c.strip() for c in DESIGN_COLUMNS.replace("\n", " ").split(","))
+    assert expected == CONTRACT_COLUMNS
+    assert COLUMNS[: len(CONTRACT_COLUMNS)] == CONTRACT_COLUMNS
+    assert len(set(COLUMNS)) == len(COLUMNS)
+
+
+def test_writer_writes_header_once_and_appends(tmp_path: Path) -> None:
+    path = tmp_path / "raw" / "b__cpu.csv"
+    with RowWriter(path) as w:
+        w.append(row())
+    with RowWriter(path) as w:
+        w.append(row(model="BeiT", status="error", error="boom\nsecond line", median_ms=None))
+    lines = path.read_text().splitlines()
+    assert lines[0].split(",") == list(COLUMNS)
+    assert len(lines) == 3
+    got = read_rows(path)
+    assert [r["model"] for r in got.rows] == ["ViT", "BeiT"]
+    assert got.rows[1]["error"] == "boom second line"  # one line, always
+    assert got.rows[1]["median_ms"] == ""
+
+
+def test_values_are_plain(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    with RowWriter(path) as w:
+        w.append(row(median_ms=float("nan"), speedup=1.234567891, accuracy=True, batch_size=4))
+    r = read_rows(path).rows[0]
+    assert r["median_ms"] == "" and r["speedup"] == "1.23457" and r["accuracy"] == "true"
+    assert r["batch_size"] == "4"
+
+
+def test_writer_rejects_unknown_status_and_columns(tmp_path: Path) -> None:
+    with RowWriter(tmp_path / "x.csv") as w:
+        with pytest.raises(ValueError):
+            w.append(row(status="fine"))
+        with pytest.raises(KeyError):
+            w.append(row(colour="red"))
+
+
+def test_torn_last_line_is_cut_on_open_and_reported(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    with RowWriter(path) as w:
+        w.append(row())
+    with open(path, "a") as fh:
+        fh.write("r,stable,cpu,half a ro")  # a writer killed mid-row
+    partial = read_rows(path)
+    assert len(partial.rows) == 1 and partial.repaired == 1
+    with RowWriter(path) as w:
+        assert w.repaired_bytes == len("r,stable,cpu,half a ro")
+        w.append(row(model="BeiT"))
+    again = read_rows(path)
+    assert [r["model"] for r in again.rows] == ["ViT", "BeiT"] and again.repaired == 0
+    with open(path, newline="") as fh:
+        assert all(len(r) == len(COLUMNS) for r in csv.reader(fh))
+
+
+def test_reader_reports_bad_rows(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    with RowWriter(path) as w:
+        w.append(row())
+    with open(path, "a") as fh:
+        fh.write("too,few,fields\n")
+        fh.write(",".join("weird" if c == "status" else "" for c in COLUMNS) + "\n")
+    got = read_rows(path)
+    assert len(got.rows) == 1 and got.skipped == 2
+    assert any("3 fields" in p for p in got.problems)
+    assert any("unknown status 'weird'" in p for p in got.problems)
+
+
+def test_reader_rejects_a_file_without_the_contract_header(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(results.CsvFormatError, match="lacks column"):
+        read_rows(path)
+
+
+def test_writer_refuses_a_header_from_another_version(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    path.write_text(",".join(CONTRACT_COLUMNS) + "\n")
+    with pytest.raises(results.CsvFormatError, match="new --run-id"):
+        RowWriter(path)
+
+
+def test_raw_csv_names() -> None:
+    assert results.raw_csv_name("stable", "NVIDIA H100 80GB HBM3") == "stable__nvidia-h100-80gb-hbm3.csv"
+    assert results.raw_csv_name("nightly", "cpu", "2/4") == "nightly__cpu__shard-2-of-4.csv"
