@@ -1,0 +1,89 @@
+"""End to end: the smoke profile on this CPU, all 12 architectures, every row checked.
+
+This is the real pipeline (matrix -> cells -> one worker process per cell -> CSV), with
+the repository's matrix.yaml. It takes several minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from suite.matrix import expand, load_matrix
+from suite.results import COLUMNS, key_of, read_rows
+
+REPO = Path(__file__).resolve().parent.parent
+COMPILED = {"default", "reduce-overhead"}
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, str]], str]:
+    out = tmp_path_factory.mktemp("smoke")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("SUITE_FAULT", None)
+    cmd = [sys.executable, "-m", "suite", "run", "--profile", "smoke", "--device", "cpu",
+           "--out", str(out), "--run-id", "e2e"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=3600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (csv_path,) = (out / "e2e" / "raw").glob("*.csv")
+    result = read_rows(csv_path)
+    assert result.repaired == 0 and result.skipped == 0
+    return result.rows, proc.stderr
+
+
+def num(row: dict[str, str], col: str) -> float:
+    value = float(row[col])
+    assert math.isfinite(value), f"{row['model']} {row['mode']}: {col}={row[col]}"
+    return value
+
+
+def test_one_row_per_cell_for_all_12_architectures(smoke) -> None:
+    rows, _ = smoke
+    cells = expand(load_matrix(REPO / "matrix.yaml"), "smoke", "x")
+    assert len(rows) == len(cells) == 36
+    assert len({key_of(r) for r in rows}) == len(rows), "duplicated rows"
+    assert {r["model"] for r in rows} == {c.model.name for c in cells}
+    assert all(list(r) == list(COLUMNS) for r in rows)
+
+
+def test_every_row_is_ok_with_sane_numbers(smoke) -> None:
+    rows, _ = smoke
+    failures = [f"{r['model']} {r['mode']}: {r['status']} {r['error']}" for r in rows if r["status"] != "ok"]
+    assert not failures, failures
+    for r in rows:
+        label = f"{r['model']} {r['mode']}"
+        assert r["weights"] == "random" and r["variant"] == "smoke" and r["batch_size"] == "1"
+        assert int(r["iterations"]) == 10, label
+        lo, p10, med, p90 = num(r, "min_ms"), num(r, "p10_ms"), num(r, "median_ms"), num(r, "p90_ms")
+        assert 0 < lo <= p10 <= med <= p90, label
+        assert num(r, "ci95_low_ms") <= med <= num(r, "ci95_high_ms"), label
+        assert num(r, "mean_ms") > 0 and num(r, "std_ms") >= 0, label
+        assert num(r, "peak_mem_mb") > 0 and num(r, "params_m") > 0, label
+        assert r["torch_version"] and r["transformers_version"] and r["python_version"], label
+
+
+def test_compiled_cells_have_a_paired_speedup_and_pass_accuracy(smoke) -> None:
+    rows, _ = smoke
+    for r in rows:
+        label = f"{r['model']} {r['mode']}"
+        if r["mode"] in COMPILED:
+            s = num(r, "speedup")
+            assert num(r, "speedup_ci95_low") <= s <= num(r, "speedup_ci95_high"), label
+            assert s == pytest.approx(num(r, "eager_median_ms") / num(r, "median_ms"), rel=1e-3), label
+            assert num(r, "compile_s") > 0, label
+            assert int(r["graph_breaks"]) >= 0, label
+            assert int(r["recompiles"]) == 0, f"{label}: recompiled while being timed"
+            assert r["accuracy"] == "pass", f"{label}: max abs diff {r['max_abs_diff']}"
+            assert num(r, "max_abs_diff") >= 0, label
+        else:
+            assert r["speedup"] == "" and r["accuracy"] == "" and r["compile_s"] == "", label
+
+
+def test_progress_is_shown(smoke) -> None:
+    _, stderr = smoke
+    assert "[36/36]" in stderr and "ETA" in stderr and "elapsed" in stderr
