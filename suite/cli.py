@@ -1,4 +1,4 @@
-"""`python -m suite VERB ...`: plan, run, env (and host-side verbs registered below).
+"""`python -m suite VERB ...`: plan, run, env; and the host-side merge.
 
 Bad input never produces a traceback: every UsageError (and argparse's own errors)
 becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2.
@@ -15,6 +15,7 @@ from pathlib import Path
 from suite.errors import UsageError
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
+DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -234,6 +235,38 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn(verb: str, lines: Sequence[str]) -> None:
+    for line in lines:
+        print(f"suite {verb}: warning: {line}", file=sys.stderr)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from suite.merge import default_out, find_csvs
+    from suite.publish import run_merge
+
+    find_csvs(args.inputs)  # missing inputs are reported before anything else
+    out = args.out or default_out(args.inputs)
+    if out is None:
+        raise UsageError("-o", "the inputs are not one run folder: say where to write with -o OUT")
+    result = run_merge(
+        args.inputs,
+        out,
+        matrix=args.matrix or DEFAULT_MATRIX,
+        matrix_explicit=args.matrix is not None,
+        reference_dir=args.reference,
+        plots=not args.no_plots,
+        strict=args.strict,
+    )
+    report = result.loaded.report()
+    print(f"suite merge: {report[0]}", file=sys.stderr)
+    _warn("merge", report[1:])
+    print(
+        f"suite merge: {len(result.tables)} table(s), {len(result.plots)} plot(s) -> {result.index}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="suite", description="torch.compile benchmark suite for HF vision models")
     sub = parser.add_subparsers(dest="verb", required=True, parser_class=Parser)
@@ -252,6 +285,27 @@ def build_parser() -> Parser:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--json", action="store_true", help="one JSON line (machine-readable)")
     p.set_defaults(func=cmd_env)
+
+    p = sub.add_parser(
+        "merge", help="tables (Markdown + CSV), plots and an index page from raw CSVs of one or more runs"
+    )
+    p.add_argument("inputs", nargs="+", type=Path, help="run folders (their raw/*.csv) or raw CSV files")
+    p.add_argument(
+        "-o", "--out", type=Path, default=None, help="write tables/ and plots/ here (default: the run folder)"
+    )
+    p.add_argument(
+        "--matrix", type=Path, default=None, help=f"for the builds' kinds (default: {DEFAULT_MATRIX})"
+    )
+    p.add_argument(
+        "--reference",
+        type=Path,
+        default=DEFAULT_REFERENCE,
+        help="the guide's figures as CSV (default: %(default)s)",
+    )
+    p.add_argument("--no-plots", action="store_true", help="tables only")
+    p.add_argument("--strict", action="store_true", help="exit 2 if any row or file would be skipped")
+    p.set_defaults(func=cmd_merge)
+
     return parser
 
 
