@@ -1,4 +1,4 @@
-"""`python -m suite VERB ...`: plan, run, env; and the host-side merge.
+"""`python -m suite VERB ...`: plan, run, env; and the host-side merge and compare.
 
 Bad input never produces a traceback: every UsageError (and argparse's own errors)
 becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2.
@@ -235,6 +235,16 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError("--threshold", f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise UsageError("--threshold", f"must be a fraction in [0, 1), e.g. 0.05 for 5%, got {text}")
+    return value
+
+
 def _warn(verb: str, lines: Sequence[str]) -> None:
     for line in lines:
         print(f"suite {verb}: warning: {line}", file=sys.stderr)
@@ -265,6 +275,26 @@ def cmd_merge(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from suite.compare import compare, render, verdict_line
+    from suite.merge import load
+
+    base, new = load([args.base]), load([args.new])
+    _warn(
+        "compare",
+        [f"base: {line}" for line in base.report()[1:]] + [f"new: {line}" for line in new.report()[1:]],
+    )
+    result = compare(base, new, args.threshold)
+    text = render(result, [args.base], [args.new], base, new)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+        print(f"suite compare: {verdict_line(result)} -> {args.output}", file=sys.stderr)
+    else:
+        print(text, end="")
+    return 1 if result.failed else 0
 
 
 def build_parser() -> Parser:
@@ -306,6 +336,17 @@ def build_parser() -> Parser:
     p.add_argument("--strict", action="store_true", help="exit 2 if any row or file would be skipped")
     p.set_defaults(func=cmd_merge)
 
+    p = sub.add_parser("compare", help="regressions between two runs; exit 1 if a cell regressed")
+    p.add_argument("base", type=Path, help="the base run folder (or one raw CSV)")
+    p.add_argument("new", type=Path, help="the new run folder (or one raw CSV)")
+    p.add_argument(
+        "--threshold",
+        type=_threshold,
+        default=0.05,
+        help="slow-down that counts, as a fraction (default: %(default)s = 5%%)",
+    )
+    p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
+    p.set_defaults(func=cmd_compare)
     return parser
 
 
