@@ -55,7 +55,6 @@ class MergeResult:
 
 
 def _clear(folder: Path, patterns: Sequence[str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
     for pattern in patterns:
         for path in folder.glob(pattern):
             path.unlink()
@@ -82,8 +81,10 @@ def run_merge(
     reference = Reference.load(reference_dir)
     tables_dir, plots_dir = out / "tables", out / "plots"
     _clear(tables_dir, ("*.md", "*.csv"))
+    _clear(plots_dir, ("*.png",))  # also with plots off: an old plot must not pass for a current one
+    tables_dir.mkdir(parents=True, exist_ok=True)
     if plots:
-        _clear(plots_dir, ("*.png",))
+        plots_dir.mkdir(parents=True, exist_ok=True)
 
     summary = summary_table(study)
     groups = compile_groups(study)

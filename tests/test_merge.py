@@ -310,10 +310,13 @@ def test_merge_cli_writes_tables_plots_and_index(run: Path, capsys):
 
 def test_merge_again_removes_stale_outputs(run: Path):
     assert main(["merge", str(run), "--no-plots"]) == 0
-    stale = run / "tables" / "compile-vs-eager__old.md"
-    stale.write_text("old")
+    assert not (run / "plots").exists()
+    stale = [run / "tables" / "compile-vs-eager__old.md", run / "plots" / "old__duration.png"]
+    stale[1].parent.mkdir()
+    for path in stale:
+        path.write_text("old")
     assert main(["merge", str(run), "--no-plots"]) == 0
-    assert not stale.exists()
+    assert not any(path.exists() for path in stale)
 
 
 def test_several_runs_need_an_output_folder(tmp_path: Path, capsys):
