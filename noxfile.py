@@ -159,3 +159,23 @@ def lint(session: nox.Session) -> None:
     session.install("ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+def newest_run(session: nox.Session) -> str:
+    """The run folder under results/ whose raw CSVs were written last."""
+    runs = [p for p in (ROOT / "results").glob("*/raw") if any(p.glob("*.csv"))]
+    if not runs:
+        session.error("results/: no run folder with raw CSVs; give one: nox -s merge -- RUN_DIR")
+    newest = max(runs, key=lambda raw: max(f.stat().st_mtime for f in raw.glob("*.csv")))
+    return str(newest.parent)
+
+
+@nox.session(python=find_python(TEST_PYTHON))
+def merge(session: nox.Session) -> None:
+    """Tables, plots and the index page from raw CSVs (host side: pandas + matplotlib).
+
+    `nox -s merge -- RUN_DIR... [-o OUT]`; without arguments, the newest run under results/.
+    """
+    session.install("pandas", "matplotlib", "pyyaml")
+    session.install("--no-deps", "-e", ".")
+    session.run("python", "-m", "suite", "merge", *(session.posargs or [newest_run(session)]))

@@ -1,4 +1,4 @@
-"""`python -m suite VERB ...`: plan, run, env (and host-side verbs registered below).
+"""`python -m suite VERB ...`: plan, run, env; and the host-side merge and compare.
 
 Bad input never produces a traceback: every UsageError (and argparse's own errors)
 becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2.
@@ -15,6 +15,7 @@ from pathlib import Path
 from suite.errors import UsageError
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
+DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -234,6 +235,68 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError("--threshold", f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise UsageError("--threshold", f"must be a fraction in [0, 1), e.g. 0.05 for 5%, got {text}")
+    return value
+
+
+def _warn(verb: str, lines: Sequence[str]) -> None:
+    for line in lines:
+        print(f"suite {verb}: warning: {line}", file=sys.stderr)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from suite.merge import default_out, find_csvs
+    from suite.publish import run_merge
+
+    find_csvs(args.inputs)  # missing inputs are reported before anything else
+    out = args.out or default_out(args.inputs)
+    if out is None:
+        raise UsageError("-o", "the inputs are not one run folder: say where to write with -o OUT")
+    result = run_merge(
+        args.inputs,
+        out,
+        matrix=args.matrix or DEFAULT_MATRIX,
+        matrix_explicit=args.matrix is not None,
+        reference_dir=args.reference,
+        plots=not args.no_plots,
+        strict=args.strict,
+    )
+    report = result.loaded.report()
+    print(f"suite merge: {report[0]}", file=sys.stderr)
+    _warn("merge", report[1:])
+    print(
+        f"suite merge: {len(result.tables)} table(s), {len(result.plots)} plot(s) -> {result.index}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from suite.compare import compare, render, verdict_line
+    from suite.merge import load
+
+    base, new = load([args.base]), load([args.new])
+    _warn(
+        "compare",
+        [f"base: {line}" for line in base.report()[1:]] + [f"new: {line}" for line in new.report()[1:]],
+    )
+    result = compare(base, new, args.threshold)
+    text = render(result, [args.base], [args.new], base, new)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+        print(f"suite compare: {verdict_line(result)} -> {args.output}", file=sys.stderr)
+    else:
+        print(text, end="")
+    return 1 if result.failed else 0
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="suite", description="torch.compile benchmark suite for HF vision models")
     sub = parser.add_subparsers(dest="verb", required=True, parser_class=Parser)
@@ -259,6 +322,38 @@ def build_parser() -> Parser:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--json", action="store_true", help="one JSON line (machine-readable)")
     p.set_defaults(func=cmd_env)
+
+    p = sub.add_parser(
+        "merge", help="tables (Markdown + CSV), plots and an index page from raw CSVs of one or more runs"
+    )
+    p.add_argument("inputs", nargs="+", type=Path, help="run folders (their raw/*.csv) or raw CSV files")
+    p.add_argument(
+        "-o", "--out", type=Path, default=None, help="write tables/ and plots/ here (default: the run folder)"
+    )
+    p.add_argument(
+        "--matrix", type=Path, default=None, help=f"for the builds' kinds (default: {DEFAULT_MATRIX})"
+    )
+    p.add_argument(
+        "--reference",
+        type=Path,
+        default=DEFAULT_REFERENCE,
+        help="the guide's figures as CSV (default: %(default)s)",
+    )
+    p.add_argument("--no-plots", action="store_true", help="tables only")
+    p.add_argument("--strict", action="store_true", help="exit 2 if any row or file would be skipped")
+    p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("compare", help="regressions between two runs; exit 1 if a cell regressed")
+    p.add_argument("base", type=Path, help="the base run folder (or one raw CSV)")
+    p.add_argument("new", type=Path, help="the new run folder (or one raw CSV)")
+    p.add_argument(
+        "--threshold",
+        type=_threshold,
+        default=0.05,
+        help="slow-down that counts, as a fraction (default: %(default)s = 5%%)",
+    )
+    p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
+    p.set_defaults(func=cmd_compare)
     return parser
 
 

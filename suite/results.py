@@ -13,7 +13,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # The contract (DESIGN.md): these columns, in this order, first.
@@ -167,6 +167,7 @@ class ReadResult:
     """Rows read from a raw CSV, plus what had to be set aside and why."""
 
     rows: list[dict[str, str]]
+    lines: list[int] = field(default_factory=list)  # line number of each row, for messages
     repaired: int = 0  # partial trailing rows cut off (crash mid-write)
     skipped: int = 0  # malformed rows not returned
     problems: tuple[str, ...] = ()
@@ -187,6 +188,7 @@ def read_rows(path: Path) -> ReadResult:
     if missing:
         raise CsvFormatError(f"{path}: header lacks column(s) {', '.join(missing)}")
     rows: list[dict[str, str]] = []
+    row_lines: list[int] = []
     problems: list[str] = []
     repaired = skipped = 0
     for lineno, line in enumerate(lines[1:], start=2):
@@ -208,7 +210,10 @@ def read_rows(path: Path) -> ReadResult:
             problems.append(f"{path}:{lineno}: unknown status {row['status']!r}")
             continue
         rows.append(row)
-    return ReadResult(rows=rows, repaired=repaired, skipped=skipped, problems=tuple(problems))
+        row_lines.append(lineno)
+    return ReadResult(
+        rows=rows, lines=row_lines, repaired=repaired, skipped=skipped, problems=tuple(problems)
+    )
 
 
 def _encode(row: Mapping[str, object], columns: Iterable[str]) -> str:

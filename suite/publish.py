@@ -1,0 +1,149 @@
+"""Write the merged outputs of `python -m suite merge`: tables/ (Markdown + CSV, and the index
+page tables.md) and plots/ (PNG) under one folder.
+
+Host side only. The merge owns those two folders: the Markdown, CSV and PNG files a previous
+merge left there are removed first, so nothing stale is read as current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from suite.errors import UsageError
+from suite.merge import Loaded, Study, build_kinds, load
+from suite.reference import Reference
+from suite.tables import (
+    LEGEND,
+    Table,
+    compile_groups,
+    compile_modes,
+    compile_vs_eager,
+    markdown_table,
+    stable_vs_others,
+    summary_table,
+    write_table,
+)
+
+SECTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "compile vs eager",
+        "Compile vs eager",
+        "No compiled cell in the inputs.",
+    ),
+    (
+        "stable vs nightly",
+        "Stable vs nightly (and every other build against the stable one)",
+        "Needs a stable build and another build with the same GPU, setup and compile mode.",
+    ),
+    (
+        "compile modes",
+        "Compile modes (default vs reduce-overhead, ...)",
+        "Needs two or more compile modes of one build on one GPU.",
+    ),
+)
+
+
+@dataclass
+class MergeResult:
+    loaded: Loaded
+    kinds_note: str
+    tables: list[Table]
+    index: Path
+    plots: list[Path] = field(default_factory=list)
+
+
+def _clear(folder: Path, patterns: Sequence[str]) -> None:
+    for pattern in patterns:
+        for path in folder.glob(pattern):
+            path.unlink()
+
+
+def run_merge(
+    inputs: Sequence[Path],
+    out: Path,
+    matrix: Path | None,
+    matrix_explicit: bool,
+    reference_dir: Path,
+    plots: bool = True,
+    strict: bool = False,
+) -> MergeResult:
+    """Load, build every table (and plot), write them and the index page. With `strict`, any
+    row or file set aside is an error (exit 2) before anything is written."""
+    loaded = load(inputs)
+    if strict and loaded.skipped:
+        more = f" (and {len(loaded.skipped) - 1} more)" if len(loaded.skipped) > 1 else ""
+        raise UsageError("--strict", f"{loaded.skipped[0]}{more}")
+    builds = list(dict.fromkeys(loaded.frame["build"]))
+    kinds, kinds_note = build_kinds(builds, matrix, matrix_explicit)
+    study = Study(loaded.frame, kinds)
+    reference = Reference.load(reference_dir)
+    tables_dir, plots_dir = out / "tables", out / "plots"
+    _clear(tables_dir, ("*.md", "*.csv"))
+    _clear(plots_dir, ("*.png",))  # also with plots off: an old plot must not pass for a current one
+    tables_dir.mkdir(parents=True, exist_ok=True)
+    if plots:
+        plots_dir.mkdir(parents=True, exist_ok=True)
+
+    summary = summary_table(study)
+    groups = compile_groups(study)
+    vs_eager = [compile_vs_eager(study, g, reference) for g in groups]
+    tables = [summary, *vs_eager, *stable_vs_others(study), *compile_modes(study)]
+    for table in tables:
+        write_table(table, tables_dir)
+
+    plot_links: dict[str, list[Path]] = {}
+    written: list[Path] = []
+    if plots:
+        from suite.plots import plot_group
+
+        for group, table in zip(groups, vs_eager, strict=True):
+            stem = table.name.removeprefix("compile-vs-eager__")
+            plot_links[table.name] = plot_group(study, group, reference, plots_dir, stem)
+            written += plot_links[table.name]
+
+    index = tables_dir / "tables.md"
+    index.write_text(render_index(loaded, study, kinds_note, tables, plot_links, reference), encoding="utf-8")
+    return MergeResult(loaded=loaded, kinds_note=kinds_note, tables=tables, index=index, plots=written)
+
+
+def render_index(
+    loaded: Loaded,
+    study: Study,
+    kinds_note: str,
+    tables: Sequence[Table],
+    plot_links: dict[str, list[Path]],
+    reference: Reference,
+) -> str:
+    """The whole study on one page: inputs, builds, summary, then every table with its plots."""
+    lines = ["# torch.compile benchmark: merged results", "", "## Inputs", ""]
+    lines += [f"- {f}" for f in loaded.files]
+    lines += ["", *(f"- {line}" for line in loaded.report())]
+    lines += ["", "## Builds", "", f"({kinds_note})", ""]
+    lines += ["| build | kind | torch |", "|---|---|---|"]
+    lines += [f"| {b} | {study.kind(b)} | {', '.join(study.torch.get(b, [])) or '—'} |" for b in study.builds]
+    guide = (
+        f"{len(reference.figures)} figures of the guide from results/reference/"
+        if reference.figures
+        else "no reference figures found: no guide comparison"
+    )
+    lines += ["", "## How to read", "", LEGEND, "", f"Guide comparison: {guide}.", ""]
+    summary = next(t for t in tables if t.section == "summary")
+    lines += [f"## {summary.title}", "", summary.subtitle, "", *markdown_table(summary), ""]
+    lines += [f"- {n}" for n in summary.notes]
+    for section, heading, empty in SECTIONS:
+        lines += ["", f"## {heading}", ""]
+        members = [t for t in tables if t.section == section]
+        if not members:
+            lines.append(empty)
+        for table in members:
+            lines += [table.markdown(heading="###", legend=False).rstrip(), ""]
+            lines.append(f"Files: [{table.name}.md]({table.name}.md) · [{table.name}.csv]({table.name}.csv)")
+            links = plot_links.get(table.name, [])
+            if links:
+                lines[-1] += " · plots: " + " · ".join(
+                    f"[{p.stem.rsplit('__', 1)[-1]}](../plots/{p.name})" for p in links
+                )
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,497 @@
+"""`suite merge`: hand-made raw CSVs (two builds, two GPUs, three modes, every failure status)
+whose tables are checked cell by cell; plots render; bad input gives one line and exit 2."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from suite.cli import main
+from suite.merge import Study, build_kinds, load
+from suite.reference import REFERENCE_DIR, Reference
+from suite.results import COLUMNS, RowWriter
+from suite.tables import compile_groups, compile_modes, compile_vs_eager, stable_vs_others, summary_table
+
+ROOT = Path(__file__).resolve().parent.parent
+A100 = "NVIDIA A100-SXM4-80GB"
+T4 = "Tesla T4"
+TASKS = {"ViT": "Image Classification", "DETR": "Object Detection"}
+TORCH = {"stable": "2.0.1+cu118", "nightly": "2.1.0.dev20230605+cu118"}
+
+
+def row(build: str, gpu: str, model: str, bs: int, mode: str, status: str = "ok", **measured: object) -> dict:
+    """One raw-CSV row: the cell's identity plus what was measured (the rest left empty)."""
+    return {
+        "run_id": "t",
+        "build": build,
+        "device": "cuda",
+        "gpu_name": gpu,
+        "task": TASKS[model],
+        "model": model,
+        "model_id": model.lower(),
+        "weights": "pretrained",
+        "batch_size": bs,
+        "mode": mode,
+        "dtype": "float32",
+        "scenario": "inference",
+        "status": status,
+        "error": "" if status == "ok" else f"{status} happened",
+        "torch_version": TORCH[build],
+        "started_at": "2026-01-01T00:00:00+00:00",
+        **measured,
+    }
+
+
+def eager(build, gpu, model, bs, mean, median, lo, hi):
+    return row(
+        build, gpu, model, bs, "eager", mean_ms=mean, median_ms=median, ci95_low_ms=lo, ci95_high_ms=hi
+    )
+
+
+def compiled(build, gpu, model, bs, mode, mean, median, lo, hi, s, s_lo, s_hi, accuracy="pass"):
+    return row(
+        build,
+        gpu,
+        model,
+        bs,
+        mode,
+        mean_ms=mean,
+        median_ms=median,
+        ci95_low_ms=lo,
+        ci95_high_ms=hi,
+        speedup=s,
+        speedup_ci95_low=s_lo,
+        speedup_ci95_high=s_hi,
+        accuracy=accuracy,
+    )
+
+
+ROWS = [
+    # A100, stable, batch 1: ViT fine; DETR compiles to a wrong output (default), errors (reduce-overhead)
+    eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
+    compiled("stable", A100, "ViT", 1, "default", 8.0, 7.9, 7.8, 8.0, 1.25, 1.20, 1.30),
+    compiled("stable", A100, "ViT", 1, "reduce-overhead", 6.0, 5.9, 5.8, 6.0, 1.6, 1.5, 1.7),
+    eager("stable", A100, "DETR", 1, 40.0, 39.0, 38.0, 40.0),
+    compiled("stable", A100, "DETR", 1, "default", 20.0, 19.5, 19.0, 20.0, 2.0, 1.9, 2.1, accuracy="fail"),
+    row("stable", A100, "DETR", 1, "reduce-overhead", "error"),
+    # A100, stable, batch 16: DETR does not fit
+    row("stable", A100, "DETR", 16, "eager", "oom"),
+    row("stable", A100, "DETR", 16, "default", "oom"),
+    # A100, nightly, batch 1: compiled ViT is slower; DETR eager timed out
+    eager("nightly", A100, "ViT", 1, 9.0, 8.8, 8.7, 8.9),
+    compiled("nightly", A100, "ViT", 1, "default", 11.0, 11.0, 10.9, 11.1, 0.8, 0.75, 0.85),
+    row("nightly", A100, "DETR", 1, "eager", "timeout"),
+    compiled("nightly", A100, "DETR", 1, "default", 18.0, 17.5, 17.0, 18.0, 1.5, 1.4, 1.6),
+    # T4, stable, batch 1: ViT compiled OOM, DETR not run
+    eager("stable", T4, "ViT", 1, 16.0, 15.9, 15.8, 16.0),
+    row("stable", T4, "ViT", 1, "default", "oom"),
+    row("stable", T4, "DETR", 1, "eager", "skipped"),
+]
+
+
+def write_run(folder: Path, rows: list[dict]) -> Path:
+    """A run folder with one raw CSV per (build, GPU), as the runner writes them."""
+    for r in rows:
+        gpu = "a100" if "A100" in r["gpu_name"] else "t4"
+        with RowWriter(folder / "raw" / f"{r['build']}__cuda-{gpu}.csv") as w:
+            w.append(r)
+    return folder
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return write_run(tmp_path / "run", ROWS)
+
+
+@pytest.fixture
+def study(run: Path) -> Study:
+    loaded = load([run])
+    kinds, _ = build_kinds(["stable", "nightly"], ROOT / "matrix.yaml", explicit=True)
+    return Study(loaded.frame, kinds)
+
+
+def tables_by_title(study: Study):
+    ref = Reference.load(REFERENCE_DIR)
+    return {t.title: t for t in (compile_vs_eager(study, g, ref) for g in compile_groups(study))}
+
+
+def test_compile_vs_eager_a100_stable_batch_1(study: Study):
+    t = tables_by_title(study)[f"{A100} · stable (torch 2.0.1+cu118) · batch size 1 · mode default"]
+    assert [c.md for c in t.columns] == [
+        "Task/Model",
+        "no compile (ms)",
+        "compile (ms)",
+        "speed-up",
+        "guide: A100 (batch size: 1)",
+    ]
+    assert t.markdown_rows() == [
+        # guide: 9.325 -> 7.584 ms and 34.619 -> 19.040 ms
+        ["Image Classification/ViT", "10.000", "8.000", "20.0% · 1.25x [1.20, 1.30]", "18.7% · 1.23x"],
+        ["Object Detection/DETR", "40.000", "20.000 †", "50.0% · 2.00x [1.90, 2.10] †", "45.0% · 1.82x"],
+    ]
+    assert "† compiled output differs from eager" in t.markdown()
+
+
+def test_compile_vs_eager_failures_print_their_status(study: Study):
+    tables = tables_by_title(study)
+    oom = tables[f"{A100} · stable (torch 2.0.1+cu118) · batch size 16 · mode default"]
+    assert oom.markdown_rows() == [["Object Detection/DETR", "OOM", "OOM", "OOM", "1.5% · 1.02x"]]
+    ro = tables[f"{A100} · stable (torch 2.0.1+cu118) · batch size 1 · mode reduce-overhead"]
+    assert [c.md for c in ro.columns][-1] == "speed-up"  # the guide ran reduce-overhead on nightly only
+    assert ro.markdown_rows() == [
+        ["Image Classification/ViT", "10.000", "6.000", "37.5% · 1.60x [1.50, 1.70]"],
+        ["Object Detection/DETR", "40.000", "error", "error"],
+    ]
+    nightly = tables[f"{A100} · nightly (torch 2.1.0.dev20230605+cu118) · batch size 1 · mode default"]
+    assert nightly.columns[-1].md == "guide: PyTorch Nightly: A100"
+    assert nightly.markdown_rows() == [
+        ["Image Classification/ViT", "9.000", "11.000", "-25.0% · 0.80x [0.75, 0.85]", "—"],
+        ["Object Detection/DETR", "timeout", "18.000", "33.3% · 1.50x [1.40, 1.60]", "50.1% · 2.00x"],
+    ]
+    t4 = tables[f"{T4} · stable (torch 2.0.1+cu118) · batch size 1 · mode default"]
+    assert t4.columns[-1].md == "guide: T4 (batch size: 1)"
+    assert t4.markdown_rows() == [
+        ["Image Classification/ViT", "16.000", "OOM", "OOM", "4.4% · 1.05x"],
+        ["Object Detection/DETR", "skipped", "—", "—", "26.1% · 1.35x"],
+    ]
+
+
+def test_compile_vs_eager_csv_keeps_numbers_and_failure_words(study: Study):
+    t = tables_by_title(study)[f"{A100} · stable (torch 2.0.1+cu118) · batch size 16 · mode default"]
+    frame = t.frame()
+    assert frame.loc[0, "without torch.compile"] == "OOM"
+    assert frame.loc[0, "with torch.compile"] == "OOM"
+    assert frame.loc[0, "speed-up"] == "OOM"
+    assert frame.loc[0, "guide without torch.compile"] == 164.382
+    t = tables_by_title(study)[f"{A100} · stable (torch 2.0.1+cu118) · batch size 1 · mode default"]
+    first = t.frame().iloc[0].to_dict()
+    assert {k: first[k] for k in ("task", "model", "GPU", "batch size", "build", "mode")} == {
+        "task": "Image Classification",
+        "model": "ViT",
+        "GPU": A100,
+        "batch size": 1,
+        "build": "stable",
+        "mode": "default",
+    }
+    assert (first["without torch.compile"], first["with torch.compile"]) == (10.0, 8.0)
+    assert (first["speed-up"], first["CI low"], first["CI high"], first["improvement %"]) == (
+        1.25,
+        1.2,
+        1.3,
+        20.0,
+    )
+
+
+def test_stable_vs_nightly(study: Study):
+    tables = stable_vs_others(study)
+    assert [t.title for t in tables] == [
+        f"{A100} · stable (torch 2.0.1+cu118) vs nightly (torch 2.1.0.dev20230605+cu118) · mode default"
+    ]
+    t = tables[0]
+    assert [c.md for c in t.columns] == [
+        "Task/Model",
+        "Batch Size",
+        "stable no compile (ms)",
+        "stable compile (ms)",
+        "nightly no compile (ms)",
+        "nightly compile (ms)",
+        "stable speed-up",
+        "nightly speed-up",
+        "nightly vs stable, no compile",
+        "nightly vs stable, compile",
+    ]
+    assert t.markdown_rows() == [
+        # no compile: 9.8 / 8.8 = 1.114 in [9.7 / 8.9, 9.9 / 8.7];
+        # compile: 7.9 / 11.0 = 0.718 in [7.8 / 11.1, 8.0 / 10.9]
+        [
+            "Image Classification/ViT",
+            "1",
+            "10.000",
+            "8.000",
+            "9.000",
+            "11.000",
+            "20.0% · 1.25x [1.20, 1.30]",
+            "-25.0% · 0.80x [0.75, 0.85]",
+            "10.2% · 1.11x [1.09, 1.14]",
+            "-39.2% · 0.72x [0.70, 0.73]",
+        ],
+        [
+            "Object Detection/DETR",
+            "1",
+            "40.000",
+            "20.000 †",
+            "timeout",
+            "18.000",
+            "50.0% · 2.00x [1.90, 2.10] †",
+            "33.3% · 1.50x [1.40, 1.60]",
+            "timeout",
+            "10.3% · 1.11x [1.06, 1.18]",
+        ],
+        ["Object Detection/DETR", "16", "OOM", "OOM", "—", "—", "OOM", "—", "OOM", "OOM"],
+    ]
+
+
+def test_compile_modes(study: Study):
+    tables = compile_modes(study)
+    assert [t.title for t in tables] == [
+        f"{A100} · stable (torch 2.0.1+cu118) · modes default, reduce-overhead"
+    ]
+    t = tables[0]
+    assert [c.md for c in t.columns] == [
+        "Task/Model",
+        "Batch Size",
+        "no compile (ms)",
+        "default (ms)",
+        "reduce-overhead (ms)",
+        "default speed-up",
+        "reduce-overhead speed-up",
+    ]
+    assert t.markdown_rows() == [
+        [
+            "Image Classification/ViT",
+            "1",
+            "10.000",
+            "8.000",
+            "6.000",
+            "20.0% · 1.25x [1.20, 1.30]",
+            "37.5% · 1.60x [1.50, 1.70]",
+        ],
+        [
+            "Object Detection/DETR",
+            "1",
+            "40.000",
+            "20.000 †",
+            "error",
+            "50.0% · 2.00x [1.90, 2.10] †",
+            "error",
+        ],
+        ["Object Detection/DETR", "16", "OOM", "OOM", "—", "OOM", "—"],
+    ]
+
+
+def test_summary_geomeans_and_pass_rate(study: Study):
+    rows = {(r[0], r[1], r[2], r[3]): r[5:] for r in summary_table(study).markdown_rows()}
+    # stable default on A100, batch 1: sqrt(1.25 * 2.0) = 1.581, one accuracy failure
+    assert rows["stable", "default", A100, "1"] == ["2/2 (100%)", "1", "1.581x (n=2)", "1.581x (n=2)"]
+    assert rows["stable", "reduce-overhead", A100, "1"] == ["1/2 (50%)", "0", "1.600x (n=1)", "1.600x (n=1)"]
+    assert rows["stable", "default", A100, "16"] == ["0/1 (0%)", "0", "—", "—"]
+    # nightly: sqrt(0.8 * 1.5) = 1.095 unclipped, sqrt(1.0 * 1.5) = 1.225 clipped at 1x
+    assert rows["nightly", "default", A100, "1"] == ["2/2 (100%)", "0", "1.095x (n=2)", "1.225x (n=2)"]
+    assert rows["nightly", "eager", A100, "1"] == ["1/2 (50%)", "—", "—", "—"]
+    assert rows["stable", "eager", T4, "1"] == ["1/2 (50%)", "—", "—", "—"]
+    assert next(iter(rows))[0] == "stable"  # the stable build is listed first
+
+
+def test_merge_cli_writes_tables_plots_and_index(run: Path, capsys):
+    assert main(["merge", str(run)]) == 0
+    tables, plots = run / "tables", run / "plots"
+    index = (tables / "tables.md").read_text()
+    for heading in ("## Summary", "## Compile vs eager", "## Stable vs nightly", "## Compile modes"):
+        assert heading in index
+    assert "| stable | stable | 2.0.1+cu118 |" in index
+    assert "| nightly | nightly | 2.1.0.dev20230605+cu118 |" in index
+    md = sorted(p.name for p in tables.glob("*.md"))
+    assert "summary.md" in md and "tables.md" in md
+    assert "compile-vs-eager__nvidia-a100-sxm4-80gb__stable__bs1__default.md" in md
+    assert "stable-vs-nightly__nvidia-a100-sxm4-80gb__stable-vs-nightly__default.md" in md
+    assert "modes__nvidia-a100-sxm4-80gb__stable.md" in md
+    assert len(list(tables.glob("*.csv"))) == len(md) - 1  # every table but the index has its CSV
+    pngs = sorted(plots.glob("*.png"))
+    assert len(pngs) == 2 * 5  # duration + improvement for each compile-vs-eager group
+    for png in pngs:
+        data = png.read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+        assert f"../plots/{png.name}" in index
+    err = capsys.readouterr().err
+    assert "read 15 row(s) from 3 file(s)" in err and "0 row(s) skipped" in err
+
+
+def test_merge_again_removes_stale_outputs(run: Path):
+    assert main(["merge", str(run), "--no-plots"]) == 0
+    assert not (run / "plots").exists()
+    stale = [run / "tables" / "compile-vs-eager__old.md", run / "plots" / "old__duration.png"]
+    stale[1].parent.mkdir()
+    for path in stale:
+        path.write_text("old")
+    assert main(["merge", str(run), "--no-plots"]) == 0
+    assert not any(path.exists() for path in stale)
+
+
+def test_several_runs_need_an_output_folder(tmp_path: Path, capsys):
+    a = write_run(tmp_path / "a", ROWS[:3])
+    b = write_run(tmp_path / "b", ROWS[8:10])
+    assert main(["merge", str(a), str(b)]) == 2
+    assert capsys.readouterr().err.strip().endswith("say where to write with -o OUT")
+    assert main(["merge", str(a), str(b), "-o", str(tmp_path / "out"), "--no-plots"]) == 0
+    assert (tmp_path / "out" / "tables" / "tables.md").is_file()
+
+
+def test_a_csv_file_inside_a_run_writes_into_that_run(run: Path):
+    raw = run / "raw" / "stable__cuda-a100.csv"
+    assert main(["merge", str(raw), "--no-plots"]) == 0
+    assert (run / "tables" / "tables.md").is_file()
+
+
+def test_duplicate_cells_keep_ok_then_latest_and_say_so(tmp_path: Path):
+    first = write_run(tmp_path / "first", [row("stable", A100, "ViT", 1, "eager", "error")])
+    later = eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9)
+    later["started_at"] = "2026-01-02T00:00:00+00:00"
+    second = write_run(tmp_path / "second", [later])
+    loaded = load([first, second])
+    assert len(loaded.frame) == 1 and loaded.frame.loc[0, "status"] == "ok"
+    assert len(loaded.superseded) == 1
+    assert "first/raw/stable__cuda-a100.csv:2" in loaded.superseded[0]
+    assert "second/raw/stable__cuda-a100.csv:2" in loaded.superseded[0]
+
+
+def test_build_kinds_from_matrix_then_names(tmp_path: Path):
+    kinds, note = build_kinds(["stable", "current", "nightly-0605", "mine"], ROOT / "matrix.yaml", True)
+    assert kinds == {"stable": "stable", "current": "release", "nightly-0605": "nightly", "mine": "release"}
+    assert "by name for: nightly-0605, mine" in note
+    matrix = tmp_path / "matrix.yaml"
+    text = (ROOT / "matrix.yaml").read_text().replace("kind: release", "kind: nightly")
+    matrix.write_text(text)
+    kinds, _ = build_kinds(["current"], matrix, True)
+    assert kinds == {"current": "nightly"}
+
+
+def test_every_non_stable_build_is_compared_with_the_stable_one(tmp_path: Path):
+    rows = [
+        eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
+        compiled("stable", A100, "ViT", 1, "default", 8.0, 7.9, 7.8, 8.0, 1.25, 1.20, 1.30),
+    ]
+    for build in ("current", "nightly"):
+        rows += [{**r, "build": build, "torch_version": "2.13.0"} for r in rows[:2]]
+    loaded = load([write_run(tmp_path / "run", rows)])
+    study = Study(loaded.frame, build_kinds(["stable", "current", "nightly"], ROOT / "matrix.yaml", True)[0])
+    assert [t.name for t in stable_vs_others(study)] == [
+        "stable-vs-nightly__nvidia-a100-sxm4-80gb__stable-vs-nightly__default",
+        "stable-vs-nightly__nvidia-a100-sxm4-80gb__stable-vs-current__default",
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Bad input: one line naming the file (and line, field), exit 2 when nothing is usable.
+
+
+def header() -> str:
+    return ",".join(COLUMNS) + "\n"
+
+
+def line(**fields: object) -> str:
+    values = {**row("stable", A100, "ViT", 1, "eager", mean_ms=10.0, median_ms=9.8), **fields}
+    return ",".join(str(values.get(c, "")) for c in COLUMNS) + "\n"
+
+
+BAD_FILES = {
+    "missing column": (
+        header().replace(",status,", ",") + line().replace(",ok,", ","),
+        r"x\.csv: header lacks column\(s\) status",
+    ),
+    "truncated": (header() + line()[:60], r"x\.csv:2: partial last row"),
+    "unknown status": (header() + line(status="fine"), r"x\.csv:2: unknown status 'fine'"),
+    "non-numeric": (header() + line(median_ms="fast"), r"x\.csv:2: field median_ms: 'fast' is not a number"),
+    "negative": (header() + line(mean_ms="-1"), r"x\.csv:2: field mean_ms: -1 is not > 0"),
+    "bad batch size": (
+        header() + line(batch_size="1.5"),
+        r"x\.csv:2: field batch_size: not a positive integer",
+    ),
+    "ok without a median": (header() + line(median_ms=""), r"x\.csv:2: field median_ms: empty on an ok row"),
+    "bad accuracy": (header() + line(accuracy="maybe"), r"x\.csv:2: field accuracy: 'maybe' is not one of"),
+    "no model": (header() + line(model=""), r"x\.csv:2: field model: empty"),
+    "empty file": ("", r"x\.csv: empty file"),
+    "header only": (header(), r"nothing usable to merge in 1 file\(s\), 0 row\(s\)$"),
+    "wrong field count": (header() + line().rstrip("\n") + ",extra\n", r"x\.csv:2: \d+ fields, header has"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_corrupt_csv_alone_exits_2_with_one_line(tmp_path: Path, capsys, case: str):
+    import re
+
+    text, message = BAD_FILES[case]
+    path = tmp_path / "run" / "raw" / "x.csv"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    assert main(["merge", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("suite merge: error: nothing usable to merge")
+    assert re.search(message, err.strip()), err
+    assert not (tmp_path / "run" / "tables").exists()
+
+
+def test_corrupt_rows_beside_good_ones_are_skipped_and_reported(tmp_path: Path, capsys):
+    path = tmp_path / "run" / "raw" / "x.csv"
+    path.parent.mkdir(parents=True)
+    good = line()
+    path.write_text(
+        header() + good + line(model="DETR", task="Object Detection", median_ms="n/a") + line()[:50]
+    )
+    assert main(["merge", str(tmp_path / "run"), "--no-plots"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "read 3 row(s) from 1 file(s); 1 cell(s) used, 2 row(s) skipped" in err[0]
+    assert any("x.csv:3: field median_ms: 'n/a' is not a number" in e for e in err)
+    assert any("x.csv:4: partial last row" in e for e in err)
+    index = (tmp_path / "run" / "tables" / "tables.md").read_text()
+    assert "x.csv:3: field median_ms" in index and "2 row(s) skipped" in index
+    assert main(["merge", str(tmp_path / "run"), "--strict"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"suite merge: error: --strict: {path}:4: partial last row (writer killed mid-write) (and 1 more)"
+    ]
+
+
+def test_a_corrupt_file_beside_a_good_run_is_skipped(run: Path, tmp_path: Path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("run_id,build\nx,y\n")
+    assert main(["merge", str(run), str(bad), "-o", str(tmp_path / "out"), "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert "(1 more file(s) skipped)" in err
+    assert f"{bad}: header lacks column(s)" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["merge", "{tmp}/nothing"], "{tmp}/nothing: no such file or folder"),
+        (["merge", "{tmp}/empty"], "{tmp}/empty: no raw CSVs (looked for {tmp}/empty/raw/*.csv)"),
+        (["merge", "{tmp}/empty", "--matrix", "{tmp}/m.yaml", "-o", "{tmp}"], "{tmp}/empty: no raw CSVs"),
+    ],
+)
+def test_missing_inputs(tmp_path: Path, capsys, args: list[str], message: str):
+    (tmp_path / "empty").mkdir()
+    assert main([a.format(tmp=tmp_path) for a in args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message.format(tmp=tmp_path) in err
+
+
+def test_an_explicit_matrix_must_load(run: Path, tmp_path: Path, capsys):
+    assert main(["merge", str(run), "--matrix", str(tmp_path / "none.yaml"), "--no-plots"]) == 2
+    assert capsys.readouterr().err.strip() == f"suite merge: error: {tmp_path / 'none.yaml'}: no such file"
+
+
+def test_csv_written_by_the_merge_reads_back(run: Path):
+    assert main(["merge", str(run), "--no-plots"]) == 0
+    with open(run / "tables" / "summary.csv", newline="") as fh:
+        summary = list(csv.DictReader(fh))
+    assert {r["build"] for r in summary} == {"stable", "nightly"}
+    assert all(0 <= float(r["pass rate"]) <= 1 for r in summary)
+
+
+def test_other_setups_get_their_own_tables_without_the_guide(tmp_path: Path):
+    half = [{**r, "dtype": "float16"} for r in ROWS[:2]]
+    loaded = load([write_run(tmp_path / "run", ROWS[:2] + half)])
+    study = Study(loaded.frame, {"stable": "stable"})
+    tables = {
+        t.name: t for t in (compile_vs_eager(study, g, Reference.load()) for g in compile_groups(study))
+    }
+    assert sorted(tables) == [
+        "compile-vs-eager__nvidia-a100-sxm4-80gb__stable__bs1__default__float16-inference-pretrained-weights",
+        "compile-vs-eager__nvidia-a100-sxm4-80gb__stable__bs1__default__float32-inference-pretrained-weights",
+    ]
+    fp16, fp32 = (next(t for name, t in tables.items() if dtype in name) for dtype in ("float16", "float32"))
+    assert fp32.columns[-1].md == "guide: A100 (batch size: 1)"
+    assert fp16.columns[-1].md == "speed-up"
+    assert "No guide comparison: the guide measured float32 inference" in fp16.markdown()
