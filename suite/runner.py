@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from suite import env as envmod
+from suite.cost import estimate_seconds, format_duration
 from suite.errors import UsageError
 from suite.matrix import Cell, Matrix
 from suite.results import (
@@ -203,20 +204,26 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=30)
 
 
-def _fmt_duration(seconds: float) -> str:
-    seconds = round(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 @dataclass
 class Progress:
-    """One line when a cell starts and one when it ends: done/total, elapsed, ETA."""
+    """One line when a cell starts and one when it ends: done/total, elapsed, ETA.
+
+    The ETA is the cost model's estimate for the cells left, scaled by how this machine's
+    walls compared with the estimates of the cells done so far: a compiled cell can take
+    ten times an eager one, so an average per cell would swing with the order of the plan.
+    """
 
     total: int
+    estimate_left: float  # suite.cost seconds of the cells not yet done
     stream: TextIO = field(default_factory=lambda: sys.stderr)
     started: float = field(default_factory=time.monotonic)
     done: int = 0
-    walls: list[float] = field(default_factory=list)
+    wall_done: float = 0.0  # measured seconds of the cells run so far
+    estimate_done: float = 0.0  # their estimated seconds
+
+    @staticmethod
+    def of(cells: Sequence[Cell]) -> Progress:
+        return Progress(total=len(cells), estimate_left=sum(estimate_seconds(c) for c in cells))
 
     def start(self, cell: Cell) -> None:
         print(
@@ -227,9 +234,12 @@ class Progress:
 
     def finish(self, cell: Cell, row: dict[str, Any], wall: float) -> None:
         self.done += 1
-        self.walls.append(wall)
+        estimate = estimate_seconds(cell)
+        self.estimate_left -= estimate
+        self.estimate_done += estimate
+        self.wall_done += wall
         elapsed = time.monotonic() - self.started
-        eta = (sum(self.walls) / len(self.walls)) * (self.total - self.done)
+        eta = self.estimate_left * self.wall_done / self.estimate_done
         status = row["status"]
         if status == "ok":
             detail = f"median {float(row['median_ms']):.2f} ms"
@@ -240,13 +250,14 @@ class Progress:
         width = len(str(self.total))
         print(
             f"[{self.done:>{width}}/{self.total}] {cell.label}: {status} ({detail}) in {wall:.1f} s"
-            f" | elapsed {_fmt_duration(elapsed)} | ETA {_fmt_duration(eta)}",
+            f" | elapsed {format_duration(elapsed)} | ETA {format_duration(eta)}",
             file=self.stream,
             flush=True,
         )
 
     def skip(self, cell: Cell, status: str) -> None:
         self.done += 1
+        self.estimate_left -= estimate_seconds(cell)
         width = len(str(self.total))
         print(
             f"[{self.done:>{width}}/{self.total}] {cell.label}: already recorded ({status}), skipped",
@@ -313,7 +324,7 @@ def run_cells(
     paths = RunPaths.make(out, run_id, build, env.device, shard)
     done = previous_rows(paths.csv, rerun_failed)
     report = RunReport(csv=paths.csv)
-    progress = Progress(total=len(cells))
+    progress = Progress.of(cells)
     with RowWriter(paths.csv) as writer:
         if writer.repaired_bytes:
             print(

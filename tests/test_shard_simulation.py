@@ -1,0 +1,108 @@
+"""A fan-out on one machine: each shard of a tiny plan as its own `python -m suite run
+--shard i/n` process (as each GitHub Actions job runs one), against one unsharded run.
+The union of the shards' rows must be the unsharded run's rows, cell for cell."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from suite.results import key_of, read_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+# Two cells (eager, default) over three shards: two shards of one cell, one empty shard.
+SELECTION = ["--profile", "smoke", "--models", "ViT", "--modes", "eager,default"]
+TINY = ["--iterations", "3", "--warmup", "1", "--device", "cpu"]
+SHARDS = 3
+
+
+@dataclass
+class Runs:
+    out: Path
+    whole: Path  # results/<run>/ of the unsharded run
+    sharded: Path  # results/<run>/ shared by every shard
+    shard_logs: dict[int, subprocess.CompletedProcess[str]]
+
+
+def suite_run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "suite", "run", *SELECTION, *TINY, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    out = tmp_path_factory.mktemp("fanout")
+    whole = suite_run("--out", str(out), "--run-id", "whole")
+    assert whole.returncode == 0, whole.stderr
+    logs = {}
+    for i in range(1, SHARDS + 1):
+        logs[i] = suite_run("--out", str(out), "--run-id", "sharded", "--shard", f"{i}/{SHARDS}")
+        assert logs[i].returncode == 0, logs[i].stderr
+    return Runs(out, out / "whole", out / "sharded", logs)
+
+
+def rows_of(run_dir: Path) -> list[dict[str, str]]:
+    return [row for csv_path in sorted((run_dir / "raw").glob("*.csv")) for row in read_rows(csv_path).rows]
+
+
+def test_shards_together_are_the_unsharded_run(runs: Runs) -> None:
+    whole, sharded = rows_of(runs.whole), rows_of(runs.sharded)
+    assert len(whole) == 2 and {r["status"] for r in whole + sharded} == {"ok"}
+    assert sorted(map(key_of, sharded)) == sorted(map(key_of, whole))
+    assert len({key_of(r) for r in sharded}) == len(sharded)  # no cell twice
+
+
+def test_each_shard_writes_its_own_named_csv(runs: Runs) -> None:
+    (whole_csv,) = (runs.whole / "raw").glob("*.csv")  # <build>__<device>.csv
+    stem = whole_csv.name.removesuffix(".csv")
+    raw = runs.sharded / "raw"
+    written = {i: raw / f"{stem}__shard-{i}-of-{SHARDS}.csv" for i in range(1, SHARDS + 1)}
+    assert sorted(raw.glob("*.csv")) == sorted(p for p in written.values() if p.exists())
+    empty = [i for i, path in written.items() if not path.exists()]
+    assert len(empty) == 1  # two cells, three shards
+    for i, path in written.items():
+        if path.exists():
+            assert {r["shard"] for r in read_rows(path).rows} == {f"{i}/{SHARDS}"}
+    message = f"shard {empty[0]}/{SHARDS} is empty (2 cell(s) over {SHARDS} shards): nothing to run"
+    assert message in runs.shard_logs[empty[0]].stderr
+    assert {r["shard"] for r in rows_of(runs.whole)} == {""}
+
+
+def _merge(run_dir: Path, out: Path) -> dict[str, list[list[str]]]:
+    """Every CSV table `suite merge` writes for one run: name -> rows."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite", "merge", str(run_dir), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return {
+        str(p.relative_to(out)): list(csv.reader(p.read_text().splitlines()))
+        for p in sorted(out.rglob("*.csv"))
+    }
+
+
+def test_merged_tables_have_the_same_shape(runs: Runs) -> None:
+    """Same tables, same rows and columns; the timings themselves differ from run to run."""
+    if importlib.util.find_spec("suite.merge") is None:
+        pytest.skip("suite.merge is not in this tree yet")
+    whole = _merge(runs.whole, runs.out / "merged-whole")
+    sharded = _merge(runs.sharded, runs.out / "merged-sharded")
+    assert whole and sorted(whole) == sorted(sharded)
+    for name, rows in whole.items():
+        assert rows[0] == sharded[name][0], name  # header
+        assert [(r[:1], len(r)) for r in rows] == [(r[:1], len(r)) for r in sharded[name]], name
