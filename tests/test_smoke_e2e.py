@@ -26,8 +26,20 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, str]
     out = tmp_path_factory.mktemp("smoke")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("SUITE_FAULT", None)
-    cmd = [sys.executable, "-m", "suite", "run", "--profile", "smoke", "--device", "cpu",
-           "--out", str(out), "--run-id", "e2e"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "suite",
+        "run",
+        "--profile",
+        "smoke",
+        "--device",
+        "cpu",
+        "--out",
+        str(out),
+        "--run-id",
+        "e2e",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=3600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (csv_path,) = (out / "e2e" / "raw").glob("*.csv")
