@@ -36,6 +36,7 @@ class _Row:
     model: str
     eager: Measurement | None
     compiled: Measurement | None
+    name: str = ""  # Task/Model as the tables show it (custom configurations name their base)
 
     @property
     def flagged(self) -> bool:
@@ -44,7 +45,7 @@ class _Row:
 
     @property
     def label(self) -> str:
-        return f"{self.task}/{self.model}" + (f" {DAGGER}" if self.flagged else "")
+        return (self.name or f"{self.task}/{self.model}") + (f" {DAGGER}" if self.flagged else "")
 
 
 def _rows(study: Study, g: CompileGroup) -> list[_Row]:
@@ -53,7 +54,7 @@ def _rows(study: Study, g: CompileGroup) -> list[_Row]:
         eager = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, EAGER)
         compiled = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, g.mode)
         if eager is not None or compiled is not None:
-            rows.append(_Row(task, model, eager, compiled))
+            rows.append(_Row(task, model, eager, compiled, study.model_label(task, model)))
     return rows
 
 
@@ -114,7 +115,11 @@ def plot_duration(study: Study, g: CompileGroup, path: Path) -> Path:
     else:  # every cell failed: no scale to show
         ax.set_xticks([])
     _xlabel(
-        ax, f"mean duration per inference (ms{', log scale' if log else ''}; shorter is better)", rows, []
+        ax,
+        f"mean duration per {'training step' if g.setup.scenario == 'train' else 'inference'} "
+        f"(ms{', log scale' if log else ''}; shorter is better)",
+        rows,
+        [],
     )
     fig.legend(
         handles=[
@@ -145,14 +150,16 @@ def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: 
             if lo < CI_FLOOR_PCT:
                 lo, cut = CI_FLOOR_PCT, True
             ax.barh(i, pct, height=0.6, color=COMPILED_COLOR if pct >= 0 else SLOWER_COLOR)
-            ax.errorbar(pct, i, xerr=[[pct - lo], [hi - pct]], fmt="none", ecolor="black", capsize=3, lw=1)
+            # below 0.5x (pct < -100%) the floored CI end lies right of the bar: no left whisker
+            xerr = [[max(0.0, pct - lo)], [max(0.0, hi - pct)]]
+            ax.errorbar(pct, i, xerr=xerr, fmt="none", ecolor="black", capsize=3, lw=1)
             ax.text(hi, i, f"  {pct:.1f}%", va="center", fontsize=8)
             xs += [lo, hi, pct]
         else:
             _failed(ax, i, m, "speed-up: ")
         guide = (
             None
-            if g.setup.variant
+            if not g.setup.guide_like  # the guide measured float32 inference of the real models
             else reference.lookup(g.gpu.name, kind, g.mode, g.batch_size, r.task, r.model)
         )
         if guide is not None and not guide.erratum and guide.speedup is not None:
