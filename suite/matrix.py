@@ -613,7 +613,9 @@ class Filters:
 
     `models`, `batch_sizes` and `modes` narrow the profile's selections. `scenarios` *sets*
     the scenario axis of every selection instead: a profile is written once (mostly for
-    inference), and `--scenarios train` runs the same cells as training steps.
+    inference), and `--scenarios train` runs the same cells as training steps. A custom
+    configuration named in `models` runs wherever the profile runs its base, even where the
+    profile does not name it.
     """
 
     models: tuple[str, ...] | None = None
@@ -667,7 +669,7 @@ def expand(
             wanted_models.add(spec.name)
     cells: dict[tuple[object, ...], Cell] = {}
     for sel in profile.selections:
-        for model_name in sel.models:
+        for model_name in _with_named_customs(matrix, sel.models, wanted_models):
             if wanted_models is not None and model_name not in wanted_models:
                 continue
             spec = matrix.models[model_name]
@@ -687,6 +689,19 @@ def expand(
 
         check_selected(matrix, cells.values())
     return list(cells.values())
+
+
+def _with_named_customs(matrix: Matrix, names: Sequence[str], wanted: set[str] | None) -> list[str]:
+    """A selection's models, plus each custom configuration named with --models whose base the
+    selection has (right after it): `--profile smoke --models ViT,ViT-6-layers` runs the custom
+    configuration wherever, and however, the profile runs its base."""
+    out: list[str] = []
+    for name in names:
+        out.append(name)
+        for extra in sorted(wanted or ()):
+            if matrix.models[extra].base == name and extra not in names and extra not in out:
+                out.append(extra)
+    return out
 
 
 def setting_names() -> tuple[str, ...]:

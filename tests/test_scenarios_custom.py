@@ -207,3 +207,18 @@ def test_overrides_are_checked_against_the_config_class(
 def test_good_overrides_pass_the_check(tmp_path: Path, capsys) -> None:
     assert main(["plan", "--matrix", str(write(tmp_path)), "--profile", "custom"]) == 0
     assert "vit-6-layers" in capsys.readouterr().out
+
+
+def test_models_flag_runs_a_custom_configuration_wherever_its_base_runs(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    cells = cells_of(path, "smoke", models=("ViT", "vit-6-layers"))
+    assert [(c.model.name, c.mode) for c in cells] == [
+        ("ViT", "eager"),
+        ("ViT", "default"),
+        ("vit-6-layers", "eager"),
+        ("vit-6-layers", "default"),
+    ]
+    assert all(c.settings.shrink for c in cells)
+    alone = cells_of(path, "smoke", models=("vit-6-layers",), modes=("eager",))
+    assert [(c.model.name, c.variant) for c in alone] == [("vit-6-layers", "smoke, custom of ViT")]
+    assert cells_of(path, "smoke") == cells_of(path, "smoke", models=("ViT",))  # not without asking
