@@ -124,6 +124,26 @@ def is_oom(exc: BaseException) -> bool:
     return False
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: first line`, plus the root cause when the exception wraps one: dynamo raises
+    bare wrappers (`InternalTorchDynamoError`, `BackendCompilerFailed`) whose cause is the
+    only part that says what went wrong."""
+    reason = _first_line(exc)
+    root, seen = exc, {id(exc)}
+    while root.__cause__ is not None and id(root.__cause__) not in seen:
+        root = root.__cause__
+        seen.add(id(root))
+    if root is not exc:
+        reason += f" (cause: {_first_line(root)})"
+    return reason
+
+
 def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(model on device, input batch on device, facts for the row)."""
     import torch
@@ -241,8 +261,7 @@ def run(cell: Cell, device: str) -> dict[str, Any]:
     except Exception as exc:  # the sweep goes on: record why, in one line
         traceback.print_exc()
         oom = is_oom(exc)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        reason = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+        reason = describe_exception(exc)
         row = {
             "torch_threads": row["torch_threads"],
             "status": "oom" if oom else "error",
