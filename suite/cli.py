@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from suite.errors import UsageError
+from suite.redact import RedactingStream
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
 DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
@@ -147,6 +149,33 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _min_free(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError("--min-free-mb", f"{text!r} is not a number") from None
+    if not 0 <= value < float("inf"):
+        raise UsageError("--min-free-mb", f"must be a number >= 0, got {text}")
+    return value
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """The flags of `run` alone: how a resume treats failed cells, the disk check."""
+    from suite.runner import DEFAULT_MIN_FREE_MB
+
+    p.add_argument(
+        "--keep-failed",
+        action="store_true",
+        help="on resume, keep the cells recorded as error/timeout/skipped (default: run them again)",
+    )
+    p.add_argument(
+        "--min-free-mb",
+        type=_min_free,
+        default=DEFAULT_MIN_FREE_MB,
+        help="no cell starts with less free space than this where results go (default: %(default)s; 0: off)",
+    )
+
+
 def _filters(args: argparse.Namespace) -> object:
     from suite.matrix import Filters, ImageSpec
 
@@ -244,6 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # validate the selection before probing (cheap, and no model is built either way)
     expand(matrix, _default_profile(args, None), args.build or "?", filters)
     runner.check_writable(args.out)
+    runner.check_free_space(args.out, args.min_free_mb)
     environment = runner.probe(args.device)
     profile = _default_profile(args, environment.device_type)
     build = runner.resolve_build(matrix, args.build, environment)
@@ -267,7 +297,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
         file=sys.stderr,
     )
-    report = runner.run_cells(cells, environment, args.out, run_id, shard)
+    report = runner.run_cells(
+        cells,
+        environment,
+        args.out,
+        run_id,
+        shard,
+        keep_failed=args.keep_failed,
+        min_free_mb=args.min_free_mb,
+    )
     counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
     print(f"done: {counts}; {report.resumed} already recorded -> {report.csv}", file=sys.stderr)
     return 0
@@ -361,6 +399,7 @@ def build_parser() -> Parser:
         "run", help="measure every cell; append rows to <out>/<run-id>/raw/<build>__<device>.csv"
     )
     add_selection_args(p)
+    add_run_args(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
@@ -410,6 +449,19 @@ def build_parser() -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb with stdout and stderr redacted (suite.redact): no line the suite
+    prints, error messages and tracebacks included, carries a token."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(out), RedactingStream(err)
+    try:
+        return _main(argv)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -421,3 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("suite: interrupted", file=sys.stderr)
         return 130
+    except Exception:  # a bug: the traceback helps, but it passes the redaction too
+        traceback.print_exc()
+        print("suite: internal error (a bug in the suite; the traceback above says where)", file=sys.stderr)
+        return 3
