@@ -186,7 +186,10 @@ def read_rows(path: Path) -> ReadResult:
     if not text.strip():
         return ReadResult(rows=[])
     lines = text.splitlines(keepends=True)
-    header = next(csv.reader([lines[0]]))
+    try:
+        header = next(csv.reader([lines[0]]))
+    except csv.Error as exc:  # a NUL byte (Python 3.10), a field over the size limit
+        raise CsvFormatError(f"{path}:1: unreadable header ({exc})") from None
     missing = [c for c in CONTRACT_COLUMNS if c not in header]
     if missing:
         raise CsvFormatError(f"{path}: header lacks column(s) {', '.join(missing)}")
@@ -200,7 +203,12 @@ def read_rows(path: Path) -> ReadResult:
             repaired += 1
             problems.append(f"{path}:{lineno}: partial last row (writer killed mid-write)")
             continue
-        values = next(csv.reader([line]), [])
+        try:
+            values = next(csv.reader([line]), [])
+        except csv.Error as exc:
+            skipped += 1
+            problems.append(f"{path}:{lineno}: unreadable row ({exc})")
+            continue
         if not values:
             continue
         if len(values) != len(header):

@@ -52,8 +52,10 @@ def _rows_of(path: Path) -> list[dict[str, str]]:
         result = read_rows(path)
     except UnicodeDecodeError:
         raise UsageError(str(path), "not UTF-8 text; move it away or use another --run-id") from None
-    except CsvFormatError as exc:
+    except CsvFormatError as exc:  # its message starts with the file
         raise UsageError("", f"{exc}; move it away or use another --run-id") from None
+    except csv.Error as exc:
+        raise UsageError(str(path), f"unreadable ({exc}); move it away or use another --run-id") from None
     except OSError as exc:
         raise UsageError(str(path), f"cannot read: {exc.strerror or exc}") from None
     if path.stat().st_size and tuple(header) != COLUMNS:

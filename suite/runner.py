@@ -73,8 +73,10 @@ def probe(device: str, python: str = sys.executable) -> envmod.Environment:
     except subprocess.TimeoutExpired:
         raise UsageError("env", "probing the environment took over 300 s") from None
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise UsageError("--device" if "--device" in last else "env", one_line(last))
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1].removeprefix("suite env: error: ")
+        if last.startswith("--device: "):
+            raise UsageError("--device", one_line(last.removeprefix("--device: ")))
+        raise UsageError("env", f"probing the environment failed: {one_line(last)}")
     return envmod.from_json(proc.stdout.strip().splitlines()[-1])
 
 
@@ -386,11 +388,14 @@ def run_cells(
     keep_failed: bool = False,
     python: str = sys.executable,
     min_free_mb: float = DEFAULT_MIN_FREE_MB,
+    banner: str = "",
 ) -> RunReport:
     """Run every cell not already recorded; append one row per cell as it ends.
 
-    Holds the run's lock throughout. Stops (UsageError, exit 2) when the disk fills up:
-    the rows recorded so far are safe, and the same --run-id resumes."""
+    Holds the run's lock throughout. `banner` is printed once the run's CSV is found fit
+    to resume (a refused run prints its one error line only). Stops (UsageError, exit 2)
+    when the disk fills up: the rows recorded so far are safe, and the same --run-id
+    resumes."""
     if not cells:
         raise UsageError("cells", "the selection is empty: nothing to run")
     build = cells[0].build
@@ -399,6 +404,8 @@ def run_cells(
     resume_hint = f"the rows recorded so far are safe; run again with --run-id {run_id} to resume"
     with RunLock(paths.csv):
         state = resume.prepare(paths.csv, keep_failed)
+        if banner:
+            print(banner, file=sys.stderr, flush=True)
         shutil.rmtree(paths.scratch, ignore_errors=True)  # files of a killed run's attempts
         progress = Progress.of(cells)
         try:
@@ -446,7 +453,6 @@ def env_json_main(device: str) -> int:
     try:
         environment = envmod.collect(device)
     except RuntimeError as exc:
-        print(f"--device: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError("--device", str(exc)) from None
     print(envmod.to_json(environment))
     return 0
