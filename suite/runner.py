@@ -130,6 +130,10 @@ def check_writable(out: Path) -> None:
         raise UsageError("--out", f"cannot write results to {out}: {exc.strerror or exc}") from None
 
 
+def _mb(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:g}"
+
+
 def free_mb(path: Path) -> float:
     return shutil.disk_usage(path).free / 2**20
 
@@ -143,7 +147,7 @@ def check_free_space(out: Path, min_free_mb: float) -> None:
     if free < min_free_mb:
         raise UsageError(
             "--out",
-            f"only {free:.0f} MB free on the disk of {out}, below the minimum of {min_free_mb:g} MB: "
+            f"only {_mb(free)} MB free on the disk of {out}, below the minimum of {_mb(min_free_mb)} MB: "
             "free some space (or lower --min-free-mb)",
         )
 
@@ -423,8 +427,8 @@ def run_cells(
                 if free < min_free_mb:
                     raise UsageError(
                         "--out",
-                        f"only {free:.0f} MB left on the disk of {paths.run_dir} (minimum "
-                        f"{min_free_mb:g} MB): stopped before {cell.label}; {resume_hint}",
+                        f"only {_mb(free)} MB left on the disk of {paths.run_dir} (minimum "
+                        f"{_mb(min_free_mb)} MB): stopped before {cell.label}; {resume_hint}",
                     )
                 progress.start(cell)
                 started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
