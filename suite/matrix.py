@@ -297,11 +297,11 @@ class _Reader:
             self.fail(f"unknown key {unknown[0]!r}", unknown[0])
 
 
-_PLAIN_KEY = re.compile(r"^[\w+-]+(?:\[\d+\])?$")
+_PLAIN_KEY = re.compile(r"^[\w.+-]+(?:\[\d+\])?$")
 
 
 def _join(path: str, key: object) -> str:
-    """`path.key`, the key quoted when it is not a plain name (spaces, dots, a newline, a
+    """`path.key`, the key quoted when it is not a plain name (a space, a newline, a
     number), so the field path stays on one line and says exactly which key."""
     if key in ("", None):
         return path
