@@ -35,11 +35,15 @@ KILLS = 14
 # Stands in for `python -m suite.worker CELL RESULT DEVICE` ($3 = CELL, $4 = RESULT).
 # TinyViT at batch 2 always fails without a result (an error row, re-run on each resume);
 # an ok result names the runner that started the stub ($PPID), so a result handed to
-# the wrong run would show. STUB_SLOW_FAIL: a cell pattern that fails after 6 s.
+# the wrong run would show. For the orphan test: STUB_WAIT_FOR holds the result back until
+# that file exists, STUB_MARK is written after the result; STUB_SLOW_FAIL (a cell pattern)
+# touches STUB_STARTED, waits for STUB_FAIL_AFTER, then fails without a result.
 STUB = """#!/bin/sh
+wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; }
 case "$4" in
-  ${STUB_SLOW_FAIL:-none}) [ -z "$STUB_STARTED" ] || : > "$STUB_STARTED"; sleep 6; exit 1 ;;
+  ${STUB_SLOW_FAIL:-none}) : > "$STUB_STARTED"; wait_for "$STUB_FAIL_AFTER"; exit 1 ;;
 esac
+if [ -n "$STUB_WAIT_FOR" ]; then echo "stub: waiting"; wait_for "$STUB_WAIT_FOR"; fi
 sleep "${STUB_SLEEP:-0.1}"
 case "$4" in
   *tinyvit-bs2-*) echo "stub: failing on purpose"; exit 1 ;;
@@ -192,40 +196,52 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing(sweep: Sweep) -> No
         assert read_rows(sweep.csv).repaired == 0
 
 
-def test_two_runners_started_together_one_is_refused_and_the_file_stays_whole(sweep: Sweep) -> None:
+def test_a_second_runner_is_refused_and_the_file_stays_whole(sweep: Sweep) -> None:
+    """First with the lock certainly held, then both started at once (either may win)."""
+    lock = sweep.csv.with_name(f".{sweep.csv.name}.lock")
     for round_ in range(4):
-        first, second = sweep.start(STUB_SLEEP="0.3"), sweep.start(STUB_SLEEP="0.3")
+        first = sweep.start(STUB_SLEEP="0.3")
+        if round_ == 0:
+            deadline = time.monotonic() + 60
+            while not (lock.exists() and f"pid {first.pid} " in lock.read_text()):
+                assert time.monotonic() < deadline, "the first runner never took the lock"
+                time.sleep(0.02)
+        second = sweep.start(STUB_SLEEP="0.3")
         errs = [p.communicate(timeout=120)[1] for p in (first, second)]
-        codes = sorted(p.returncode for p in (first, second))
-        if round_ == 0:  # both found work to do: exactly one may do it
+        codes = [p.returncode for p in (first, second)]
+        if round_ == 0:
             assert codes == [0, 2], errs
-            refused = errs[0] if first.returncode == 2 else errs[1]
-            assert "is being written by another run (pid" in refused
-            assert len(refused.strip().splitlines()) == 1, refused
-        else:  # later: refused, or started after the other ended and found its one failed cell
+            assert f"is being written by another run (pid {first.pid} on " in errs[1]
+            assert len(errs[1].strip().splitlines()) == 1, errs[1]
+        else:  # refused, or came after the other had ended (and re-ran its one failed cell)
             assert set(codes) <= {0, 2}, errs
+            for code, err in zip(codes, errs, strict=True):
+                assert code == 0 or "is being written by another run" in err, err
         rows = rows_by_key(read_rows(sweep.csv).rows, f"round {round_}")
         assert set(rows) == sweep.keys
 
 
 def test_an_orphan_worker_of_a_killed_run_cannot_hand_in_its_result(sweep: Sweep, tmp_path: Path) -> None:
     """The stub (a shell: no lifeline) outlives its killed runner and writes its result
-    while the resumed runner's own attempt at the same cell is running and then fails:
-    the resumed run must record that failure, not the orphan's result."""
+    while the resumed runner's own attempt at the same cell is running; that attempt
+    then fails. The resumed run must record its own failure, not the orphan's result.
+    The stubs wait on each other's files, so the order is certain: retry starts, orphan
+    hands in, retry fails."""
     mark, started = tmp_path / "orphan-done", tmp_path / "retry-started"
-    first = sweep.start(STUB_SLEEP="3", STUB_MARK=str(mark))
+    first = sweep.start(STUB_WAIT_FOR=str(started), STUB_MARK=str(mark))
     logs = sweep.out / "k" / "logs" / "stub__cpu"
     deadline = time.monotonic() + 60
-    while not (logs.is_dir() and any(logs.iterdir())) and time.monotonic() < deadline:
+    while not any("stub: waiting" in p.read_text() for p in logs.glob("*.log")):
+        assert time.monotonic() < deadline, "the first stub never started"
         time.sleep(0.05)
-    time.sleep(0.3)  # the first cell's stub is running
     first.send_signal(signal.SIGKILL)
     first.wait()
-    second = sweep.start(STUB_SLOW_FAIL="*000-tinyvit-bs1-*", STUB_STARTED=str(started))
+    second = sweep.start(
+        STUB_SLOW_FAIL="*000-tinyvit-bs1-*", STUB_STARTED=str(started), STUB_FAIL_AFTER=str(mark)
+    )
     _, err = second.communicate(timeout=120)
     assert second.returncode == 0, err
-    assert mark.read_text().strip() == str(first.pid), "the orphan did not finish: the test proves nothing"
-    assert started.stat().st_mtime < mark.stat().st_mtime, "the orphan finished before the retry began"
+    assert mark.read_text().strip() == str(first.pid), "the orphan did not hand in: the test proves nothing"
     rows = rows_by_key(read_rows(sweep.csv).rows, "resumed")
     assert set(rows) == sweep.keys
     retried = next(r for r in rows.values() if r["model"] == "TinyViT" and r["batch_size"] == "1")
