@@ -18,14 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from suite import inputs, models
+from suite import inputs, lifeline, models
 from suite.matrix import Cell
 from suite.measure import PeakMemory, synchronizer, time_call, time_interleaved
 from suite.results import one_line
 from suite.stats import Speedup, Summary
 
 # --- fault injection (tests): SUITE_FAULT=<kind>[:<model name>] -------------------------
-FAULTS = ("raise", "oom", "hang", "abort", "segfault")
+FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak")
 
 
 def inject_fault(model_name: str) -> None:
@@ -50,6 +50,10 @@ def inject_fault(model_name: str) -> None:
         os.abort()
     if kind == "segfault":
         os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "leak":  # a worker that spills secrets: print, raw fd 2, an exception message
+        print(f"environment: {dict(os.environ)}", flush=True)
+        os.write(2, f"HF_TOKEN on fd 2: {os.environ.get('HF_TOKEN', '')}\n".encode())
+        raise RuntimeError(f"401 Unauthorized: token {os.environ.get('HF_TOKEN', '')} rejected")
 
 
 # --- outputs and accuracy ---------------------------------------------------------------
@@ -280,6 +284,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         print("usage: python -m suite.worker CELL_JSON RESULT_JSON DEVICE", file=sys.stderr)
         return 2
+    lifeline.die_with_parent()  # never outlive the runner (it may be killed mid-cell)
     cell = Cell.from_json(Path(argv[0]).read_text())
     device = argv[2]
     print(f"cell: {cell.label} | build {cell.build} | device {device}", flush=True)
