@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from suite.errors import UsageError
+from suite.redact import RedactingStream
 
 DEFAULT_MATRIX = Path(__file__).resolve().parent.parent / "matrix.yaml"
 DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
@@ -24,6 +27,13 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError("", message)
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        """As argparse's, but unknown arguments are quoted: an empty one must show."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(shlex.quote(a) for a in extras)}")
+        return parsed
 
 
 def _csv_list(text: str) -> list[str]:
@@ -58,7 +68,9 @@ def _choice_list(flag: str, choices: Sequence[str]) -> Callable[[str], tuple[str
     return parse
 
 
-def _positive(flag: str, kind: type) -> Callable[[str], float]:
+def _positive(flag: str, kind: type, minimum: int = 0) -> Callable[[str], float]:
+    """A number > 0 (and >= minimum when one is given), finite."""
+
     def parse(text: str) -> float:
         try:
             value = kind(text)
@@ -66,6 +78,10 @@ def _positive(flag: str, kind: type) -> Callable[[str], float]:
             raise UsageError(flag, f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
         if not value > 0 or value != value or value == float("inf"):
             raise UsageError(flag, f"must be > 0, got {text}")
+        if value < minimum:
+            raise UsageError(
+                flag, f"must be >= {minimum} (a median and its interval need samples), got {text}"
+            )
         return value
 
     return parse
@@ -117,7 +133,10 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         "--weights", choices=WEIGHTS, default=None, help="pretrained (hub) or random (offline, from configs)"
     )
     p.add_argument(
-        "--iterations", type=_positive("--iterations", int), default=None, help="timed iterations per cell"
+        "--iterations",
+        type=_positive("--iterations", int, minimum=2),
+        default=None,
+        help="timed iterations per cell",
     )
     p.add_argument(
         "--warmup", type=_positive("--warmup", int), default=None, help="warm-up iterations per cell"
@@ -147,6 +166,33 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _min_free(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError("--min-free-mb", f"{text!r} is not a number") from None
+    if not 0 <= value < float("inf"):
+        raise UsageError("--min-free-mb", f"must be a number >= 0, got {text}")
+    return value
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """The flags of `run` alone: how a resume treats failed cells, the disk check."""
+    from suite.runner import DEFAULT_MIN_FREE_MB
+
+    p.add_argument(
+        "--keep-failed",
+        action="store_true",
+        help="on resume, keep the cells recorded as error/timeout/skipped (default: run them again)",
+    )
+    p.add_argument(
+        "--min-free-mb",
+        type=_min_free,
+        default=DEFAULT_MIN_FREE_MB,
+        help="no cell starts with less free space than this where results go (default: %(default)s; 0: off)",
+    )
+
+
 def _filters(args: argparse.Namespace) -> object:
     from suite.matrix import Filters, ImageSpec
 
@@ -173,6 +219,26 @@ def _filters(args: argparse.Namespace) -> object:
     )
 
 
+def _selected(args: argparse.Namespace, cells: list, profile: str) -> list:
+    """The cells, or a UsageError naming the filter flags when they select none."""
+    if cells:
+        return cells
+    given = [
+        flag
+        for flag, value in (
+            ("--models", args.models),
+            ("--batch-sizes", args.batch_sizes),
+            ("--modes", args.modes),
+            ("--scenarios", args.scenarios),
+        )
+        if value is not None
+    ]
+    raise UsageError(
+        "/".join(given) or "--profile",
+        f"no cell of profile {profile!r} is selected (`suite plan --profile {profile}` lists them)",
+    )
+
+
 def _default_profile(args: argparse.Namespace, device_type: str | None) -> str:
     if args.profile:
         return args.profile
@@ -191,7 +257,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise UsageError(
             "--build", f"{args.build!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})"
         )
-    cells = expand(matrix, profile, build, _filters(args))
+    cells = _selected(args, expand(matrix, profile, build, _filters(args)), profile)
     costs = [estimate_seconds(c) for c in cells]
     print(f"profile {profile}: {len(cells)} cell(s), build {build}")
     shown = range(len(cells))
@@ -242,12 +308,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             "--build", f"{args.build!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})"
         )
     # validate the selection before probing (cheap, and no model is built either way)
-    expand(matrix, _default_profile(args, None), args.build or "?", filters)
+    guess = _default_profile(args, None)
+    planned = expand(matrix, guess, args.build or "?", filters)
+    if args.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
+        _selected(args, planned, guess)
     runner.check_writable(args.out)
+    runner.check_free_space(args.out, args.min_free_mb)
     environment = runner.probe(args.device)
     profile = _default_profile(args, environment.device_type)
     build = runner.resolve_build(matrix, args.build, environment)
-    cells = expand(matrix, profile, build, filters)
+    cells = _selected(args, expand(matrix, profile, build, filters), profile)
     run_id = args.run_id or runner.new_run_id()
     shard = ""
     if args.shard:
@@ -261,13 +331,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 0
-    print(
-        f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
+    report = runner.run_cells(
+        cells,
+        environment,
+        args.out,
+        run_id,
+        shard,
+        keep_failed=args.keep_failed,
+        min_free_mb=args.min_free_mb,
+        banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
         f"{f' (shard {shard})' if shard else ''} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
-        file=sys.stderr,
     )
-    report = runner.run_cells(cells, environment, args.out, run_id, shard)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
     print(f"done: {counts}; {report.resumed} already recorded -> {report.csv}", file=sys.stderr)
     return 0
@@ -310,15 +385,20 @@ def cmd_merge(args: argparse.Namespace) -> int:
     out = args.out or default_out(args.inputs)
     if out is None:
         raise UsageError("-o", "the inputs are not one run folder: say where to write with -o OUT")
-    result = run_merge(
-        args.inputs,
-        out,
-        matrix=args.matrix or DEFAULT_MATRIX,
-        matrix_explicit=args.matrix is not None,
-        reference_dir=args.reference,
-        plots=not args.no_plots,
-        strict=args.strict,
-    )
+    if out.exists() and not out.is_dir():
+        raise UsageError("-o", f"{out} is a file, not a folder")
+    try:
+        result = run_merge(
+            args.inputs,
+            out,
+            matrix=args.matrix or DEFAULT_MATRIX,
+            matrix_explicit=args.matrix is not None,
+            reference_dir=args.reference,
+            plots=not args.no_plots,
+            strict=args.strict,
+        )
+    except OSError as exc:
+        raise UsageError(str(exc.filename or out), f"cannot read or write: {exc.strerror or exc}") from None
     report = result.loaded.report()
     print(f"suite merge: {report[0]}", file=sys.stderr)
     _warn("merge", report[1:])
@@ -341,8 +421,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     result = compare(base, new, args.threshold)
     text = render(result, [args.base], [args.new], base, new)
     if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
+        try:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError("-o", f"cannot write {args.output}: {exc.strerror or exc}") from None
         print(f"suite compare: {verdict_line(result)} -> {args.output}", file=sys.stderr)
     else:
         print(text, end="")
@@ -361,6 +444,7 @@ def build_parser() -> Parser:
         "run", help="measure every cell; append rows to <out>/<run-id>/raw/<build>__<device>.csv"
     )
     add_selection_args(p)
+    add_run_args(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
@@ -409,15 +493,42 @@ def build_parser() -> Parser:
     return parser
 
 
+VERBS = ("plan", "run", "crosscheck", "env", "merge", "compare")
+
+
+def printable(text: str) -> str:
+    """One line whatever the input held: control characters (a newline in a file name, a
+    key) are shown escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb with stdout and stderr redacted (suite.redact): no line the suite
+    prints, error messages and tracebacks included, carries a token."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(out), RedactingStream(err)
+    try:
+        return _main(argv)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         return int(args.func(args) or 0)
     except UsageError as exc:
         verb = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
-        print(f"suite{' ' + verb if verb else ''}: error: {exc}", file=sys.stderr)
+        verb = verb if verb in VERBS else ""
+        print(f"suite{' ' + verb if verb else ''}: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("suite: interrupted", file=sys.stderr)
         return 130
+    except Exception:  # a bug: the traceback helps, but it passes the redaction too
+        traceback.print_exc()
+        print("suite: internal error (a bug in the suite; the traceback above says where)", file=sys.stderr)
+        return 3

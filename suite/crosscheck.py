@@ -112,6 +112,7 @@ def cmd_crosscheck(args: Any) -> int:
     from suite.cli import _default_profile, _filters
     from suite.errors import UsageError
     from suite.matrix import expand, load_matrix
+    from suite.redact import redact
     from suite.results import read_rows
 
     matrix = load_matrix(args.matrix)
@@ -130,7 +131,7 @@ def cmd_crosscheck(args: Any) -> int:
     text = "\n".join([f"Cross-check on {environment.gpu_name}, torch {environment.torch_version}", *lines])
     print(text)
     target = Path(args.out) / run_id / "crosscheck.md"
-    target.write_text(text + "\n")
+    target.write_text(redact(text) + "\n")
     print(f"written to {target}", file=sys.stderr)
     return 0
 

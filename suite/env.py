@@ -120,8 +120,9 @@ def collect(device: str = "auto") -> Environment:
     cuda_ok = torch.cuda.is_available()
     if device == "cuda" and not cuda_ok:
         raise RuntimeError(
-            "--device cuda was asked for, but torch sees no CUDA GPU "
-            f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})"
+            "cuda was asked for, but torch sees no CUDA GPU "
+            f"(torch {torch.__version__}, built for CUDA {torch.version.cuda}); "
+            "run where one is, or use --device cpu"
         )
     use_cuda = device == "cuda" or (device == "auto" and cuda_ok)
     cpu = cpu_name()

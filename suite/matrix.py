@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -225,10 +226,10 @@ class _Reader:
         self.data: Mapping[str, Any] = data
         self._seen: set[str] = set()
 
-    def where(self, key: str = "") -> str:
-        return f"{self.file}: {'.'.join(p for p in (self.path, key) if p)}"
+    def where(self, key: object = "") -> str:
+        return f"{self.file}: {_join(self.path, key) or '(document)'}"
 
-    def fail(self, message: str, key: str = "") -> None:
+    def fail(self, message: str, key: object = "") -> None:
         raise UsageError(self.where(key), message)
 
     def has(self, key: str) -> bool:
@@ -238,10 +239,10 @@ class _Reader:
         self._seen.add(key)
         return self.data.get(key, default)
 
-    def sub(self, key: str, required: bool = False) -> _Reader:
+    def sub(self, key: object, required: bool = False) -> _Reader:
         if required and key not in self.data:
             self.fail("is required", key)
-        return _Reader(self.file, ".".join(p for p in (self.path, key) if p), self.raw(key, {}))
+        return _Reader(self.file, _join(self.path, key), self.raw(key, {}))
 
     def str(self, key: str, default: str | None = None, choices: Sequence[str] = ()) -> str:
         value = self.raw(key, default)
@@ -297,11 +298,30 @@ class _Reader:
             self.fail("keys must be strings", key)
         return dict(value)
 
+    def names(self) -> list[str]:
+        """The keys of a section of named entries (builds, models, profiles): non-empty strings."""
+        for key in self.data:
+            if not isinstance(key, str) or not key.strip():
+                self.fail(f"a name must be a non-empty string, got {_kind(key)}", key)
+        return list(self.data)
+
     def done(self) -> None:
         """Unknown keys are errors: a typo must not silently fall back to a default."""
         unknown = [k for k in self.data if k not in self._seen]
         if unknown:
-            self.fail(f"unknown key {unknown[0]!r}", str(unknown[0]))
+            self.fail(f"unknown key {unknown[0]!r}", unknown[0])
+
+
+_PLAIN_KEY = re.compile(r"^[\w.+-]+(?:\[\d+\])?$")
+
+
+def _join(path: str, key: object) -> str:
+    """`path.key`, the key quoted when it is not a plain name (a space, a newline, a
+    number), so the field path stays on one line and says exactly which key."""
+    if key in ("", None):
+        return path
+    text = key if isinstance(key, str) and _PLAIN_KEY.match(key) else repr(key)
+    return f"{path}.{text}" if path else text
 
 
 def _kind(value: object) -> str:
@@ -476,13 +496,13 @@ def load_matrix(path: str | Path) -> Matrix:
     defaults_r.done()
 
     builds_r = top.sub("builds", required=True)
-    builds = {name: _read_build(builds_r.sub(name), name) for name in builds_r.data}
+    builds = {name: _read_build(builds_r.sub(name), name) for name in builds_r.names()}
     if not builds:
         builds_r.fail("must declare at least one build")
     builds_r._seen.update(builds)
 
     models_r = top.sub("models", required=True)
-    models = {name: _read_model(models_r.sub(name), name) for name in models_r.data}
+    models = {name: _read_model(models_r.sub(name), name) for name in models_r.names()}
     if not models:
         models_r.fail("must declare at least one model")
     models_r._seen.update(models)
@@ -493,9 +513,7 @@ def load_matrix(path: str | Path) -> Matrix:
 
     custom_r = top.sub("custom")
     hub_models = dict(models)
-    for name in custom_r.data:
-        if not isinstance(name, str) or not name.strip():
-            custom_r.fail(f"a custom configuration's name must be a non-empty string, got {_kind(name)}")
+    for name in custom_r.names():
         if name in hub_models:
             custom_r.fail("a custom configuration may not reuse a model's name", name)
         if "|" in name or "," in name:
@@ -505,7 +523,7 @@ def load_matrix(path: str | Path) -> Matrix:
 
     profiles_r = top.sub("profiles", required=True)
     profiles: dict[str, Profile] = {}
-    for name in profiles_r.data:
+    for name in profiles_r.names():
         pr = profiles_r.sub(name)
         settings_r = pr.sub("settings")
         settings = _read_settings(settings_r, defaults)

@@ -147,12 +147,11 @@ def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: 
             pct = improvement_pct(m.speedup)
             lo = improvement_pct(m.speedup_low) if m.speedup_low else pct
             hi = improvement_pct(m.speedup_high) if m.speedup_high else pct
-            if lo < CI_FLOOR_PCT:
-                lo, cut = CI_FLOOR_PCT, True
+            if lo < CI_FLOOR_PCT:  # cut there, but never past the bar (compiled > 2x slower)
+                lo, cut = min(pct, CI_FLOOR_PCT), True
             ax.barh(i, pct, height=0.6, color=COMPILED_COLOR if pct >= 0 else SLOWER_COLOR)
-            # below 0.5x (pct < -100%) the floored CI end lies right of the bar: no left whisker
-            xerr = [[max(0.0, pct - lo)], [max(0.0, hi - pct)]]
-            ax.errorbar(pct, i, xerr=xerr, fmt="none", ecolor="black", capsize=3, lw=1)
+            whiskers = [[max(0.0, pct - lo)], [max(0.0, hi - pct)]]  # matplotlib refuses negative ones
+            ax.errorbar(pct, i, xerr=whiskers, fmt="none", ecolor="black", capsize=3, lw=1)
             ax.text(hi, i, f"  {pct:.1f}%", va="center", fontsize=8)
             xs += [lo, hi, pct]
         else:

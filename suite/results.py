@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from suite.redact import redact
+
 # The contract (DESIGN.md): these columns, in this order, first.
 CONTRACT_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -152,8 +154,9 @@ def format_value(value: object) -> str:
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    """Collapse whitespace so a reason never breaks the row; cap its length."""
-    flat = " ".join(text.split())
+    """Collapse whitespace so a reason never breaks the row; cap its length. Secrets are
+    redacted first (suite.redact), so a cut can never leave half a token behind."""
+    flat = " ".join(redact(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -183,7 +186,10 @@ def read_rows(path: Path) -> ReadResult:
     if not text.strip():
         return ReadResult(rows=[])
     lines = text.splitlines(keepends=True)
-    header = next(csv.reader([lines[0]]))
+    try:
+        header = next(csv.reader([lines[0]]))
+    except csv.Error as exc:  # a NUL byte (Python 3.10), a field over the size limit
+        raise CsvFormatError(f"{path}:1: unreadable header ({exc})") from None
     missing = [c for c in CONTRACT_COLUMNS if c not in header]
     if missing:
         raise CsvFormatError(f"{path}: header lacks column(s) {', '.join(missing)}")
@@ -197,7 +203,12 @@ def read_rows(path: Path) -> ReadResult:
             repaired += 1
             problems.append(f"{path}:{lineno}: partial last row (writer killed mid-write)")
             continue
-        values = next(csv.reader([line]), [])
+        try:
+            values = next(csv.reader([line]), [])
+        except csv.Error as exc:
+            skipped += 1
+            problems.append(f"{path}:{lineno}: unreadable row ({exc})")
+            continue
         if not values:
             continue
         if len(values) != len(header):
@@ -222,6 +233,33 @@ def _encode(row: Mapping[str, object], columns: Iterable[str]) -> str:
     return buf.getvalue()
 
 
+def cut_torn_tail(path: Path) -> int:
+    """Cut a last line without its newline (a writer killed mid-row); the bytes cut.
+
+    Every row is written with its newline in one write, so anything after the last
+    newline is a fragment of the row in flight, never a finished result."""
+    if not path.exists():
+        return 0
+    with open(path, "r+b") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return 0
+        # read back from the end until a newline: the file may be large
+        pos, tail = size, b""
+        while pos > 0 and b"\n" not in tail:
+            step = min(pos, 1 << 16)
+            pos -= step
+            fh.seek(pos)
+            tail = fh.read(step) + tail
+        if tail.endswith(b"\n"):
+            return 0
+        keep = pos + tail.rfind(b"\n") + 1
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+        return size - keep
+
+
 class RowWriter:
     """Appends rows to one raw CSV; each row is written whole, flushed and fsync'd.
 
@@ -232,9 +270,8 @@ class RowWriter:
     def __init__(self, path: Path, columns: tuple[str, ...] = COLUMNS) -> None:
         self.path = path
         self.columns = columns
-        self.repaired_bytes = 0
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._truncate_torn_tail()
+        self.repaired_bytes = cut_torn_tail(path)
         new = not path.exists() or path.stat().st_size == 0
         self._fh = open(path, "a", encoding="utf-8", newline="")  # noqa: SIM115 (closed in close())
         if new:
@@ -246,19 +283,6 @@ class RowWriter:
                 raise CsvFormatError(
                     f"{path}: existing header differs from this suite version's columns; use a new --run-id"
                 )
-
-    def _truncate_torn_tail(self) -> None:
-        if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        if not data or data.endswith(b"\n"):
-            return
-        keep = data.rfind(b"\n") + 1
-        self.repaired_bytes = len(data) - keep
-        with open(self.path, "r+b") as fh:
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
 
     def _write(self, line: str) -> None:
         self._fh.write(line)

@@ -4,7 +4,11 @@ The parent never imports torch. It probes the environment once (in a child), the
 each cell starts `python -m suite.worker` in a new process group (inductor's compile
 workers die with it on a timeout), waits, and turns what came back (or did not) into
 exactly one row: ok / oom / error / timeout / skipped. A failing cell never stops the
-sweep. Resume: cells already recorded as ok or oom in the run's CSV are not re-run.
+sweep. One runner per raw CSV (suite.lock); resume (suite.resume): cells already
+recorded as ok or oom are not re-run. A worker dies with this process (suite.lifeline),
+and reads and writes files named for its attempt only, so a worker left over from a
+killed run can never hand its result to a resumed one. The worker's output reaches its
+log through a pipe that redacts secrets (suite.redact).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,21 +31,28 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from suite import env as envmod
+from suite import resume
 from suite.cost import estimate_seconds, format_duration
 from suite.errors import UsageError
+from suite.lifeline import PARENT_ENV
+from suite.lock import RunLock
 from suite.matrix import Cell, Matrix
+from suite.redact import redact_bytes
 from suite.results import (
-    DONE_STATUSES,
+    COLUMNS,
+    STATUSES,
     TIMING_COLUMNS,
     RowWriter,
     key_of,
     one_line,
     raw_csv_name,
-    read_rows,
     slug,
 )
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+# Below this much free space where results go, no cell starts (`run --min-free-mb`):
+# a cold compile cache alone can take hundreds of MB per cell.
+DEFAULT_MIN_FREE_MB = 1024
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -60,8 +73,10 @@ def probe(device: str, python: str = sys.executable) -> envmod.Environment:
     except subprocess.TimeoutExpired:
         raise UsageError("env", "probing the environment took over 300 s") from None
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise UsageError("--device" if "--device" in last else "env", one_line(last))
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1].removeprefix("suite env: error: ")
+        if last.startswith("--device: "):
+            raise UsageError("--device", one_line(last.removeprefix("--device: ")))
+        raise UsageError("env", f"probing the environment failed: {one_line(last)}")
     return envmod.from_json(proc.stdout.strip().splitlines()[-1])
 
 
@@ -115,6 +130,28 @@ def check_writable(out: Path) -> None:
         raise UsageError("--out", f"cannot write results to {out}: {exc.strerror or exc}") from None
 
 
+def _mb(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:g}"
+
+
+def free_mb(path: Path) -> float:
+    return shutil.disk_usage(path).free / 2**20
+
+
+def check_free_space(out: Path, min_free_mb: float) -> None:
+    """Fail before any cell runs if the disk that holds the results is (nearly) full."""
+    try:
+        free = free_mb(out)
+    except OSError as exc:
+        raise UsageError("--out", f"cannot check the free space of {out}: {exc.strerror or exc}") from None
+    if free < min_free_mb:
+        raise UsageError(
+            "--out",
+            f"only {_mb(free)} MB free on the disk of {out}, below the minimum of {_mb(min_free_mb)} MB: "
+            "free some space (or lower --min-free-mb)",
+        )
+
+
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -138,6 +175,41 @@ def last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _log_path(paths: RunPaths, stem: str) -> Path:
+    """`<stem>.log`, or `<stem>.attempt<n>.log` when an earlier attempt's log is there
+    (a re-run never overwrites the log a superseded row points to)."""
+    path, n = paths.logs / f"{stem}.log", 1
+    while path.exists():
+        n += 1
+        path = paths.logs / f"{stem}.attempt{n}.log"
+    return path
+
+
+def _pump(source: Any, log: Any) -> None:
+    """Copy the worker's output to its log line by line, secrets redacted."""
+    try:
+        for line in iter(source.readline, b""):
+            log.write(redact_bytes(line))
+            log.flush()
+    except (OSError, ValueError):  # the log was closed under us: the cell is over
+        pass
+
+
+def _result_fields(path: Path) -> dict[str, Any]:
+    """The worker's result, checked: a garbled one becomes an error, never a crash of the sweep."""
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"status": "error", "error": f"unreadable worker result: {exc}"}
+    if not isinstance(fields, dict) or fields.get("status") not in STATUSES:
+        status = fields.get("status") if isinstance(fields, dict) else None
+        return {"status": "error", "error": f"worker result has no valid status (got {status!r})"}
+    unknown = sorted(set(fields) - set(COLUMNS))
+    if unknown:
+        print(f"warning: worker result columns outside the CSV contract dropped: {unknown}", file=sys.stderr)
+    return {k: v for k, v in fields.items() if k in COLUMNS}
+
+
 def run_worker(
     cell: Cell, device_type: str, paths: RunPaths, index: int, python: str = sys.executable
 ) -> tuple[dict[str, Any], float, str]:
@@ -145,30 +217,32 @@ def run_worker(
     paths.logs.mkdir(parents=True, exist_ok=True)
     paths.scratch.mkdir(parents=True, exist_ok=True)
     stem = f"{index:03d}-{slug(cell.model.name)}-bs{cell.batch_size}-{cell.mode}-{cell.scenario}"
-    log_path = paths.logs / f"{stem}.log"
-    cell_path = paths.scratch / f"{stem}.cell.json"
-    result_path = paths.scratch / f"{stem}.result.json"
+    log_path = _log_path(paths, stem)
+    attempt = f"{stem}.{uuid.uuid4().hex[:12]}"  # files of this attempt only
+    cell_path = paths.scratch / f"{attempt}.cell.json"
+    result_path = paths.scratch / f"{attempt}.result.json"
     cell_path.write_text(cell.to_json())
-    result_path.unlink(missing_ok=True)
-    extra: dict[str, str] = {}
+    extra: dict[str, str] = {PARENT_ENV: str(os.getpid())}
     cache = None
     if cell.settings.compile_cache == "cold":
-        cache = paths.scratch / f"{stem}.compile-cache"
+        cache = paths.scratch / f"{attempt}.compile-cache"
     else:
         cache = paths.run_dir / ".compile-cache"
     extra["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
     extra["TRITON_CACHE_DIR"] = str(cache / "triton")
     cmd = [python, "-m", "suite.worker", str(cell_path), str(result_path), device_type]
     start = time.monotonic()
-    with open(log_path, "w") as log:
+    with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             cmd,
-            stdout=log,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=child_env(extra),
             start_new_session=True,
         )
+        pump = threading.Thread(target=_pump, args=(proc.stdout, log), name="log-pump", daemon=True)
+        pump.start()
         try:
             returncode = proc.wait(timeout=cell.settings.timeout_s)
             timed_out = False
@@ -177,6 +251,7 @@ def run_worker(
             returncode = -signal.SIGKILL
         finally:
             _kill_group(proc)
+            pump.join(timeout=10)  # EOF once the group is gone
     wall = time.monotonic() - start
     if cell.settings.compile_cache == "cold":
         shutil.rmtree(cache, ignore_errors=True)
@@ -187,8 +262,8 @@ def run_worker(
             "error": f"no result after {cell.settings.timeout_s:g} s (worker killed)",
         }
     elif result_path.exists():
-        fields = json.loads(result_path.read_text())
-        result_path.unlink()
+        fields = _result_fields(result_path)
+        result_path.unlink(missing_ok=True)
     else:
         tail = last_line(log_path)
         reason = describe_exit(returncode) + (f"; last log line: {tail}" if tail else "")
@@ -314,68 +389,63 @@ def run_cells(
     out: Path,
     run_id: str,
     shard: str = "",
-    rerun_failed: bool = True,
+    keep_failed: bool = False,
     python: str = sys.executable,
+    min_free_mb: float = DEFAULT_MIN_FREE_MB,
+    banner: str = "",
 ) -> RunReport:
-    """Run every cell not already recorded; append one row per cell as it ends."""
+    """Run every cell not already recorded; append one row per cell as it ends.
+
+    Holds the run's lock throughout. `banner` is printed once the run's CSV is found fit
+    to resume (a refused run prints its one error line only). Stops (UsageError, exit 2)
+    when the disk fills up: the rows recorded so far are safe, and the same --run-id
+    resumes."""
     if not cells:
         raise UsageError("cells", "the selection is empty: nothing to run")
     build = cells[0].build
     paths = RunPaths.make(out, run_id, build, env.device, shard)
-    done = previous_rows(paths.csv, rerun_failed)
     report = RunReport(csv=paths.csv)
-    progress = Progress.of(cells)
-    with RowWriter(paths.csv) as writer:
-        if writer.repaired_bytes:
-            print(
-                f"{paths.csv}: cut a partial last row ({writer.repaired_bytes} bytes) "
-                "left by an interrupted run",
-                file=sys.stderr,
-            )
-        for index, cell in enumerate(cells):
-            key = key_of(cell.key_fields(env.device))
-            if key in done:
-                report.resumed += 1
-                progress.skip(cell, done[key])
-                continue
-            progress.start(cell)
-            started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            fields, wall, log_file = run_worker(cell, env.device_type, paths, index, python)
-            row = build_row(cell, env, run_id, fields, started_at, wall, log_file, shard)
-            writer.append(row)
-            report.ran += 1
-            report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
-            progress.finish(cell, row, wall)
-    shutil.rmtree(paths.scratch, ignore_errors=True)
+    resume_hint = f"the rows recorded so far are safe; run again with --run-id {run_id} to resume"
+    with RunLock(paths.csv):
+        state = resume.prepare(paths.csv, keep_failed)
+        if banner:
+            print(banner, file=sys.stderr, flush=True)
+        shutil.rmtree(paths.scratch, ignore_errors=True)  # files of a killed run's attempts
+        progress = Progress.of(cells)
+        try:
+            writer = RowWriter(paths.csv)
+        except OSError as exc:
+            raise UsageError(str(paths.csv), f"cannot open for appending: {exc.strerror or exc}") from None
+        with writer:
+            for index, cell in enumerate(cells):
+                key = key_of(cell.key_fields(env.device))
+                if key in state.done:
+                    report.resumed += 1
+                    progress.skip(cell, state.done[key])
+                    continue
+                free = free_mb(paths.run_dir)
+                if free < min_free_mb:
+                    raise UsageError(
+                        "--out",
+                        f"only {_mb(free)} MB left on the disk of {paths.run_dir} (minimum "
+                        f"{_mb(min_free_mb)} MB): stopped before {cell.label}; {resume_hint}",
+                    )
+                progress.start(cell)
+                started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                try:
+                    fields, wall, log_file = run_worker(cell, env.device_type, paths, index, python)
+                    row = build_row(cell, env, run_id, fields, started_at, wall, log_file, shard)
+                    writer.append(row)
+                except OSError as exc:
+                    raise UsageError(
+                        "--out",
+                        f"{cell.label}: {exc.strerror or exc} ({exc.filename or 'no file'}); {resume_hint}",
+                    ) from None
+                report.ran += 1
+                report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
+                progress.finish(cell, row, wall)
+        shutil.rmtree(paths.scratch, ignore_errors=True)
     return report
-
-
-def previous_rows(csv_path: Path, rerun_failed: bool) -> dict[tuple[str, ...], str]:
-    """Keys already recorded, with their status. Rows of cells that will be re-run
-    (error, timeout, skipped) are first moved out of the raw CSV into
-    `<run>/superseded/<name>.csv`, so the raw file keeps exactly one row per cell."""
-    if not csv_path.exists():
-        return {}
-    rows = read_rows(csv_path).rows
-    dropped = [r for r in rows if rerun_failed and r["status"] not in DONE_STATUSES]
-    kept = [r for r in rows if r not in dropped]
-    if dropped:
-        superseded = csv_path.parent.parent / "superseded" / csv_path.name
-        with RowWriter(superseded) as w:
-            for row in dropped:
-                w.append(row)
-        tmp = csv_path.with_name(csv_path.name + ".rewrite")
-        tmp.unlink(missing_ok=True)
-        with RowWriter(tmp) as w:
-            for row in kept:
-                w.append(row)
-        tmp.replace(csv_path)
-        print(
-            f"{csv_path}: {len(dropped)} failed cell(s) will be re-run "
-            f"(their old rows moved to {superseded})",
-            file=sys.stderr,
-        )
-    return {key_of(row): row["status"] for row in kept}
 
 
 def new_run_id() -> str:
@@ -387,7 +457,6 @@ def env_json_main(device: str) -> int:
     try:
         environment = envmod.collect(device)
     except RuntimeError as exc:
-        print(f"--device: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError("--device", str(exc)) from None
     print(envmod.to_json(environment))
     return 0

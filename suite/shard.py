@@ -20,6 +20,7 @@ from suite.errors import UsageError
 from suite.matrix import Cell
 
 _SHARD_RE = re.compile(r"^(\d+)/(\d+)$")
+MAX_SHARDS = 1024  # far above any fan-out (a GitHub Actions matrix has at most 256 jobs)
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ class Shard:
         if not match:
             raise UsageError("--shard", f"{text!r} is not i/n (e.g. 2/4: the second of four parts)")
         index, count = int(match[1]), int(match[2])
-        if count < 1:
-            raise UsageError("--shard", f"{text!r}: the number of shards must be >= 1")
+        if not 1 <= count <= MAX_SHARDS:
+            raise UsageError("--shard", f"{text!r}: the number of shards must be between 1 and {MAX_SHARDS}")
         if not 1 <= index <= count:
             raise UsageError("--shard", f"{text!r}: the shard number must be between 1 and {count}")
         return Shard(index, count)

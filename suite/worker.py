@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -19,14 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from suite import inputs, models, train
+from suite import inputs, lifeline, models, train
 from suite.matrix import Cell
 from suite.measure import PeakMemory, synchronizer, time_call, time_interleaved
 from suite.results import one_line
 from suite.stats import Speedup, Summary
 
 # --- fault injection (tests): SUITE_FAULT=<kind>[:<model name>] -------------------------
-FAULTS = ("raise", "oom", "hang", "abort", "segfault")
+FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak")
 
 
 def inject_fault(model_name: str) -> None:
@@ -51,6 +50,10 @@ def inject_fault(model_name: str) -> None:
         os.abort()
     if kind == "segfault":
         os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "leak":  # a worker that spills secrets: print, raw fd 2, an exception message
+        print(f"environment: {dict(os.environ)}", flush=True)
+        os.write(2, f"HF_TOKEN on fd 2: {os.environ.get('HF_TOKEN', '')}\n".encode())
+        raise RuntimeError(f"401 Unauthorized: token {os.environ.get('HF_TOKEN', '')} rejected")
 
 
 # --- outputs and accuracy ---------------------------------------------------------------
@@ -123,6 +126,26 @@ def is_oom(exc: BaseException) -> bool:
             return True
         e = e.__cause__ or e.__context__
     return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: first line`, plus the root cause when the exception wraps one: dynamo raises
+    bare wrappers (`InternalTorchDynamoError`, `BackendCompilerFailed`) whose cause is the
+    only part that says what went wrong."""
+    reason = _first_line(exc)
+    root, seen = exc, {id(exc)}
+    while root.__cause__ is not None and id(root.__cause__) not in seen:
+        root = root.__cause__
+        seen.add(id(root))
+    if root is not exc:
+        reason += f" (cause: {_first_line(root)})"
+    return reason
 
 
 def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -326,24 +349,6 @@ SCENARIOS: dict[str, Callable[[Cell, str], dict[str, Any]]] = {
 }
 
 
-def describe(exc: BaseException) -> str:
-    """`Type: first line` of an exception. Dynamo wraps the real error in one whose message is
-    only "from user code: <where>"; then the innermost cause speaks, and the user-code line
-    (file:line) where it happened follows in parentheses."""
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    if first and not first.startswith("from user code"):
-        return f"{type(exc).__name__}: {first}"
-    places = re.findall(r'File "([^"]+)", line (\d+)', text)
-    where = f"{Path(places[-1][0]).name}:{places[-1][1]}" if places else ""
-    inner: BaseException | None = exc.__cause__
-    while inner is not None and inner.__cause__ is not None:
-        inner = inner.__cause__
-    head = describe(inner) if inner is not None else ""
-    reason = type(exc).__name__ + (f": {head}" if head else "")
-    return reason + (f" (at {where})" if where else "")
-
-
 def run(cell: Cell, device: str) -> dict[str, Any]:
     """Status + measurement for one cell; never raises for a failure inside the cell."""
     import torch
@@ -365,7 +370,7 @@ def run(cell: Cell, device: str) -> dict[str, Any]:
     except Exception as exc:  # the sweep goes on: record why, in one line
         traceback.print_exc()
         oom = is_oom(exc)
-        reason = describe(exc)
+        reason = describe_exception(exc)
         row = {
             "torch_threads": row["torch_threads"],
             "status": "oom" if oom else "error",
@@ -384,6 +389,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         print("usage: python -m suite.worker CELL_JSON RESULT_JSON DEVICE", file=sys.stderr)
         return 2
+    lifeline.die_with_parent()  # never outlive the runner (it may be killed mid-cell)
     cell = Cell.from_json(Path(argv[0]).read_text())
     device = argv[2]
     print(f"cell: {cell.label} | build {cell.build} | device {device}", flush=True)

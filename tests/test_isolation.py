@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from suite.results import COLUMNS, TIMING_COLUMNS, read_rows
+from suite.results import COLUMNS, TIMING_COLUMNS, key_of, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
@@ -43,9 +43,12 @@ def run_suite(
 
 
 def rows_of(out: Path) -> list[dict[str, str]]:
+    """The run's rows: the CSV parses whole and holds no cell twice."""
     (csv_path,) = (out / "t" / "raw").glob("*.csv")
     result = read_rows(csv_path)
     assert result.repaired == 0 and result.skipped == 0
+    keys = [key_of(r) for r in result.rows]
+    assert len(keys) == len(set(keys)), f"duplicated cells: {keys}"
     return result.rows
 
 

@@ -495,3 +495,15 @@ def test_other_setups_get_their_own_tables_without_the_guide(tmp_path: Path):
     assert fp32.columns[-1].md == "guide: A100 (batch size: 1)"
     assert fp16.columns[-1].md == "speed-up"
     assert "No guide comparison: the guide measured float32 inference" in fp16.markdown()
+
+
+def test_plots_of_a_compiled_model_over_twice_as_slow(tmp_path: Path):
+    """A speed-up below 0.5 (improvement below the plot's -100% floor; seen on a loaded CPU)
+    drew a negative error bar, which matplotlib refuses: the merge crashed."""
+    rows = [
+        eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
+        compiled("stable", A100, "ViT", 1, "default", 30.0, 29.0, 28.0, 31.0, 0.34, 0.30, 0.40),
+    ]
+    run = write_run(tmp_path / "run", rows)
+    assert main(["merge", str(run)]) == 0
+    assert len(list((run / "plots").glob("*.png"))) == 2

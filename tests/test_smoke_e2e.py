@@ -1,7 +1,9 @@
 """End to end: the smoke profile on this CPU, all 12 architectures, every row checked.
 
 This is the real pipeline (matrix -> cells -> one worker process per cell -> CSV), with
-the repository's matrix.yaml. It takes several minutes on a 2-core machine.
+the repository's matrix.yaml, in whatever environment pytest runs in: `nox -s tests` (the
+current build) and `nox -s tests-stable` (torch 2.0.1 + transformers 4.31). It takes several
+minutes on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -19,6 +21,24 @@ from suite.results import COLUMNS, key_of, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 COMPILED = {"default", "reduce-overhead"}
+
+# Cells that fail for a known reason in one environment, and must keep failing for it: if one
+# starts to work, the test says so and the entry goes. (torch version prefix, model, mode) ->
+# what the error column must contain.
+KNOWN_FAILURES = {
+    # transformers 4.31 declares MaskFormerPixelDecoderOutput without @dataclass; torch 2.0.1's
+    # dynamo traces ModelOutput construction through the dataclass __init__ and cannot.
+    ("2.0.", "Maskformer", mode): "InternalTorchDynamoError (cause: AttributeError: "
+    "'wrapper_descriptor' object has no attribute '__code__')"
+    for mode in COMPILED
+}
+
+
+def known_failure(row: dict[str, str]) -> str | None:
+    for (torch_prefix, model, mode), reason in KNOWN_FAILURES.items():
+        if row["torch_version"].startswith(torch_prefix) and (row["model"], row["mode"]) == (model, mode):
+            return reason
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +85,19 @@ def test_one_row_per_cell_for_all_12_architectures(smoke) -> None:
 
 def test_every_row_is_ok_with_sane_numbers(smoke) -> None:
     rows, _ = smoke
-    failures = [f"{r['model']} {r['mode']}: {r['status']} {r['error']}" for r in rows if r["status"] != "ok"]
+    for r in rows:
+        expected = known_failure(r)
+        if expected:
+            assert (r["status"], r["error"]) == ("error", expected), f"{r['model']} {r['mode']} now: {r}"
+    failures = [
+        f"{r['model']} {r['mode']}: {r['status']} {r['error']}"
+        for r in rows
+        if r["status"] != "ok" and not known_failure(r)
+    ]
     assert not failures, failures
     for r in rows:
+        if known_failure(r):
+            continue
         label = f"{r['model']} {r['mode']}"
         assert r["weights"] == "random" and r["variant"] == "smoke" and r["batch_size"] == "1"
         assert int(r["iterations"]) == 10, label
@@ -83,6 +113,8 @@ def test_compiled_cells_have_a_paired_speedup_and_pass_accuracy(smoke) -> None:
     rows, _ = smoke
     for r in rows:
         label = f"{r['model']} {r['mode']}"
+        if known_failure(r):
+            continue
         if r["mode"] in COMPILED:
             s = num(r, "speedup")
             assert num(r, "speedup_ci95_low") <= s <= num(r, "speedup_ci95_high"), label

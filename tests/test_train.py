@@ -152,21 +152,3 @@ def test_an_eager_train_cell_measures_a_step() -> None:
     assert row["iterations"] == 3 and 0 < row["min_ms"] <= row["median_ms"]
     assert row["peak_mem_mb"] > 0 and row["params_m"] > 0
     assert "speedup" not in row and "accuracy" not in row
-
-
-def test_a_dynamo_wrapped_error_is_described_by_its_cause() -> None:
-    class TorchRuntimeError(Exception):
-        pass
-
-    try:
-        try:
-            raise RuntimeError("Failed running call_function imul\nmore")
-        except RuntimeError as inner:
-            raise TorchRuntimeError(
-                '\nfrom user code:\n   File "/x/modeling_mask2former.py", line 2349, in f\n    loss *= w\n'
-            ) from inner
-    except TorchRuntimeError as exc:
-        text = worker.describe(exc)
-    cause = "RuntimeError: Failed running call_function imul"
-    assert text == f"TorchRuntimeError: {cause} (at modeling_mask2former.py:2349)"
-    assert worker.describe(ValueError("first\nsecond")) == "ValueError: first"

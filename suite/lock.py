@@ -1,0 +1,64 @@
+"""One runner per raw CSV: an exclusive `flock` on a lock file next to it, held for the run.
+
+Two runners appending to the same CSV would record each cell twice and could interleave
+their resume rewrites. The lock is taken before the CSV is read (resume) and released
+when the run ends, also when the runner dies: the kernel drops a dead process's locks,
+so a killed run never leaves a stale lock behind. The file itself stays (removing a lock
+file races with the next runner taking it); it holds only who has it, for the message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+from suite.errors import UsageError
+
+
+def lock_path_for(csv_path: Path) -> Path:
+    """`raw/.<name>.csv.lock`: beside the CSV, hidden, and not matched by `raw/*.csv`."""
+    return csv_path.with_name(f".{csv_path.name}.lock")
+
+
+class RunLock:
+    """`with RunLock(csv_path):` - raises UsageError (exit 2) if another run holds it."""
+
+    def __init__(self, csv_path: Path) -> None:
+        self.csv_path = csv_path
+        self.path = lock_path_for(csv_path)
+        self._fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by workers
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = self._holder(fd)
+            os.close(fd)
+            raise UsageError(
+                "--run-id",
+                f"{self.csv_path} is being written by another run"
+                f"{f' ({holder})' if holder else ''}; wait for it to end, or use another --run-id",
+            ) from None
+        os.ftruncate(fd, 0)
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode())
+        self._fd = fd
+        return self
+
+    @staticmethod
+    def _holder(fd: int) -> str:
+        with contextlib.suppress(OSError):
+            text = os.pread(fd, 200, 0).decode("utf-8", "replace")
+            return " ".join(text.split())
+        return ""
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the lock
+            self._fd = None

@@ -1,0 +1,96 @@
+"""Keep secrets out of everything the suite writes: CSVs, cell logs, terminal lines.
+
+A secret is the value of `HF_TOKEN` or of any environment variable whose name ends in
+`_TOKEN`, `_KEY` or `_SECRET` (any case). Such values pass through to the workers (the
+hub needs `HF_TOKEN`), so an error message, a traceback or a print can carry one; every
+string the suite writes goes through `redact` first, which replaces each value with
+`<redacted:NAME>`. Values shorter than `MIN_LENGTH` are left alone: replacing "1" or
+"true" everywhere would corrupt the numbers, and no real token is that short.
+
+Standard library only (imported inside the containers). The environment is read on each
+call, so a variable set after import is still covered.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping
+from typing import TextIO
+
+SECRET_NAMES: frozenset[str] = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"})
+SECRET_SUFFIXES: tuple[str, ...] = ("_TOKEN", "_KEY", "_SECRET")
+MIN_LENGTH = 8
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    return upper in SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+
+
+def secrets_of(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(value, name) of every secret in the environment, longest value first (so a
+    value that contains another is replaced whole)."""
+    env = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    for name, value in env.items():
+        if is_secret_name(name) and len(value) >= MIN_LENGTH and value not in found:
+            found[value] = name
+    return sorted(found.items(), key=lambda item: -len(item[0]))
+
+
+def marker(name: str) -> str:
+    return f"<redacted:{name}>"
+
+
+def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """`text` with every secret value replaced by a marker naming its variable."""
+    for value, name in secrets_of(environ):
+        if value in text:
+            text = text.replace(value, marker(name))
+    return text
+
+
+def redact_bytes(data: bytes, environ: Mapping[str, str] | None = None) -> bytes:
+    """`redact` for raw output (a worker's log), without decoding it."""
+    for value, name in secrets_of(environ):
+        raw = value.encode("utf-8", "surrogateescape")
+        if raw in data:
+            data = data.replace(raw, marker(name).encode())
+    return data
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that redacts whole lines before passing them on.
+
+    Output is held until a newline (or flush), so a secret split over several `write`
+    calls (print writes its arguments one by one) is still seen whole.
+    """
+
+    def __init__(self, target: TextIO) -> None:
+        super().__init__()
+        self.target = target
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in self._pending:
+            complete, _, self._pending = self._pending.rpartition("\n")
+            self.target.write(redact(complete + "\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.target.write(redact(self._pending))
+            self._pending = ""
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return self.target.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.target, "encoding", "utf-8")

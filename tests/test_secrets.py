@@ -1,0 +1,157 @@
+"""Secrets never written: tokens planted in the environment must not appear in any file of a
+run (CSV, superseded rows, cell logs, lock, merged tables) nor on the terminal nor in
+`suite env`, even when a worker prints them, writes them to fd 2 and raises with them
+(SUITE_FAULT=leak)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from suite import redact
+from suite.cli import main
+from suite.results import read_rows
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
+
+
+def planted() -> dict[str, str]:
+    """Fresh values, so a hit can only come from this test's environment."""
+    return {
+        "HF_TOKEN": f"hf_{secrets.token_hex(16)}",
+        "HUGGING_FACE_HUB_TOKEN": f"hf_{secrets.token_hex(16)}",
+        "MY_SERVICE_API_KEY": secrets.token_hex(20),
+        "DB_SECRET": f"pw-{secrets.token_hex(12)}",
+        "gh_token": f"ghp_{secrets.token_hex(18)}",  # any case
+    }
+
+
+def leaks(text: str | bytes, tokens: dict[str, str]) -> list[str]:
+    """Names of the tokens found whole, or by their first or last 10 characters."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return [
+        name for name, value in tokens.items() if value in text or value[:10] in text or value[-10:] in text
+    ]
+
+
+def test_planted_tokens_appear_in_no_output(tmp_path: Path) -> None:
+    tokens = planted()
+    env = dict(
+        os.environ,
+        **tokens,
+        PYTHONPATH=str(REPO),
+        SUITE_FAULT="leak:TinyViT",
+        SUITE_IMAGE=f"registry.example/suite:{tokens['HF_TOKEN']}",  # provenance carries one too
+    )
+    out = tmp_path / "out"
+    base = [sys.executable, "-m", "suite"]
+    commands = {
+        "run": [
+            *base,
+            "run",
+            "--matrix",
+            str(TINY),
+            "--profile",
+            "tiny",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--run-id",
+            "s",
+            "--models",
+            "TinyViT",
+        ],
+        "env": [*base, "env"],
+        "bad --image": [
+            *base,
+            "plan",
+            "--matrix",
+            str(TINY),
+            "--image",
+            f"/nonexistent/{tokens['DB_SECRET']}.jpg",
+        ],
+    }
+    streams: dict[str, str] = {}
+    for name, cmd in commands.items():
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600, check=False
+        )
+        assert proc.returncode == (2 if name == "bad --image" else 0), proc.stderr
+        streams[f"{name} stdout"], streams[f"{name} stderr"] = proc.stdout, proc.stderr
+
+    # the leaking worker did its job, and the redaction shows where
+    (csv_path,) = (out / "s" / "raw").glob("*.csv")
+    rows = {r["model"]: r for r in read_rows(csv_path).rows}
+    assert rows["TinyViT"]["status"] == "error"
+    assert "token <redacted:HF_TOKEN> rejected" in rows["TinyViT"]["error"]
+    assert rows["TinyViT"]["image"] == "registry.example/suite:<redacted:HF_TOKEN>"
+    (log,) = (out / "s" / "logs").rglob("000-tinyvit-*.log")
+    log_text = log.read_text()
+    for name in ("HF_TOKEN", "MY_SERVICE_API_KEY", "DB_SECRET", "gh_token"):
+        assert f"<redacted:{name}>" in log_text, name  # from the printed environment
+    assert "HF_TOKEN on fd 2: <redacted:HF_TOKEN>" in log_text  # C-level write, below Python
+    assert "<redacted:HF_TOKEN>" in streams["run stderr"]  # the progress line's reason
+    assert "<redacted:DB_SECRET>" in streams["bad --image stderr"]
+    assert "registry.example/suite:<redacted:HF_TOKEN>" in streams["env stdout"]
+
+    # the merged tables, from the redacted CSV
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["merge", str(out / "s"), "--no-plots"]) == 0, err.getvalue()
+
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name.startswith(".") and p.name.endswith(".lock") for p in files)  # hidden ones too
+    assert any(p.suffix == ".md" for p in files)
+    found = {str(p): leaks(p.read_bytes(), tokens) for p in files}
+    found.update({name: leaks(text, tokens) for name, text in streams.items()})
+    assert not {k: v for k, v in found.items() if v}, "secrets written"
+
+
+def test_redact_names_values_and_lengths() -> None:
+    env = {
+        "HF_TOKEN": "hf_abcdefghijkl",
+        "OPENAI_API_KEY": "sk-abcdefghijkl",
+        "my_secret": "hunter2hunter2",
+        "AWS_SECRET_ACCESS_KEY": "hf_abcdefghijkl-and-more",  # contains HF_TOKEN's value
+        "SHORT_KEY": "1234",  # too short to redact without mangling numbers
+        "KEYBOARD": "not-a-secret-name",
+        "PATH": "/usr/bin",
+    }
+    text = (
+        "a hf_abcdefghijkl-and-more b hf_abcdefghijkl c sk-abcdefghijkl d hunter2hunter2 e 1234 "
+        "f not-a-secret-name"
+    )
+    assert redact.redact(text, env) == (
+        "a <redacted:AWS_SECRET_ACCESS_KEY> b <redacted:HF_TOKEN> c <redacted:OPENAI_API_KEY> "
+        "d <redacted:my_secret> e 1234 f not-a-secret-name"
+    )
+    assert redact.redact_bytes(b"x hf_abcdefghijkl\xff", env) == b"x <redacted:HF_TOKEN>\xff"
+
+
+def test_redacting_stream_sees_a_token_split_over_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_splitsplitsplit")
+    target = io.StringIO()
+    stream = redact.RedactingStream(target)
+    for part in ("token: hf_spli", "tsplit", "split\nnext ", "hf_splitsplitsplit"):
+        stream.write(part)
+    assert target.getvalue() == "token: <redacted:HF_TOKEN>\n"  # the rest waits for a newline
+    stream.flush()
+    assert target.getvalue() == "token: <redacted:HF_TOKEN>\nnext <redacted:HF_TOKEN>"
+
+
+def test_one_line_redacts_before_it_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from suite.results import one_line
+
+    monkeypatch.setenv("HF_TOKEN", "hf_" + "x" * 40)
+    text = one_line("e" * 280 + " hf_" + "x" * 40, limit=300)
+    assert "hf_" not in text and "xxxxxxxxxx" not in text
