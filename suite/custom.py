@@ -120,9 +120,10 @@ def check_selected(matrix: Matrix, cells: Iterable[Cell]) -> None:
             wanted.setdefault((cell.model.name, cell.settings.shrink), cell.model)
     if not wanted:
         return
+    # insertion order (the matrix's) keeps the payload stable; default=str: a base config may
+    # hold YAML values JSON has no type for (the child then sees their text)
     payload = json.dumps(
-        [{"spec": asdict(spec), "shrink": shrink} for (_, shrink), spec in sorted(wanted.items())],
-        sort_keys=True,
+        [{"spec": asdict(spec), "shrink": shrink} for (_, shrink), spec in wanted.items()], default=str
     )
     if payload in _checked:
         return
