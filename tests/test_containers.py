@@ -548,3 +548,20 @@ def test_bench_local_defaults_to_the_local_builds() -> None:
     local = [b.name for b in MATRIX.builds.values() if b.local]
     assert local == ["stable", "current"]  # the guide's stable build and the tests' build run here
     assert {b.name for b in MATRIX.builds.values() if b.kind == "stable"} == {"stable"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--build", "nope"], "--build: 'nope' is not a build of matrix.yaml"),
+        (["--models", "NoSuchNet"], "--models: 'NoSuchNet' is not a model"),
+        (["--modes", "fastest"], "--modes: 'fastest' is not one of: eager, default"),
+    ],
+)
+def test_bench_local_bad_input_is_one_line_exit_2_before_any_virtualenv(
+    fake: SimpleNamespace, args: list[str], message: str
+) -> None:
+    proc = nox(fake, "-s", "bench-local", "--", "--out", str(fake.out), *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in one_error_line(proc)
+    assert "-m venv" not in proc.stderr and not fake.out.exists()
