@@ -301,6 +301,9 @@ def build(session: nox.Session) -> None:
     if args:
         fail(f"build: unknown arguments {' '.join(args)} (takes --build B1,B2 and --rebuild)")
     chosen = pick_builds(wanted, [n for n, b in load_builds().items() if b.container])
+    for spec in chosen:
+        if not spec.container:
+            fail(f"{MATRIX.name}: builds.{spec.name}: no container to build (a local-only build)")
     docker_or_fail()
     for spec in chosen:
         session.log(f"{spec.name}: {ensure_image(session, spec, rebuild=rebuild)}")

@@ -34,8 +34,8 @@ IMAGE_UID = 1000  # the image's non-root user `bench`
 # Passed through by name only, never by value.
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-# What goes into an image besides its container folder (the same list as .dockerignore).
-CONTEXT_FILES = ("suite", "matrix.yaml", "pyproject.toml")
+# What goes into an image besides its container folder (.dockerignore lets these in).
+CONTEXT_FILES = ("suite", "matrix.yaml", "pyproject.toml", "containers/verify_torch.py")
 DOCS = "docs/containers.md"
 
 
