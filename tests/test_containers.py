@@ -90,7 +90,8 @@ def fake(tmp_path: Path) -> SimpleNamespace:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_DOCKER", "NOX"))}
     env.update(PLANTED)
     env.update(
-        PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+        # only the fakes (and this venv): a real docker or nvidia-smi elsewhere must not answer
+        PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent)]),
         HF_HOME=str(tmp_path / "hf"),
         FAKE_DOCKER_LOG=str(tmp_path / "docker.log"),
         FAKE_DOCKER_IMAGES=str(tmp_path / "images.txt"),
