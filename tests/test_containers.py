@@ -439,6 +439,7 @@ def test_dockerfile_follows_the_container_contract(build) -> None:
     assert users[-1] == f"{containers.IMAGE_UID}:{containers.IMAGE_UID}"
     env = " ".join(line for kind, line in ins if kind == "ENV")
     assert f"HF_HOME={containers.HF_HOME_IN_CONTAINER}" in env and "SUITE_IMAGE=${SUITE_IMAGE}" in env
+    assert "LIBRARY_PATH=/opt/libcuda" in env and "/opt/libcuda/libcuda.so" in runs_  # triton's -lcuda
     assert any(kind == "VOLUME" and containers.HF_HOME_IN_CONTAINER in line for kind, line in ins)
     labels = " ".join(line for kind, line in ins if kind == "LABEL")
     for key in ("build", "torch", "cuda"):
