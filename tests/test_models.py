@@ -1,0 +1,159 @@
+"""The guide's twelve models, built offline from matrix.yaml: the checkpoints' own sizes and
+input resolutions, and models the repository's matrix does not list, by model type or by
+a checkpoint folder (the `pretrained` path, which is what a hub id resolves to).
+
+Building the twelve at full size takes about half a minute on a 2-core CPU; nothing is
+downloaded.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from suite import inputs, models
+from suite.matrix import Settings, load_matrix
+
+REPO = Path(__file__).resolve().parent.parent
+MATRIX = load_matrix(REPO / "matrix.yaml")
+
+# The guide's tables: display name -> (task, hub id). "DETR" is detr-resnet-50 and
+# "Resnet-101" is detr-resnet-101 (the guide's list names eleven ids for twelve rows).
+GUIDE = {
+    "ViT": ("Image Classification", "google/vit-base-patch16-224"),
+    "BeiT": ("Image Classification", "microsoft/beit-base-patch16-224-pt22k-ft22k"),
+    "ConvNeXT": ("Image Classification", "facebook/convnext-large-224"),
+    "ResNet": ("Image Classification", "microsoft/resnet-50"),
+    "Segformer": ("Image Segmentation", "nvidia/segformer-b0-finetuned-ade-512-512"),
+    "Mask2former": ("Image Segmentation", "facebook/mask2former-swin-tiny-coco-panoptic"),
+    "Maskformer": ("Image Segmentation", "facebook/maskformer-swin-base-ade"),
+    "MobileNet": ("Image Segmentation", "google/deeplabv3_mobilenet_v2_1.0_513"),
+    "OwlViT": ("Object Detection", "google/owlvit-base-patch32"),
+    "DETR": ("Object Detection", "facebook/detr-resnet-50"),
+    "Resnet-101": ("Object Detection", "facebook/detr-resnet-101"),
+    "Conditional-DETR": ("Object Detection", "microsoft/conditional-detr-resnet-50"),
+}
+
+# What each checkpoint's preprocessor makes of the guide's 640 x 480 photo (height, width).
+INPUT_HW = {
+    "ViT": (224, 224),
+    "BeiT": (224, 224),
+    "ConvNeXT": (224, 224),
+    "ResNet": (224, 224),
+    "Segformer": (512, 512),
+    "Mask2former": (384, 384),
+    "Maskformer": (640, 864),  # short side 640, long side rounded up to a multiple of 32
+    "MobileNet": (513, 513),
+    "OwlViT": (768, 768),
+    "DETR": (800, 1066),
+    "Resnet-101": (800, 1066),
+    "Conditional-DETR": (800, 1066),
+}
+
+
+def test_the_matrix_lists_the_guides_twelve() -> None:
+    guide_models = {n: s for n, s in MATRIX.models.items() if not s.base}
+    assert {n: (s.task, s.hub_id) for n, s in guide_models.items()} == GUIDE
+    for spec in guide_models.values():
+        assert spec.model_type and spec.config, f"{spec.name}: no offline config"
+        assert spec.published_params_m, f"{spec.name}: no published size"
+
+
+@pytest.mark.parametrize("name", list(GUIDE))
+def test_offline_build_has_the_checkpoints_size(name: str) -> None:
+    spec = MATRIX.models[name]
+    model = models.build_model(spec, Settings(weights="random"))
+    got = models.count_params_m(model)
+    assert got == pytest.approx(spec.published_params_m, rel=0.02), f"{name}: {got:.3f} M parameters"
+
+
+@pytest.mark.parametrize("name", list(GUIDE))
+def test_processor_gives_the_checkpoints_input_size(name: str) -> None:
+    spec = MATRIX.models[name]
+    processor, text_offline = models.build_processor(spec, Settings(weights="random"))
+    image, _ = inputs.load_image(MATRIX.defaults.image, offline=True)
+    assert image.size == (640, 480)
+    batch = inputs.make_batch(processor, image, 4, spec.text_queries, text_offline)
+    assert tuple(batch["pixel_values"].shape) == (4, 3, *INPUT_HW[name])
+    if spec.text_queries:  # OwlViT: one row of 16 token ids per query and image
+        assert tuple(batch["input_ids"].shape) == (4 * len(spec.text_queries), 16)
+
+
+def _run(matrix: Path, out: Path, *args: str) -> list[dict[str, str]]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+    env.pop("SUITE_FAULT", None)
+    cmd = [sys.executable, "-m", "suite", "run", "--matrix", str(matrix), "--device", "cpu",
+           "--out", str(out), "--run-id", "r", *args]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (path,) = (out / "r" / "raw").glob("*.csv")
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_a_model_the_matrix_does_not_list_runs_from_its_model_type(tmp_path: Path) -> None:
+    """Swin is not one of the guide's models: a matrix entry alone makes it benchmarkable."""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        """
+version: 1
+defaults: {image: {path: suite/assets/chelsea-640x480.jpg}}
+builds: {any: {kind: release, python: "3.11", torch: "0.0.0"}}
+models:
+  TinySwin:
+    task: Image Classification
+    model_type: swin
+    config: {embed_dim: 16, depths: [1, 1], num_heads: [1, 2], image_size: 64, window_size: 4, num_labels: 7}
+    processor: {size: {height: 64, width: 64}}
+profiles:
+  p:
+    settings: {weights: random, iterations: 5, warmup: 1, timeout_s: 300}
+    select: [{models: all, batch_sizes: [2], modes: [eager]}]
+""",
+        encoding="utf-8",
+    )
+    (row,) = _run(matrix, tmp_path / "out", "--profile", "p")
+    assert row["status"] == "ok", row["error"]
+    assert row["model"] == "TinySwin" and row["model_id"] == "swin (config)" and row["batch_size"] == "2"
+    assert float(row["median_ms"]) > 0 and float(row["params_m"]) > 0
+
+
+def test_a_checkpoint_folder_runs_through_the_pretrained_path(tmp_path: Path) -> None:
+    """`weights: pretrained` loads model and processor with from_pretrained, exactly as
+    for a hub id; a saved folder stands in for the hub, which tests cannot reach."""
+    from transformers import AutoConfig, AutoModelForImageClassification, ViTImageProcessor
+
+    ckpt = tmp_path / "tiny-vit"
+    config = AutoConfig.for_model(
+        "vit", hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+        image_size=32, patch_size=8, num_labels=3,
+    )  # fmt: skip
+    AutoModelForImageClassification.from_config(config).save_pretrained(ckpt)
+    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(ckpt)
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        f"""
+version: 1
+defaults: {{image: {{path: suite/assets/chelsea-640x480.jpg}}}}
+builds: {{any: {{kind: release, python: "3.11", torch: "0.0.0"}}}}
+models:
+  Saved:
+    task: Image Classification
+    id: {ckpt}
+profiles:
+  p:
+    settings: {{weights: pretrained, iterations: 5, warmup: 1, timeout_s: 300}}
+    select: [{{models: all, batch_sizes: [1], modes: [eager]}}]
+""",
+        encoding="utf-8",
+    )
+    (row,) = _run(matrix, tmp_path / "out", "--profile", "p")
+    assert row["status"] == "ok", row["error"]
+    assert row["weights"] == "pretrained" and row["model_id"] == str(ckpt)
+    assert float(row["params_m"]) == pytest.approx(models.count_params_m(
+        AutoModelForImageClassification.from_pretrained(ckpt)), rel=1e-4)  # fmt: skip
