@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -94,20 +95,40 @@ def _reachable(url: str) -> bool:
         return False
 
 
+def wheel_version(url: str) -> str:
+    """The public version in a wheel's file name: 0.15.2 for .../torchvision-0.15.2%2Bcu118-...whl."""
+    name = urllib.parse.unquote(url.rsplit("/", 1)[-1])
+    return name.split("-")[1].split("+")[0]
+
+
 def torch_steps(build: BuildSpec, venv: Path) -> tuple[list[list[str]], str]:
-    """pip install arguments for torch in a build's local virtualenv, and where it comes
-    from: the image's exact wheel (URL + sha256) or nightly when reachable, else PyPI's
-    torch of the same version (PyPI's Linux wheels are CUDA builds: large on a CPU-only
-    machine; the rows still record the torch and CUDA that ran)."""
+    """pip install arguments for torch (and torchvision, where the image has one) in a
+    build's local virtualenv, and where they come from: the image's exact wheels (URL +
+    sha256) or nightlies when reachable, else PyPI's of the same versions (PyPI's torch
+    2.0.1 and torchvision 0.15.2 pair: both CUDA 11.7 builds, large on a CPU-only machine;
+    the rows still record the torch and CUDA that ran)."""
     args = build.build_args
-    if "TORCH_WHEEL_URL" in args and _reachable(args["TORCH_WHEEL_URL"]):
+    wheels = [
+        (n, args[f"{n.upper()}_WHEEL_URL"])
+        for n in ("torch", "torchvision")
+        if f"{n.upper()}_WHEEL_URL" in args
+    ]
+    if wheels and all(_reachable(url) for _, url in wheels):
         req = venv / "torch-requirement.txt"
-        req.write_text(f"torch @ {args['TORCH_WHEEL_URL']} --hash=sha256:{args['TORCH_WHEEL_SHA256']}\n")
-        return [["--require-hashes", "--no-deps", "-r", str(req)]], args["TORCH_WHEEL_URL"]
+        req.write_text(
+            "".join(f"{n} @ {url} --hash=sha256:{args[f'{n.upper()}_WHEEL_SHA256']}\n" for n, url in wheels)
+        )
+        return [["--require-hashes", "--no-deps", "-r", str(req)]], " + ".join(url for _, url in wheels)
     if "TORCH_NIGHTLY_DATE" in args:
-        version = f"{build.torch}.dev{args['TORCH_NIGHTLY_DATE']}"
-        return [["--pre", f"torch=={version}", "--index-url", build.index_url]], build.index_url
-    return [[f"torch=={build.torch}"]], "PyPI (or pip's configured index)"
+        date = args["TORCH_NIGHTLY_DATE"]
+        pins = [f"torch=={build.torch}.dev{date}"]
+        if "TORCHVISION_VERSION" in args:
+            pins.append(f"torchvision=={args['TORCHVISION_VERSION']}.dev{date}")
+        return [["--pre", *pins, "--index-url", build.index_url]], build.index_url
+    pins = [f"torch=={build.torch}"]
+    if "TORCHVISION_WHEEL_URL" in args:
+        pins.append(f"torchvision=={wheel_version(args['TORCHVISION_WHEEL_URL'])}")
+    return [pins], "PyPI (or pip's configured index)"
 
 
 def lock_file(build: BuildSpec) -> Path | None:
@@ -132,7 +153,8 @@ def build_venv(session: nox.Session, build: BuildSpec) -> Path:
     session.run(interpreter, "-m", "venv", str(venv), external=True)
     pip = [str(python), "-m", "pip", "install", "--quiet"]
     steps, source = torch_steps(build, venv)
-    session.log(f"{build.name}: torch {build.torch} from {source}")
+    vision = any(k.startswith("TORCHVISION_") for k in build.build_args)
+    session.log(f"{build.name}: torch {build.torch}{' and its torchvision' if vision else ''} from {source}")
     for step in steps:
         session.run(*pip, *step, external=True)
     if lock is not None:
@@ -445,6 +467,9 @@ def lock(session: nox.Session) -> None:
             session.run(find_python(spec.python), "-m", "venv", str(tools), external=True)
             session.run(str(python), "-m", "pip", "install", "--quiet", PIP_TOOLS, "packaging", external=True)
         folder = ROOT / spec.container
+        # pip-compile writes the paths it is given into the lock (`# via -r ...`): relative to
+        # the repository root (nox's working directory), so a lock reads the same from any clone.
+        rel = Path(os.path.relpath(folder, ROOT))
         if check:
             session.run(
                 str(python),
@@ -470,8 +495,8 @@ def lock(session: nox.Session) -> None:
             "--no-emit-find-links",
             "--upgrade",
             "--output-file",
-            str(folder / "requirements.txt"),
-            str(folder / "requirements.in"),
+            str(rel / "requirements.txt"),
+            str(rel / "requirements.in"),
             env=env,
             external=True,
         )

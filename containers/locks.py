@@ -1,9 +1,10 @@
 """Hash-locked requirement files (containers/<build>/requirements.txt): parse, prune, check.
 
-The files are written by pip-compile (`nox -s lock -- BUILD`). torch is never in them:
-each Dockerfile installs the exact torch wheel by URL and sha256, and PyPI's torch
-metadata differs from the CUDA index's (PyPI's 2.0.1 pulls nvidia-*-cu11 libraries that
-the cu118 wheel bundles). So `prune` drops torch and whatever only torch needed.
+The files are written by pip-compile (`nox -s lock -- BUILD`). torch and torchvision are
+never in them: each Dockerfile installs the exact torch and torchvision wheels by URL and
+sha256 (or a nightly's by date), and PyPI's torch metadata differs from the CUDA index's
+(PyPI's 2.0.1 pulls nvidia-*-cu11 libraries that the cu118 wheel bundles). So `prune`
+drops them and whatever only they needed.
 
 `check` is what the tests run offline: every requirement pinned with `==` and hashed.
 `closure_problems` is the network check (`nox -s lock -- --check`): the real wheels'
@@ -21,8 +22,9 @@ from pathlib import Path
 
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 HASH = re.compile(r"--hash=sha256:([0-9a-f]+)")
+UNSAFE_HEADING = "# The following packages are considered to be unsafe in a requirements file"
 # Installed from the build's own wheel or index, never from a lock file.
-NOT_LOCKED = frozenset({"torch"})
+NOT_LOCKED = frozenset({"torch", "torchvision"})
 
 
 def canonical(name: str) -> str:
@@ -139,6 +141,10 @@ def prune(text: str, drop: Iterable[str] = NOT_LOCKED) -> tuple[str, list[str]]:
         lines = list(pin.lines)
         lines = _drop_via(lines, removed)
         keep += lines
+    # pip-compile's heading of the `--allow-unsafe` section (setuptools, ...), when everything
+    # under it went (as setuptools does with torch), would head nothing
+    while keep and (not keep[-1].strip() or keep[-1].startswith(UNSAFE_HEADING)):
+        keep.pop()
     return "\n".join(keep).rstrip("\n") + "\n", out_names
 
 
@@ -245,7 +251,7 @@ def main(argv: list[str]) -> int:
         text, removed = prune(path.read_text(encoding="utf-8"))
         path.write_text(text, encoding="utf-8")
         if removed:
-            print(f"{path}: pruned {', '.join(removed)} (torch comes from its own wheel)")
+            print(f"{path}: pruned {', '.join(removed)} (torch and torchvision come from their own wheels)")
         return 0
     if len(argv) >= 2 and argv[0] in ("check", "verify"):
         if argv[0] == "check":

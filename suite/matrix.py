@@ -406,6 +406,7 @@ DERIVED_BUILD_ARGS: tuple[str, ...] = (
     "SUITE_IMAGE",
 )
 _BUILD_ARG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # A build argument is stored in the image's history (`docker history`): never a secret.
 _SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 
@@ -426,6 +427,19 @@ def _read_build_args(r: _Reader) -> dict[str, str]:
             )
         if not isinstance(value, str) or not value.strip():
             r.fail(f"must be a non-empty string (in quotes), got {_kind(value)}", where)
+    # A wheel given by URL is installed with --require-hashes: URL and sha256 come in pairs.
+    for key, value in args.items():
+        where = f"build_args.{key}"
+        if key.endswith("_WHEEL_URL"):
+            if not value.endswith(".whl"):
+                r.fail("must be the URL of a wheel (.whl)", where)
+            if key[: -len("URL")] + "SHA256" not in args:
+                r.fail(f"needs {key[: -len('URL')]}SHA256 beside it (installed with --require-hashes)", where)
+        if key.endswith("_WHEEL_SHA256"):
+            if not _SHA256.match(value):
+                r.fail(f"must be the wheel's sha256 (64 lower-case hex digits), got {value!r}", where)
+            if key[: -len("SHA256")] + "URL" not in args:
+                r.fail(f"goes with a {key[: -len('SHA256')]}URL, which is missing", where)
     return args
 
 

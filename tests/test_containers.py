@@ -158,7 +158,17 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
         "SUITE_IMAGE": tag,
         "TORCH_WHEEL_URL": "https://download.pytorch.org/whl/cu118/torch-2.0.1%2Bcu118-cp310-cp310-linux_x86_64.whl",
         "TORCH_WHEEL_SHA256": "a7a49d459bf4862f64f7bc1a68beccf8881c2fa9f3e0569608e16ba6f85ebf7b",
+        "TORCHVISION_WHEEL_URL": "https://download.pytorch.org/whl/cu118/torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl",
+        "TORCHVISION_WHEEL_SHA256": "19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a",
     }
+    nightly_args = dict(builds[1][i + 1].split("=", 1) for i, a in enumerate(builds[1]) if a == "--build-arg")
+    assert nightly_args["TORCHVISION_WHEEL_URL"].endswith(
+        "/torchvision-0.16.0%2Bcu118-cp310-cp310-linux_x86_64.whl"
+    )
+    assert (
+        nightly_args["TORCHVISION_WHEEL_SHA256"]
+        == "033712f65d45afe806676c4129dfe601ad1321d9e092df62b15847c02d4061dc"
+    )
     assert stable_build[:6] == [
         "build", "--platform", "linux/amd64", "--file", str(ROOT / "containers/stable/Dockerfile"), "--tag",
     ]  # fmt: skip
@@ -250,6 +260,7 @@ def test_build_session_builds_the_named_images(fake: SimpleNamespace) -> None:
     (build,) = [c for c in calls(fake) if c[0] == "build"]
     args = dict(build[i + 1].split("=", 1) for i, a in enumerate(build) if a == "--build-arg")
     assert args["TORCH_NIGHTLY_DATE"] == MATRIX.builds["nightly-current"].build_args["TORCH_NIGHTLY_DATE"]
+    assert args["TORCHVISION_VERSION"] == MATRIX.builds["nightly-current"].build_args["TORCHVISION_VERSION"]
     assert args["TORCH_INDEX_URL"].startswith("https://download.pytorch.org/whl/nightly/")
     assert args["PYTHON_VERSION"] == "3.11"
 
@@ -504,6 +515,8 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
 
 
 def _load_noxfile() -> ModuleType:
+    if "suite_noxfile" in sys.modules:  # once: nox warns when a session is registered twice
+        return sys.modules["suite_noxfile"]
     spec = importlib.util.spec_from_file_location("suite_noxfile", ROOT / "noxfile.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -532,8 +545,19 @@ def _load_noxfile() -> ModuleType:
         ('      TORCH_NIGHTLY_DATE: "20260926"\n', '      torch_date: "2026"\n',
          "builds.nightly-current.build_args.torch_date", "upper case letters"),
         ('    cuda: "13.0"\n', "    cuda: 13.0\n", "builds.nightly-current.cuda", 'in quotes, e.g. "11.8"'),
-        ("    build_args:\n      TORCH_NIGHTLY_DATE: \"20260926\"\n", "    build_args: [x]\n",
-         "builds.nightly-current.build_args", "must be a mapping"),
+        ("    build_args:\n      TORCH_NIGHTLY_DATE: \"20260926\"\n      TORCHVISION_VERSION: \"0.30.0\"\n",
+         "    build_args: [x]\n", "builds.nightly-current.build_args", "must be a mapping"),
+        ("      TORCHVISION_WHEEL_SHA256: 19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a\n",
+         "      TORCHVISION_WHEEL_SHA256: 19CA4AB5\n", "builds.stable.build_args.TORCHVISION_WHEEL_SHA256",
+         "must be the wheel's sha256 (64 lower-case hex digits), got '19CA4AB5'"),
+        ("      TORCHVISION_WHEEL_SHA256: 19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a\n",
+         "", "builds.stable.build_args.TORCHVISION_WHEEL_URL",
+         "needs TORCHVISION_WHEEL_SHA256 beside it (installed with --require-hashes)"),
+        ("      TORCHVISION_WHEEL_URL: https://download.pytorch.org/whl/cu118/torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl\n",
+         "", "builds.stable.build_args.TORCHVISION_WHEEL_SHA256",
+         "goes with a TORCHVISION_WHEEL_URL, which is missing"),
+        ("cu118/torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl\n", "cu118/torchvision/\n",
+         "builds.stable.build_args.TORCHVISION_WHEEL_URL", "must be the URL of a wheel (.whl)"),
     ],
 )  # fmt: skip
 def test_build_keys_are_validated(tmp_path: Path, old: str, new: str, field: str, message: str) -> None:
@@ -567,3 +591,128 @@ def test_bench_local_bad_input_is_one_line_exit_2_before_any_virtualenv(
     assert proc.returncode == 2, proc.stderr
     assert message in one_error_line(proc)
     assert "-m venv" not in proc.stderr and not fake.out.exists()
+
+
+# --- torchvision (and timm): the DETR family's timm backbone --------------------------------
+
+# torch release -> the torchvision release built with it (pytorch.org "previous versions").
+TORCHVISION_OF = {"2.0.1": "0.15.2", "2.1.0": "0.16.0"}
+
+
+def _wheel(url: str) -> tuple[str, str, str, str]:
+    """(name, version, local label, python tag) of a wheel URL."""
+    from urllib.parse import unquote
+
+    name, version, python_tag = unquote(url.rsplit("/", 1)[-1]).split("-")[:3]
+    public, _, local = version.partition("+")
+    return name, public, local, python_tag
+
+
+@pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
+def test_every_image_gets_the_torchvision_of_its_torch(build) -> None:
+    """By wheel URL + sha256 beside torch's (same index, CUDA and Python), or for a nightly
+    by the same date from the same index; the version is the one built with that torch."""
+    args = build.build_args
+    minor = int(build.torch.split(".")[1])
+    if "TORCH_WHEEL_URL" in args:
+        torch = _wheel(args["TORCH_WHEEL_URL"])
+        vision = _wheel(args["TORCHVISION_WHEEL_URL"])
+        assert torch[:2] == ("torch", build.torch) and vision[0] == "torchvision"
+        assert vision[1] == TORCHVISION_OF[build.torch]
+        assert vision[2] == torch[2] == "cu" + build.cuda.replace(".", "")  # the same CUDA build
+        assert vision[3] == torch[3] == "cp" + build.python.replace(".", "")
+        assert args["TORCHVISION_WHEEL_URL"].rsplit("/", 1)[0] == args["TORCH_WHEEL_URL"].rsplit("/", 1)[0]
+        assert re.fullmatch(r"[0-9a-f]{64}", args["TORCHVISION_WHEEL_SHA256"])
+        assert args["TORCHVISION_WHEEL_SHA256"] != args["TORCH_WHEEL_SHA256"]
+    else:
+        assert "TORCH_NIGHTLY_DATE" in args
+        major, vminor, _ = args["TORCHVISION_VERSION"].split(".")
+        assert (int(major), int(vminor)) == (0, minor + 15)  # torch 2.N pairs with torchvision 0.(N+15)
+    if build.torch in TORCHVISION_OF:
+        assert TORCHVISION_OF[build.torch].split(".")[1] == str(minor + 15)
+    # ... and the Dockerfile installs it that way
+    ins = instructions(ROOT / build.container / "Dockerfile")
+    runs_ = " ".join(" ".join(line for kind, line in ins if kind == "RUN").split())  # one space apart
+    if "TORCH_WHEEL_URL" in args:
+        assert "torchvision @ ${TORCHVISION_WHEEL_URL} --hash=sha256:${TORCHVISION_WHEEL_SHA256}" in runs_
+        assert re.search(r"pip install [^&]*--no-deps --require-hashes -r /tmp/torchvision.txt", runs_)
+    else:
+        pins = '"torch==${TORCH_VERSION}.dev${TORCH_NIGHTLY_DATE}" '
+        pins += '"torchvision==${TORCHVISION_VERSION}.dev${TORCH_NIGHTLY_DATE}"'
+        assert f'pip install --no-cache-dir --pre {pins} --index-url "${{TORCH_INDEX_URL}}"' in runs_
+
+
+def test_the_local_build_has_no_torchvision_to_pair() -> None:
+    """`current` runs torch's CPU wheel, for which no torchvision is at hand: it installs
+    neither torchvision nor timm (docs/containers.md says how to add them)."""
+    current = MATRIX.builds["current"]
+    assert not current.container and not any("torchvision" in p or "timm" in p for p in current.pins)
+
+
+def test_bench_local_installs_torchvision_like_the_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    noxfile = _load_noxfile()
+    stable, nightly = MATRIX.builds["stable"], MATRIX.builds["nightly-current"]
+    monkeypatch.setattr(noxfile, "_reachable", lambda url: True)
+    steps, source = noxfile.torch_steps(stable, tmp_path)
+    assert steps == [["--require-hashes", "--no-deps", "-r", str(tmp_path / "torch-requirement.txt")]]
+    args = stable.build_args
+    assert (tmp_path / "torch-requirement.txt").read_text() == (
+        f"torch @ {args['TORCH_WHEEL_URL']} --hash=sha256:{args['TORCH_WHEEL_SHA256']}\n"
+        f"torchvision @ {args['TORCHVISION_WHEEL_URL']} --hash=sha256:{args['TORCHVISION_WHEEL_SHA256']}\n"
+    )
+    monkeypatch.setattr(noxfile, "_reachable", lambda url: "torchvision" not in url)
+    steps, source = noxfile.torch_steps(stable, tmp_path)  # both from the index, or both from PyPI
+    assert steps == [["torch==2.0.1", "torchvision==0.15.2"]] and source.startswith("PyPI")
+    steps, source = noxfile.torch_steps(nightly, tmp_path)
+    date, vision = nightly.build_args["TORCH_NIGHTLY_DATE"], nightly.build_args["TORCHVISION_VERSION"]
+    assert steps == [["--pre", f"torch=={nightly.torch}.dev{date}", f"torchvision=={vision}.dev{date}",
+                      "--index-url", nightly.index_url]]  # fmt: skip
+    assert noxfile.torch_steps(MATRIX.builds["current"], tmp_path)[0] == [["torch==2.13.0"]]
+
+
+def _verify_torch() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("verify_torch", ROOT / "containers" / "verify_torch.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# torchvision's Requires-Dist, as its wheels declare them (old-style parentheses included)
+TV_REQUIRES = ["numpy", "requests", "torch (==2.0.1)", "pillow (!=8.3.*,>=5.3.0)", 'scipy ; extra == "scipy"']
+
+
+@pytest.mark.parametrize(
+    ("torch", "vision", "requires", "has_ops", "problems"),
+    [
+        (("2.0.1+cu118", "11.8"), ("0.15.2+cu118", 11080), TV_REQUIRES, True, []),  # as torchvision has it
+        (("2.0.1+cu118", "11.8"), ("0.15.2+cu118", "11.8"), TV_REQUIRES, True, []),
+        (("2.13.0+cpu", None), ("0.28.0+cpu", ""), ["torch==2.13.0"], True, []),
+        (("2.15.0.dev20260926+cu130", "13.0"), ("0.30.0.dev20260926+cu130", "13.0"),
+         ["torch==2.15.0.dev20260926", "numpy"], True, []),
+        (("2.0.1+cu118", "11.8"), ("0.16.0+cu118", "11.8"), ["torch (==2.1.0)"], True,
+         ["torchvision 0.16.0+cu118 requires torch==2.1.0, not torch 2.0.1+cu118"]),
+        (("2.15.0.dev20260926+cu130", "13.0"), ("0.30.0.dev20260925+cu130", "13.0"),
+         ["torch==2.15.0.dev20260925"], True,
+         ["torchvision 0.30.0.dev20260925+cu130 requires torch==2.15.0.dev20260925, "
+          "not torch 2.15.0.dev20260926+cu130"]),
+        (("2.0.1+cu118", "11.8"), ("0.15.2", 11070), TV_REQUIRES, True,
+         ["torchvision 0.15.2 is built for CUDA 11.7, torch for CUDA 11.8",
+          "torchvision 0.15.2 and torch 2.0.1+cu118 come from different indexes"]),
+        (("2.0.1+cu118", "11.8"), ("0.15.2+cu118", "11.8"), TV_REQUIRES, False,
+         ["torchvision 0.15.2+cu118: its compiled operators do not load into this torch"]),
+        (("2.0.1+cu118", "11.8"), ("0.15.2+cu118", "11.8"), ["numpy"], True,
+         ["torchvision 0.15.2+cu118 does not say which torch it was built for"]),
+    ],
+)  # fmt: skip
+def test_verify_torch_fails_the_build_for_a_torchvision_of_another_torch(
+    torch: tuple[str, str],
+    vision: tuple[str, object],
+    requires: list[str],
+    has_ops: bool,
+    problems: list[str],
+) -> None:
+    verify = _verify_torch()
+    assert verify.torchvision_problems(*torch, *vision, requires, has_ops) == problems

@@ -37,7 +37,9 @@ def test_every_pin_is_exact_and_hashed(build) -> None:
     assert locks.check(lock) == []
     assert len(lock.pins) >= 10
     assert all(len(p.hashes) >= 1 for p in lock.pins)
-    assert "torch" not in lock.names()  # from the build's own wheel / index
+    assert not {"torch", "torchvision"} & lock.names()  # from the build's own wheels / index
+    inputs = {v for p in lock.pins for v in p.via if v.startswith("-r")}
+    assert inputs == {f"-r {build.container}/requirements.in"}  # relative: the same from any clone
     assert any(f"nox -s lock -- {build.name}" in line for line in lock.header)  # how to regenerate
     assert f"with Python {build.python}" in "\n".join(lock.header)
 
@@ -57,6 +59,13 @@ def test_the_locks_pin_what_the_builds_promise() -> None:
     current = load_matrix(ROOT / "matrix.yaml").builds["current"]
     assert f"transformers=={pins['nightly-current']['transformers']}" in current.pins
     assert "scipy" in pins["nightly-current"]
+    # timm, for the DETR family's timm backbones, with what it requires besides torch and
+    # torchvision (timm's METADATA: torch, torchvision, pyyaml, huggingface_hub, safetensors)
+    assert pins["stable"]["timm"] == pins["nightly"]["timm"] == "0.9.16"  # torch 2.0/2.1 era
+    major, minor, patch = map(int, pins["nightly-current"]["timm"].split("."))
+    assert (major, minor, patch) >= (1, 0, 23)  # transformers 5.23's floor
+    for name in pins:
+        assert {"pyyaml", "huggingface-hub", "safetensors"} <= set(pins[name]), name
 
 
 def test_check_finds_unpinned_unhashed_and_torch(tmp_path: Path) -> None:
@@ -65,12 +74,14 @@ def test_check_finds_unpinned_unhashed_and_torch(tmp_path: Path) -> None:
         f"good==1.0 \\\n    --hash=sha256:{H1}\n    # via -r requirements.in\n"
         "nohash==2.0\n"
         f"torch==2.0.1 \\\n    --hash=sha256:{H2}\n"
+        f"torchvision==0.15.2 \\\n    --hash=sha256:{H2}\n"
         "loose>=1\n"
         "short==1 \\\n    --hash=sha256:abc\n"
     )
     problems = locks.check(locks.parse(path))
     assert any("nohash: no --hash" in p for p in problems)
     assert any("torch: comes from the build's wheel" in p for p in problems)
+    assert any("torchvision: comes from the build's wheel" in p for p in problems)
     assert any("not a pinned, hashed requirement: loose>=1" in p for p in problems)
     assert any("'abc' is not a sha256" in p for p in problems)
     assert not any(p.startswith(f"{path}:1:") for p in problems)
@@ -80,16 +91,24 @@ def test_prune_drops_torch_and_what_only_torch_needed() -> None:
     text = (
         "# header\n"
         f"nvidia-lib==1 \\\n    --hash=sha256:{H1}\n    # via torch\n"
+        f"pillow==10 \\\n    --hash=sha256:{H1}\n    # via\n    #   -r requirements.in\n    #   torchvision\n"
         f"sympy==1.14 \\\n    --hash=sha256:{H1}\n    # via\n    #   -r requirements.in\n    #   torch\n"
-        f"torch==2.0.1 \\\n    --hash=sha256:{H2}\n    # via triton\n"
+        f"timm==0.9.16 \\\n    --hash=sha256:{H1}\n    # via -r requirements.in\n"
+        f"torch==2.0.1 \\\n    --hash=sha256:{H2}\n    # via\n    #   timm\n    #   torchvision\n"
+        f"torchvision==0.15.2 \\\n    --hash=sha256:{H2}\n    # via\n    #   -r in.txt\n    #   timm\n"
         f"triton==2.0.0 \\\n    --hash=sha256:{H2}\n    # via\n    #   -r requirements.in\n    #   torch\n"
         f"wheel==0.4 \\\n    --hash=sha256:{H2}\n    # via nvidia-lib\n"
+        f"zipp==3.0 \\\n    --hash=sha256:{H2}\n    # via -r requirements.in\n"
+        "\n# The following packages are considered to be unsafe in a requirements file:\n"
+        f"setuptools==80 \\\n    --hash=sha256:{H2}\n    # via torch\n"
     )
     out, removed = locks.prune(text)
-    assert sorted(removed) == ["nvidia-lib", "torch", "wheel"]
+    assert sorted(removed) == ["nvidia-lib", "setuptools", "torch", "torchvision", "wheel"]
+    assert "unsafe" not in out  # the heading of nothing went too
     kept = locks.parse_text(out, Path("x"))
-    assert [p.name for p in kept.pins] == ["sympy", "triton"]
-    assert kept.pins[0].via == ["-r requirements.in"]  # torch is gone from the annotations too
+    assert [p.name for p in kept.pins] == ["pillow", "sympy", "timm", "triton", "zipp"]
+    assert kept.pins[0].via == ["-r requirements.in"]  # torchvision is gone from the annotations
+    assert kept.pins[1].via == ["-r requirements.in"]  # torch too
     assert out.startswith("# header\n")
 
 
