@@ -434,6 +434,33 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *(session.posargs or ["-q"]))
 
 
+# The measuring core's tests: what must hold in every build's environment, not only the
+# current one (the host-side merge tests need pandas, which the images do not carry).
+CORE_TESTS = [
+    "tests/test_smoke_e2e.py",
+    "tests/test_models.py",
+    "tests/test_worker.py",
+    "tests/test_isolation.py",
+    "tests/test_faults.py",
+    "tests/test_lifeline.py",
+    "tests/test_preflight.py",
+]
+
+
+@nox.session(name="tests-stable", python=False)
+def tests_stable(session: nox.Session) -> None:
+    """The measuring core's tests in the stable build's own environment (torch 2.0.1 +
+    transformers 4.31 on Python 3.10, the virtualenv `bench-local` uses): the smoke profile
+    end to end, the offline models, fault isolation. Not part of `nox -s tests` (CI): its
+    torch is a 4.5 GB download and its smoke run takes about ten minutes on 2 cores.
+
+    `nox -s tests-stable [-- PYTEST ARGS]`.
+    """
+    python = build_venv(session, load_builds()["stable"])
+    session.run(str(python), "-m", "pip", "install", "--quiet", "pytest", external=True)
+    session.run(str(python), "-m", "pytest", *(session.posargs or ["-q", *CORE_TESTS]), external=True)
+
+
 @nox.session(python=find_python(TEST_PYTHON))
 def lint(session: nox.Session) -> None:
     """ruff (code style and errors), hadolint (Dockerfiles), actionlint (workflows)."""
