@@ -3,10 +3,16 @@
 Runs inside the worker (torch + transformers imported lazily) and works with
 transformers 4.31 through 5.x: only `AutoConfig.for_model`, `from_config`,
 `from_pretrained` and processor classes by name are used.
+
+Some checkpoints build their backbone with timm (the DETR family's hub checkpoints:
+`use_timm_backbone`). Before such a model is built, timm must import (it needs a
+torchvision that matches torch); if it does not, the cell fails with one line that says
+what to install, instead of transformers' own error deep inside the model.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,11 +53,56 @@ def build_config(spec: ModelSpec, shrink: bool) -> Any:
     return config
 
 
+# Model types whose modules are timm's: building one imports timm.
+TIMM_MODEL_TYPES = frozenset({"timm_backbone", "timm_wrapper"})
+
+
+def needs_timm(config: Any) -> bool:
+    """Whether building `config`'s model imports timm, from the config alone: a DETR-family
+    config with `use_timm_backbone` (transformers 4.x keeps the flag; 5.x turns it into a
+    `timm_backbone` backbone_config), or a timm model or backbone itself."""
+    if getattr(config, "use_timm_backbone", False) is True:
+        return True
+    for part in (config, getattr(config, "backbone_config", None)):
+        model_type = part.get("model_type") if isinstance(part, dict) else getattr(part, "model_type", None)
+        if model_type in TIMM_MODEL_TYPES:
+            return True
+    return False
+
+
+def _import_timm() -> Any:
+    return importlib.import_module("timm")
+
+
+def require_timm(config: Any, model_id: str) -> None:
+    """Raise ImportError, with one line that says what to do, when `config`'s model needs
+    timm and timm cannot be imported (not installed, or no torchvision that fits torch).
+    timm is imported only when the config needs it."""
+    if not needs_timm(config):
+        return
+    try:
+        _import_timm()
+    except Exception as exc:  # ImportError, or torchvision's own error for another torch
+        text = str(exc).strip().splitlines()
+        why = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        why = why if len(why) <= 70 else why[:67] + "..."  # the CSV's reason: one line, <= 300
+        raise ImportError(
+            f"{model_id} loads a timm backbone; import timm failed ({why}). Install timm and a "
+            "torchvision matching torch, or set a `revision:` without timm (e.g. no_timm) for it in "
+            "matrix.yaml"
+        ) from None
+
+
 def build_model(spec: ModelSpec, settings: Settings) -> Any:
     cls = _transformers_attr(spec.auto_class, "model class")
     if settings.weights == "pretrained":
+        from transformers import AutoConfig
+
+        # config.json only (from_pretrained reads it anyway): does the model need timm?
+        require_timm(AutoConfig.from_pretrained(spec.hub_id, revision=spec.revision or None), spec.hub_id)
         return cls.from_pretrained(spec.hub_id, revision=spec.revision or None)
     config = build_config(spec, settings.shrink)
+    require_timm(config, spec.model_id)
     if hasattr(cls, "from_config"):  # Auto* classes
         return cls.from_config(config)
     return cls(config)

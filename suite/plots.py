@@ -134,6 +134,13 @@ def plot_duration(study: Study, g: CompileGroup, path: Path) -> Path:
     return path
 
 
+def whisker(pct: float, lo: float, hi: float) -> tuple[float, float, bool]:
+    """The CI whisker around a bar at `pct`: cut at CI_FLOOR_PCT, but never above the bar's
+    own end (a compiled cell over 2x slower than eager has its bar below the floor)."""
+    floor = min(CI_FLOOR_PCT, pct)
+    return (max(lo, floor), max(hi, pct), lo < floor)
+
+
 def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: Path) -> Path:
     """Horizontal bars: % improvement from the paired speed-up, with its 95% CI; the guide's
     figure as a marker where it has one for the same GPU class."""
@@ -145,10 +152,12 @@ def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: 
         m = r.compiled
         if m is not None and m.ok and m.speedup is not None:
             pct = improvement_pct(m.speedup)
-            lo = improvement_pct(m.speedup_low) if m.speedup_low else pct
-            hi = improvement_pct(m.speedup_high) if m.speedup_high else pct
-            if lo < CI_FLOOR_PCT:  # cut there, but never past the bar (compiled > 2x slower)
-                lo, cut = min(pct, CI_FLOOR_PCT), True
+            lo, hi, was_cut = whisker(
+                pct,
+                improvement_pct(m.speedup_low) if m.speedup_low else pct,
+                improvement_pct(m.speedup_high) if m.speedup_high else pct,
+            )
+            cut = cut or was_cut
             ax.barh(i, pct, height=0.6, color=COMPILED_COLOR if pct >= 0 else SLOWER_COLOR)
             whiskers = [[max(0.0, pct - lo)], [max(0.0, hi - pct)]]  # matplotlib refuses negative ones
             ax.errorbar(pct, i, xerr=whiskers, fmt="none", ecolor="black", capsize=3, lw=1)

@@ -9,10 +9,12 @@ downloaded.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -84,8 +86,10 @@ def test_processor_gives_the_checkpoints_input_size(name: str) -> None:
         assert tuple(batch["input_ids"].shape) == (4 * len(spec.text_queries), 16)
 
 
-def _run(matrix: Path, out: Path, *args: str) -> list[dict[str, str]]:
-    env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
+def _run(matrix: Path, out: Path, *args: str, path: Path | None = None) -> list[dict[str, str]]:
+    """`suite run` in a child process; `path`: a folder put first on its PYTHONPATH."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*([str(path)] if path else []), str(REPO)]))
+    env["HF_HUB_OFFLINE"] = "1"
     env.pop("SUITE_FAULT", None)
     cmd = [sys.executable, "-m", "suite", "run", "--matrix", str(matrix), "--device", "cpu",
            "--out", str(out), "--run-id", "r", *args]  # fmt: skip
@@ -157,3 +161,97 @@ profiles:
     assert row["weights"] == "pretrained" and row["model_id"] == str(ckpt)
     assert float(row["params_m"]) == pytest.approx(models.count_params_m(
         AutoModelForImageClassification.from_pretrained(ckpt)), rel=1e-4)  # fmt: skip
+
+
+# --- checkpoints with a timm backbone (the DETR family on the hub) ----------------------------
+
+
+def _timm_detr_checkpoint(path: Path) -> Path:
+    """A tiny DETR saved as the hub's DETR checkpoints are, with `use_timm_backbone: true`: it
+    cannot be built without timm, so it is saved with transformers' ResNet and its
+    config.json is rewritten, as the hub's reads (timm's resnet50, no backbone_config)."""
+    from transformers import DetrForObjectDetection, DetrImageProcessor
+
+    config = models.build_config(MATRIX.models["DETR"], shrink=True)
+    DetrForObjectDetection(config).save_pretrained(path)
+    DetrImageProcessor(size={"shortest_edge": 64, "longest_edge": 96}).save_pretrained(path)
+    saved = json.loads((path / "config.json").read_text())
+    saved.pop("backbone_config", None)
+    saved.update(use_timm_backbone=True, backbone="resnet50", use_pretrained_backbone=True)
+    (path / "config.json").write_text(json.dumps(saved))
+    return path
+
+
+def test_a_timm_backbone_without_timm_is_one_line_in_the_error_row(tmp_path: Path) -> None:
+    """`weights: pretrained` of a checkpoint that loads a timm backbone, where timm is there
+    but does not import (no torchvision): the cell fails with what to do, and the sweep goes on."""
+    ckpt = _timm_detr_checkpoint(tmp_path / "tiny-detr-timm")
+    broken = tmp_path / "site" / "timm"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'torchvision'\")\n")
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        f"""
+version: 1
+defaults: {{image: {{path: suite/assets/chelsea-640x480.jpg}}}}
+builds: {{any: {{kind: release, python: "3.11", torch: "0.0.0"}}}}
+models:
+  SavedDETR:
+    task: Object Detection
+    id: {ckpt}
+profiles:
+  p:
+    settings: {{weights: pretrained, iterations: 5, warmup: 1, timeout_s: 300}}
+    select: [{{models: all, batch_sizes: [1], modes: [eager]}}]
+""",
+        encoding="utf-8",
+    )
+    (row,) = _run(matrix, tmp_path / "out", "--profile", "p", path=tmp_path / "site")
+    assert row["status"] == "error" and row["median_ms"] == ""
+    assert row["error"].startswith(  # one line (a long tmp path may cut its end: <= 300 characters)
+        f"ImportError: {ckpt} loads a timm backbone; import timm failed (ModuleNotFoundError: "
+        "No module named 'torchvision'). Install timm and a torchvision matching torch"
+    )
+
+
+def test_timm_is_needed_only_by_configs_with_a_timm_backbone(tmp_path: Path) -> None:
+    """Read from the config alone, under transformers 4.x (`use_timm_backbone`) and 5.x (a
+    `timm_backbone` backbone_config): the hub's DETR needs timm, the matrix's offline DETR
+    (transformers' ResNet) and the other models do not."""
+    from transformers import AutoConfig
+
+    hub_style = AutoConfig.from_pretrained(_timm_detr_checkpoint(tmp_path / "ckpt"))
+    assert models.needs_timm(hub_style)
+    for name in GUIDE:
+        assert not models.needs_timm(models.build_config(MATRIX.models[name], shrink=True)), name
+    assert models.needs_timm(SimpleNamespace(backbone_config={"model_type": "timm_backbone"}))
+    assert models.needs_timm(SimpleNamespace(model_type="timm_wrapper"))
+    assert not models.needs_timm(SimpleNamespace(backbone_config={"model_type": "resnet"}))
+
+
+def test_timm_is_imported_only_when_the_config_needs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    imported: list[str] = []
+    monkeypatch.setattr(models, "_import_timm", lambda: imported.append("timm"))
+    models.require_timm(SimpleNamespace(model_type="detr", use_timm_backbone=False), "x/y")
+    assert imported == []
+    models.require_timm(SimpleNamespace(model_type="detr", use_timm_backbone=True), "x/y")
+    assert imported == ["timm"]  # imports, so no error
+
+
+def test_a_torchvision_that_fits_no_torch_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> None:  # what torchvision raises when built for another torch
+        raise RuntimeError("operator torchvision::nms does not exist\nmore lines")
+
+    monkeypatch.setattr(models, "_import_timm", broken)
+    hub_id = "microsoft/conditional-detr-resnet-50"  # the guide's longest hub id
+    with pytest.raises(ImportError) as info:
+        models.require_timm(SimpleNamespace(model_type="detr", use_timm_backbone=True), hub_id)
+    assert str(info.value) == (
+        f"{hub_id} loads a timm backbone; import timm failed (RuntimeError: operator torchvision::nms "
+        "does not exist). Install timm and a torchvision matching torch, or set a `revision:` without "
+        "timm (e.g. no_timm) for it in matrix.yaml"
+    )
+    monkeypatch.setattr(models, "_import_timm", lambda: exec("raise ImportError('x' * 500)"))
+    with pytest.raises(ImportError) as info:
+        models.require_timm(SimpleNamespace(model_type="detr", use_timm_backbone=True), hub_id)
+    assert len(f"ImportError: {info.value}") < 300  # never cut in the CSV (results.one_line)

@@ -34,6 +34,23 @@ KNOWN_FAILURES = {
 }
 
 
+# Compiled cells whose outputs are known to disagree with eager in one environment (status ok,
+# accuracy fail); again the test says so when one starts to agree.
+KNOWN_ACCURACY_FAILURES = {
+    # torch 2.0.1's inductor (CPU) turns Mask2Former's masked-attention decoder into NaNs after
+    # the first calls (class logits and decoder states), and the first call already differs.
+    ("2.0.", "Mask2former", mode)
+    for mode in COMPILED
+}
+
+
+def known_accuracy_failure(row: dict[str, str]) -> bool:
+    return any(
+        row["torch_version"].startswith(prefix) and (row["model"], row["mode"]) == (model, mode)
+        for prefix, model, mode in KNOWN_ACCURACY_FAILURES
+    )
+
+
 def known_failure(row: dict[str, str]) -> str | None:
     for (torch_prefix, model, mode), reason in KNOWN_FAILURES.items():
         if row["torch_version"].startswith(torch_prefix) and (row["model"], row["mode"]) == (model, mode):
@@ -122,6 +139,9 @@ def test_compiled_cells_have_a_paired_speedup_and_pass_accuracy(smoke) -> None:
             assert num(r, "compile_s") > 0, label
             assert int(r["graph_breaks"]) >= 0, label
             assert int(r["recompiles"]) == 0, f"{label}: recompiled while being timed"
+            if known_accuracy_failure(r):  # NaNs: the difference is infinite, written empty
+                assert r["accuracy"] == "fail", f"{label} now agrees with eager: drop it from the list"
+                continue
             assert r["accuracy"] == "pass", f"{label}: max abs diff {r['max_abs_diff']}"
             assert num(r, "max_abs_diff") >= 0, label
         else:

