@@ -20,6 +20,10 @@ UNKNOWN_PARAMS_M = 100.0  # a model without `params_m` (custom configs): a ViT-b
 SHRUNK_PARAMS_M = 1.0  # smoke models are shrunk to a few layers of width 64
 
 FORWARD_OVERHEAD_S = 0.004  # kernel launches of one forward, whatever its size
+# A training step (forward + loss + backward + optimizer) costs about three forwards, and its
+# compile about twice a forward's (AOTAutograd compiles the backward graph as well).
+TRAIN_STEP_FORWARDS = 3.0
+TRAIN_COMPILE_FACTOR = 2.0
 FORWARD_S_PER_M_PARAMS_IMAGE = 2e-5  # compute: ViT-base (86 M) x 16 images ~ 28 ms
 
 COMPILE_BASE_S = 30.0  # a cold compile of the smallest graph (dynamo + inductor + triton)
@@ -42,8 +46,9 @@ def params_m(cell: Cell) -> float:
 
 
 def forwards(cell: Cell) -> int:
-    """Forward calls the worker makes (see worker.measure_inference): eager cells warm up
-    and time one function; compiled cells warm up both and time both, interleaved."""
+    """Forward calls the worker makes (see worker.measure_inference; measure_train makes
+    as many steps): eager cells warm up and time one function; compiled cells warm up both
+    and time both, interleaved."""
     s = cell.settings
     warmup = max(1, s.warmup)
     if cell.mode == "eager":
@@ -56,6 +61,9 @@ def estimate_seconds(cell: Cell) -> float:
     size = params_m(cell)
     forward_s = FORWARD_OVERHEAD_S + FORWARD_S_PER_M_PARAMS_IMAGE * size * cell.batch_size
     compile_s = COMPILE_FACTOR.get(cell.mode, 1.0) * (COMPILE_BASE_S + COMPILE_S_PER_M_PARAMS * size)
+    if cell.scenario == "train":
+        forward_s *= TRAIN_STEP_FORWARDS
+        compile_s *= TRAIN_COMPILE_FACTOR
     return STARTUP_S + LOAD_S_PER_M_PARAMS * size + compile_s + forwards(cell) * forward_s
 
 

@@ -122,6 +122,8 @@ def cmd_crosscheck(args: Any) -> int:
     profile = _default_profile(args, environment.device_type)
     build = runner.resolve_build(matrix, args.build, environment)
     cells = expand(matrix, profile, build, filters)
+    if any(c.scenario != "inference" for c in cells):
+        raise UsageError("--scenarios", "the cross-check times forward passes: inference cells only")
     if len(cells) > 12:
         raise UsageError("--models", f"{len(cells)} cells selected; a cross-check takes at most 12")
     run_id = args.run_id or "crosscheck-" + runner.new_run_id()

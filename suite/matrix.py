@@ -82,7 +82,8 @@ class ModelSpec:
     text_queries: tuple[str, ...] = ()
     published_params_m: float | None = None
     smoke: Mapping[str, Any] = field(default_factory=dict)
-    base: str = ""
+    base: str = ""  # a custom configuration: the model it derives from
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # a custom configuration's own changes
 
     @property
     def auto_class(self) -> str:
@@ -144,6 +145,11 @@ class Matrix:
     models: Mapping[str, ModelSpec]
     profiles: Mapping[str, Profile]
 
+    @property
+    def hub_models(self) -> tuple[str, ...]:
+        """The `models:` section (what `models: all` means); custom configurations are not in it."""
+        return tuple(name for name, spec in self.models.items() if not spec.base)
+
     def find_model(self, name: str) -> ModelSpec | None:
         """By display name or hub id, any case."""
         want = name.strip().lower()
@@ -167,6 +173,15 @@ class Cell:
     @property
     def label(self) -> str:
         return f"{self.model.name} bs={self.batch_size} {self.mode} {self.scenario}"
+
+    @property
+    def variant(self) -> str:
+        """The CSV's `variant`: "smoke" for a shrunk model, "custom of <base>" for a custom
+        configuration, both joined by ", " when a custom configuration is shrunk."""
+        parts = ["smoke"] if self.settings.shrink else []
+        if self.model.base:
+            parts.append(f"custom of {self.model.base}")
+        return ", ".join(parts)
 
     def key_fields(self, device: str) -> dict[str, object]:
         """The CSV columns that identify this cell (see results.KEY_COLUMNS)."""
@@ -477,10 +492,13 @@ def _read_build(r: _Reader, name: str) -> BuildSpec:
     return spec
 
 
-def _names(r: _Reader, key: str, value: object, known: Iterable[str]) -> tuple[str, ...]:
+def _names(
+    r: _Reader, key: str, value: object, known: Iterable[str], everything: Iterable[str] | None = None
+) -> tuple[str, ...]:
+    """Names from `known`; `all` means `everything` (default: all of `known`)."""
     known = tuple(known)
     if value == "all":
-        return known
+        return tuple(everything) if everything is not None else known
     if not isinstance(value, list) or not value:
         r.fail(f"must be `all` or a non-empty list, got {_kind(value)}", key)
     for item in value:
@@ -502,8 +520,9 @@ def _read_selection(r: _Reader, models: Mapping[str, ModelSpec]) -> Selection:
     for s in scenarios:
         if s not in SCENARIOS:
             r.fail(f"{s!r} is not a scenario (known: {', '.join(SCENARIOS)})", "scenarios")
+    hub = tuple(name for name, spec in models.items() if not spec.base)
     sel = Selection(
-        models=_names(r, "models", r.raw("models"), models),
+        models=_names(r, "models", r.raw("models"), models, everything=hub),
         batch_sizes=tuple(dict.fromkeys(batch_sizes)),
         modes=tuple(dict.fromkeys(modes)),
         scenarios=tuple(dict.fromkeys(scenarios)),
@@ -555,10 +574,13 @@ def load_matrix(path: str | Path) -> Matrix:
         del spec
 
     custom_r = top.sub("custom")
+    hub_models = dict(models)
     for name in custom_r.names():
-        if name in models:
+        if name in hub_models:
             custom_r.fail("a custom configuration may not reuse a model's name", name)
-        models = {**models, name: _read_custom(custom_r.sub(name), name, models)}
+        if "|" in name or "," in name:
+            custom_r.fail("a custom configuration's name may not contain '|' or ','", name)
+        models = {**models, name: _read_custom(custom_r.sub(name), name, hub_models)}
     custom_r._seen.update(custom_r.data)
 
     profiles_r = top.sub("profiles", required=True)
@@ -582,22 +604,72 @@ def load_matrix(path: str | Path) -> Matrix:
     return Matrix(path=path, defaults=defaults, builds=builds, models=models, profiles=profiles)
 
 
+CUSTOM_KEYS: tuple[str, ...] = ("base", "processor")  # every other key overrides the config
+
+
 def _read_custom(r: _Reader, name: str, models: Mapping[str, ModelSpec]) -> ModelSpec:
-    """A named custom configuration: a base model plus config overrides."""
+    """A named custom configuration: a hub model (`base`) plus config overrides, always built
+    from the base's offline config with random weights (there is no checkpoint for it).
+
+    `processor` (optional) overrides the base's processor settings, e.g. its size when
+    `image_size` changes. Under a shrunk (smoke) profile the base's smoke overrides apply
+    first and this configuration's overrides after them, so what makes it differ from its
+    base survives the shrinking. Whether each override is a field of the base's config
+    class, with a value of the right type, needs transformers: `suite.custom` checks it
+    when a profile selects the configuration.
+    """
     base_name = r.str("base", choices=tuple(models))
     base = models[base_name]
-    overrides = {k: v for k, v in r.data.items() if k not in ("base", "task")}
-    r._seen.update(r.data)
     if not base.model_type:
-        r.fail(f"base {base_name!r} has no model_type, so it cannot be rebuilt from a config")
+        r.fail(f"base {base_name!r} has no model_type, so it cannot be rebuilt from a config", "base")
+    processor = r.mapping("processor")
+    overrides: dict[str, Any] = {}
+    for key, value in r.data.items():
+        if key in CUSTOM_KEYS:
+            continue
+        if not isinstance(key, str) or not key.isidentifier():
+            r.fail(f"a config field name must be an identifier, got {_kind(key)}", str(key))
+        problem = _override_problem(value)
+        if problem:
+            r.fail(problem, key)
+        overrides[key] = value
+        r._seen.add(key)
+    if not overrides and not processor:
+        r.fail("needs at least one config override (e.g. num_hidden_layers: 6) beside `base`")
+    r.done()
+    smoke = {
+        "config": deep_merge(base.smoke.get("config", {}), overrides),
+        "processor": deep_merge(base.smoke.get("processor", {}), processor),
+    }
     return replace(
         base,
         name=name,
         hub_id="",
+        revision="",
         config=deep_merge(base.config, overrides),
+        processor=deep_merge(base.processor, processor),
         published_params_m=None,
+        smoke=smoke,
         base=base_name,
+        overrides=overrides,
     )
+
+
+def _override_problem(value: object, depth: int = 0) -> str:
+    """Why a config override value cannot be passed to a config class ("" if it can)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return f"must be a finite number, got {value}"
+        return ""
+    if depth > 8:
+        return "is nested too deeply"
+    if isinstance(value, list):
+        return next((p for p in (_override_problem(v, depth + 1) for v in value) if p), "")
+    if isinstance(value, Mapping):
+        if any(not isinstance(k, str) for k in value):
+            return "keys of a nested mapping must be strings"
+        return next((p for p in (_override_problem(v, depth + 1) for v in value.values()) if p), "")
+    return f"must be a number, string, boolean, list or mapping, got {_kind(value)}"
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -617,7 +689,14 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 @dataclass(frozen=True)
 class Filters:
-    """CLI narrowing of a profile; None means "as the profile says"."""
+    """CLI choices on top of a profile; None means "as the profile says".
+
+    `models`, `batch_sizes` and `modes` narrow the profile's selections. `scenarios` *sets*
+    the scenario axis of every selection instead: a profile is written once (mostly for
+    inference), and `--scenarios train` runs the same cells as training steps. A custom
+    configuration named in `models` runs wherever the profile runs its base, even where the
+    profile does not name it.
+    """
 
     models: tuple[str, ...] | None = None
     batch_sizes: tuple[int, ...] | None = None
@@ -637,8 +716,19 @@ def resolve_settings(matrix: Matrix, profile: Profile, overrides: Mapping[str, A
     return settings
 
 
-def expand(matrix: Matrix, profile_name: str, build: str, filters: Filters = Filters()) -> list[Cell]:
-    """All cells of a profile for one build, in a stable order, narrowed by the filters."""
+def expand(
+    matrix: Matrix,
+    profile_name: str,
+    build: str,
+    filters: Filters = Filters(),
+    check_custom: bool = True,
+) -> list[Cell]:
+    """All cells of a profile for one build, in a stable order, as the filters ask.
+
+    A custom configuration always gets `weights: random` (it has no checkpoint), and with
+    `check_custom` its overrides are checked against its config class first (`suite.custom`,
+    in a child process with transformers; UsageError naming the field if one is wrong).
+    """
     if profile_name not in matrix.profiles:
         raise UsageError(
             "--profile",
@@ -659,13 +749,13 @@ def expand(matrix: Matrix, profile_name: str, build: str, filters: Filters = Fil
             wanted_models.add(spec.name)
     cells: dict[tuple[object, ...], Cell] = {}
     for sel in profile.selections:
-        for model_name in sel.models:
+        for model_name in _with_named_customs(matrix, sel.models, wanted_models):
             if wanted_models is not None and model_name not in wanted_models:
                 continue
             spec = matrix.models[model_name]
-            for scenario in sel.scenarios:
-                if filters.scenarios is not None and scenario not in filters.scenarios:
-                    continue
+            cell_settings = replace(settings, weights="random") if spec.base else settings
+            scenarios = filters.scenarios if filters.scenarios is not None else sel.scenarios
+            for scenario in scenarios:
                 for bs in sel.batch_sizes:
                     if filters.batch_sizes is not None and bs not in filters.batch_sizes:
                         continue
@@ -673,8 +763,25 @@ def expand(matrix: Matrix, profile_name: str, build: str, filters: Filters = Fil
                         if filters.modes is not None and mode not in filters.modes:
                             continue
                         key = (model_name, scenario, bs, mode)
-                        cells.setdefault(key, Cell(build, spec, bs, mode, scenario, settings))
+                        cells.setdefault(key, Cell(build, spec, bs, mode, scenario, cell_settings))
+    if check_custom:
+        from suite.custom import check_selected
+
+        check_selected(matrix, cells.values())
     return list(cells.values())
+
+
+def _with_named_customs(matrix: Matrix, names: Sequence[str], wanted: set[str] | None) -> list[str]:
+    """A selection's models, plus each custom configuration named with --models whose base the
+    selection has (right after it): `--profile smoke --models ViT,ViT-6-layers` runs the custom
+    configuration wherever, and however, the profile runs its base."""
+    out: list[str] = []
+    for name in names:
+        out.append(name)
+        for extra in sorted(wanted or ()):
+            if matrix.models[extra].base == name and extra not in names and extra not in out:
+                out.append(extra)
+    return out
 
 
 def setting_names() -> tuple[str, ...]:

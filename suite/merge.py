@@ -284,6 +284,24 @@ class Gpu:
         return self.name if self.device == "cuda" else f"{self.device.upper()}: {self.name}"
 
 
+CUSTOM_PREFIX = "custom of "
+
+
+def setup_variant(variant: str) -> str:
+    """The part of a row's `variant` that sets it apart from other rows ("smoke"); the
+    "custom of <base>" part belongs to the model, which is benchmarked beside the others."""
+    return ", ".join(p for p in _variant_parts(variant) if not p.startswith(CUSTOM_PREFIX))
+
+
+def custom_base(variant: str) -> str:
+    """The base model of a custom configuration's row ("" for any other row)."""
+    return next((p[len(CUSTOM_PREFIX) :] for p in _variant_parts(variant) if p.startswith(CUSTOM_PREFIX)), "")
+
+
+def _variant_parts(variant: str) -> list[str]:
+    return [p.strip() for p in variant.split(",") if p.strip()]
+
+
 @dataclass(frozen=True)
 class Setup:
     """What else must match for two rows to be comparable."""
@@ -322,6 +340,8 @@ class Measurement:
     accuracy: str
     max_abs_diff: float | None
     source: str
+    peak_mem_mb: float | None = None
+    params_m: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -351,6 +371,8 @@ def measurement_of(r: Any) -> Measurement:
         accuracy=r.accuracy,
         max_abs_diff=_num(r.max_abs_diff),
         source=r.source,
+        peak_mem_mb=_num(r.peak_mem_mb),
+        params_m=_num(r.params_m),
     )
 
 
@@ -379,11 +401,14 @@ class Study:
         self.kinds = kinds
         self.cells: dict[CellKey, Measurement] = {}
         self.torch: dict[str, list[str]] = {}
+        self.bases: dict[str, str] = {}  # custom configuration -> its base model
         for r in frame.itertuples(index=False):
+            if custom_base(r.variant):
+                self.bases[r.model] = custom_base(r.variant)
             key = CellKey(
                 build=r.build,
                 gpu=Gpu(r.device, r.gpu_name),
-                setup=Setup(r.dtype, r.scenario, r.weights, r.variant),
+                setup=Setup(r.dtype, r.scenario, r.weights, setup_variant(r.variant)),
                 task=r.task,
                 model=r.model,
                 batch_size=int(r.batch_size),
@@ -401,6 +426,11 @@ class Study:
         self.models = list(dict.fromkeys((k.task, k.model) for k in keys))
         self.modes = list(dict.fromkeys(k.mode for k in keys))
         self.batch_sizes = sorted({k.batch_size for k in keys})
+
+    def model_label(self, task: str, model: str) -> str:
+        """`Task/Model`, with "(custom of <base>)" after a custom configuration's name."""
+        base = self.bases.get(model)
+        return f"{task}/{model}" + (f" ({CUSTOM_PREFIX}{base})" if base else "")
 
     def get(self, build: str, gpu: Gpu, setup: Setup, task: str, model: str, bs: int, mode: str):
         return self.cells.get(CellKey(build, gpu, setup, task, model, bs, mode))

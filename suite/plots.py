@@ -36,6 +36,7 @@ class _Row:
     model: str
     eager: Measurement | None
     compiled: Measurement | None
+    name: str = ""  # Task/Model as the tables show it (custom configurations name their base)
 
     @property
     def flagged(self) -> bool:
@@ -44,7 +45,7 @@ class _Row:
 
     @property
     def label(self) -> str:
-        return f"{self.task}/{self.model}" + (f" {DAGGER}" if self.flagged else "")
+        return (self.name or f"{self.task}/{self.model}") + (f" {DAGGER}" if self.flagged else "")
 
 
 def _rows(study: Study, g: CompileGroup) -> list[_Row]:
@@ -53,7 +54,7 @@ def _rows(study: Study, g: CompileGroup) -> list[_Row]:
         eager = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, EAGER)
         compiled = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, g.mode)
         if eager is not None or compiled is not None:
-            rows.append(_Row(task, model, eager, compiled))
+            rows.append(_Row(task, model, eager, compiled, study.model_label(task, model)))
     return rows
 
 
@@ -114,7 +115,11 @@ def plot_duration(study: Study, g: CompileGroup, path: Path) -> Path:
     else:  # every cell failed: no scale to show
         ax.set_xticks([])
     _xlabel(
-        ax, f"mean duration per inference (ms{', log scale' if log else ''}; shorter is better)", rows, []
+        ax,
+        f"mean duration per {'training step' if g.setup.scenario == 'train' else 'inference'} "
+        f"(ms{', log scale' if log else ''}; shorter is better)",
+        rows,
+        [],
     )
     fig.legend(
         handles=[
@@ -162,7 +167,7 @@ def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: 
             _failed(ax, i, m, "speed-up: ")
         guide = (
             None
-            if g.setup.variant
+            if not g.setup.guide_like  # the guide measured float32 inference of the real models
             else reference.lookup(g.gpu.name, kind, g.mode, g.batch_size, r.task, r.model)
         )
         if guide is not None and not guide.erratum and guide.speedup is not None:

@@ -16,11 +16,14 @@ from suite.merge import Loaded, Study, build_kinds, load
 from suite.reference import Reference
 from suite.tables import (
     LEGEND,
+    TRAIN,
+    TRAIN_LEGEND,
     Table,
     compile_groups,
     compile_modes,
     compile_vs_eager,
     markdown_table,
+    peak_memory,
     stable_vs_others,
     summary_table,
     write_table,
@@ -30,7 +33,17 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
     (
         "compile vs eager",
         "Compile vs eager",
-        "No compiled cell in the inputs.",
+        "No compiled inference cell in the inputs.",
+    ),
+    (
+        "train compile vs eager",
+        "Training step: compile vs eager",
+        "No compiled training cell in the inputs (run with --scenarios train).",
+    ),
+    (
+        "peak memory",
+        "Peak memory per model and batch size (inference and training)",
+        "No cell in the inputs.",
     ),
     (
         "stable vs nightly",
@@ -89,7 +102,7 @@ def run_merge(
     summary = summary_table(study)
     groups = compile_groups(study)
     vs_eager = [compile_vs_eager(study, g, reference) for g in groups]
-    tables = [summary, *vs_eager, *stable_vs_others(study), *compile_modes(study)]
+    tables = [summary, *vs_eager, *peak_memory(study), *stable_vs_others(study), *compile_modes(study)]
     for table in tables:
         write_table(table, tables_dir)
 
@@ -100,6 +113,7 @@ def run_merge(
 
         for group, table in zip(groups, vs_eager, strict=True):
             stem = table.name.removeprefix("compile-vs-eager__")
+            stem = stem.replace("train-compile-vs-eager__", "train__", 1)
             plot_links[table.name] = plot_group(study, group, reference, plots_dir, stem)
             written += plot_links[table.name]
 
@@ -128,7 +142,10 @@ def render_index(
         if reference.figures
         else "no reference figures found: no guide comparison"
     )
-    lines += ["", "## How to read", "", LEGEND, "", f"Guide comparison: {guide}.", ""]
+    lines += ["", "## How to read", "", LEGEND, ""]
+    if any(setup.scenario == TRAIN for setup in study.setups):
+        lines += [TRAIN_LEGEND, ""]
+    lines += [f"Guide comparison: {guide}.", ""]
     summary = next(t for t in tables if t.section == "summary")
     lines += [f"## {summary.title}", "", summary.subtitle, "", *markdown_table(summary), ""]
     lines += [f"- {n}" for n in summary.notes]

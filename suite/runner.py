@@ -371,7 +371,7 @@ def build_row(
         "warmup": s.warmup,
         "tolerance": s.tolerance,
         "compile_cache": s.compile_cache,
-        "variant": "smoke" if s.shrink else (f"custom of {cell.model.base}" if cell.model.base else ""),
+        "variant": cell.variant,
         "shard": shard,
         "log_file": log_file,
         "host_load": round(os.getloadavg()[0], 2),

@@ -1,9 +1,10 @@
-"""Tables in the guide's shape (compile vs eager, stable vs nightly, compile modes) and the
-summary figures, each as Markdown and CSV.
+"""Tables in the guide's shape (compile vs eager, stable vs nightly, compile modes), the same
+for training steps, peak memory per model and batch size, and the summary figures, each as
+Markdown and CSV.
 
 Host side only. What the cells show, and why:
-- durations are the mean per inference over the timed iterations, the guide's statistic
-  ("the mean of 300 inferences"), so they can be laid next to its tables;
+- durations are the mean per inference (or per training step) over the timed iterations, the
+  guide's statistic ("the mean of 300 inferences"), so they can be laid next to its tables;
 - a speed-up is the paired one: eager median / compiled median, both timed interleaved in
   the compiled cell's own process, with its 95% CI. It is printed as the guide's
   "% improvement" (the share of time saved, (1 - 1/speed-up) x 100) and as the factor with
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from suite.matrix import MODES
 from suite.merge import EAGER, Gpu, Measurement, Setup, Study, ratio_interval
 from suite.reference import GuideFigure, Reference
 from suite.results import slug
@@ -36,7 +38,33 @@ LEGEND = (
     "[95% CI], paired within the compiled cell's process. "
     f"OOM / error / timeout / skipped: the cell failed (reason in the raw CSV); {NOT_MEASURED}: not measured."
 )
+TRAIN_LEGEND = (
+    "Durations: mean per training step in ms (forward + loss + backward + AdamW step) over the timed "
+    "iterations. Speed-up: % improvement (time saved, (1 - 1/speed-up) x 100) · eager median / compiled "
+    "median [95% CI], paired within the compiled cell's process. "
+    f"OOM / error / timeout / skipped: the cell failed or has no training step (reason in the raw CSV); "
+    f"{NOT_MEASURED}: not measured."
+)
 DAGGER_NOTE = f"{DAGGER} compiled output differs from eager beyond the tolerance (accuracy check failed)."
+TRAIN_DAGGER_NOTE = (
+    f"{DAGGER} the first compiled step's loss differs from the eager loss at the same weights, inputs and "
+    "dropout masks beyond the tolerance (accuracy check failed)."
+)
+TRAIN = "train"
+MEMORY_NOTE = (
+    "Peak memory in MB (2^20 bytes) over the warm-up calls. CUDA: torch.cuda.max_memory_allocated, "
+    "tensors only (weights, activations, and for training steps the gradients and AdamW's two state "
+    "tensors per parameter; CUDA-graph pools under reduce-overhead). CPU: the worker process's peak "
+    "resident set, which also holds the Python, torch and compiler runtime (a few hundred MB), so "
+    "compare CPU figures with each other only. params (M): parameters in millions, as built."
+)
+
+
+def legend(scenario: str) -> str:
+    """How to read a table's durations and speed-ups, for its scenario."""
+    return TRAIN_LEGEND if scenario == TRAIN else LEGEND
+
+
 GUIDE_SETUP = "float32 inference of the full (not shrunk) models"
 GUIDE_NOTE = (
     "Guide: its published means ({table}, torch {build}), speed-up = without / with compile; "
@@ -54,6 +82,13 @@ class Ms:
 
     m: Measurement | None
     compiled: bool
+
+
+@dataclass(frozen=True)
+class Mb:
+    """A peak-memory cell: one measurement (or none)."""
+
+    m: Measurement | None
 
 
 @dataclass(frozen=True)
@@ -133,6 +168,13 @@ def md_cell(kind: str, value: object) -> str:
             return value
         assert isinstance(value, Gain)
         return f"{value.pct:.1f}% · {fmt_factor(value)}" + (f" {DAGGER}" if value.flagged else "")
+    if kind == "mb":
+        assert isinstance(value, Mb)
+        if value.m is None:
+            return NOT_MEASURED
+        if not value.m.ok:
+            return FAILURE_WORDS[value.m.status]
+        return NOT_MEASURED if value.m.peak_mem_mb is None else f"{value.m.peak_mem_mb:.0f}"
     if kind == "guide":
         if value is None:
             return NOT_MEASURED
@@ -153,6 +195,14 @@ def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
         if m is None:
             return {name: ""}
         return {name: m.mean_ms if m.ok else FAILURE_WORDS[m.status]}
+    if kind == "mb":
+        assert isinstance(value, Mb)
+        m = value.m
+        if m is None:
+            return {name: ""}
+        return {
+            name: (m.peak_mem_mb if m.peak_mem_mb is not None else "") if m.ok else FAILURE_WORDS[m.status]
+        }
     if kind == "gain":
         pre = f"{name} " if name else ""
         out: dict[str, object] = {f"{pre}{c}": "" for c in ("improvement %", "speed-up", "CI low", "CI high")}
@@ -187,7 +237,7 @@ def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
 class Column:
     md: str  # Markdown header
     csv: str  # CSV column name (or prefix, for gain and guide columns)
-    kind: str  # text | ms | gain | guide
+    kind: str  # text | ms | mb | gain | guide
 
 
 @dataclass
@@ -221,7 +271,9 @@ class Table:
     def markdown(self, heading: str = "###", legend: bool = True) -> str:
         """The table under its title, then its notes (the legend left out where the page has it)."""
         flagged = any(DAGGER in cell for row in self.markdown_rows() for cell in row)
-        notes = [n for n in self.notes if legend or n != LEGEND] + ([DAGGER_NOTE] if flagged else [])
+        dagger = TRAIN_DAGGER_NOTE if TRAIN_LEGEND in self.notes else DAGGER_NOTE
+        notes = [n for n in self.notes if legend or n not in (LEGEND, TRAIN_LEGEND)]
+        notes += [dagger] if flagged else []
         lines = [f"{heading} {self.title}", "", self.subtitle, "", *markdown_table(self)]
         lines += ["", *(f"- {n}" for n in notes)] if notes else []
         return "\n".join(lines) + "\n"
@@ -281,10 +333,6 @@ def gpu_stem(gpu: Gpu) -> str:
     return slug(gpu.name) if gpu.device == "cuda" else slug(f"{gpu.device} {gpu.name}")
 
 
-def _task_model(task: str, model: str) -> str:
-    return f"{task}/{model}"
-
-
 def _context(gpu: Gpu, setup: Setup, task: str, model: str, **more: object) -> dict[str, object]:
     return {
         "task": task,
@@ -310,7 +358,8 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
         Column("compile (ms)", "with torch.compile", "ms"),
         Column("speed-up", "", "gain"),
     ]
-    notes = [LEGEND]
+    training = g.setup.scenario == TRAIN
+    notes = [legend(g.setup.scenario)]
     if guide_table is not None:
         columns.append(Column(f"guide: {guide_table}", "guide", "guide"))
         guide_build = next(f.build for f in reference.figures if f.table == guide_table)
@@ -319,10 +368,17 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
         notes.append(f"No guide comparison: the guide measured {GUIDE_SETUP}, not {g.setup.label}.")
     table = Table(
         name=group_stem(
-            study, "compile-vs-eager", gpu_stem(g.gpu), g.build, f"bs{g.batch_size}", g.mode, setup=g.setup
+            study,
+            "train-compile-vs-eager" if training else "compile-vs-eager",
+            gpu_stem(g.gpu),
+            g.build,
+            f"bs{g.batch_size}",
+            g.mode,
+            setup=g.setup,
         ),
-        section="compile vs eager",
-        title=f"{g.gpu.label} · {study.torch_label(g.build)} · batch size {g.batch_size} · mode {g.mode}",
+        section="train compile vs eager" if training else "compile vs eager",
+        title=("Training step · " if training else "")
+        + f"{g.gpu.label} · {study.torch_label(g.build)} · batch size {g.batch_size} · mode {g.mode}",
         subtitle=f"Build kind: {kind}. Setup: {g.setup.label}.",
         columns=columns,
         notes=notes,
@@ -333,7 +389,7 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
         if eager is None and compiled is None:
             continue
         values: list[object] = [
-            _task_model(task, model),
+            study.model_label(task, model),
             Ms(eager, False),
             Ms(compiled, True),
             paired_gain(compiled),
@@ -394,7 +450,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
         title=f"{gpu.label} · {study.torch_label(s)} vs {study.torch_label(b)} · mode {mode}",
         subtitle=f"Build kinds: {s} {study.kind(s)}, {b} {study.kind(b)}. Setup: {setup.label}.",
         columns=columns,
-        notes=[LEGEND, cross_note(s, b)],
+        notes=[legend(setup.scenario), cross_note(s, b)],
     )
     for task, model in study.models:
         for bs in study.batch_sizes:
@@ -406,7 +462,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
             if all(v is None for v in cells.values()):
                 continue
             values: list[object] = [
-                _task_model(task, model),
+                study.model_label(task, model),
                 str(bs),
                 Ms(cells[s, EAGER], False),
                 Ms(cells[s, mode], True),
@@ -452,7 +508,7 @@ def _modes_table(study: Study, build: str, gpu: Gpu, setup: Setup, modes: Sequen
         title=f"{gpu.label} · {study.torch_label(build)} · modes {', '.join(modes)}",
         subtitle=f"Build kind: {study.kind(build)}. Setup: {setup.label}.",
         columns=columns,
-        notes=[LEGEND],
+        notes=[legend(setup.scenario)],
     )
     for task, model in study.models:
         for bs in study.batch_sizes:
@@ -461,13 +517,97 @@ def _modes_table(study: Study, build: str, gpu: Gpu, setup: Setup, modes: Sequen
             if eager is None and all(c is None for c in compiled):
                 continue
             values: list[object] = [
-                _task_model(task, model),
+                study.model_label(task, model),
                 str(bs),
                 Ms(eager, False),
                 *(Ms(c, True) for c in compiled),
                 *(paired_gain(c) for c in compiled),
             ]
             table.add(_context(gpu, setup, task, model, **{"batch size": bs, "build": build}), values)
+    return table
+
+
+# ---------------------------------------------------------------------------------------
+# Peak memory: what a user sizing a batch needs, inference and training side by side.
+
+
+@dataclass(frozen=True)
+class MemoryGroup:
+    """Rows that share a GPU, build, dtype, weights and variant; scenarios and modes are columns."""
+
+    gpu: Gpu
+    build: str
+    dtype: str
+    weights: str
+    variant: str
+
+    @property
+    def label(self) -> str:
+        parts = [self.dtype, f"{self.weights} weights"]
+        if self.variant:
+            parts.append(f"{self.variant} models" if self.variant == "smoke" else self.variant)
+        return ", ".join(parts)
+
+
+def _memory_group(gpu: Gpu, build: str, setup: Setup) -> MemoryGroup:
+    return MemoryGroup(gpu, build, setup.dtype, setup.weights, setup.variant)
+
+
+def peak_memory(study: Study) -> list[Table]:
+    """`Task/Model | Batch Size | params (M) | inference <mode> (MB) ... | train <mode> (MB) ...`
+    per GPU, build, dtype, weights and variant."""
+    groups = list(dict.fromkeys(_memory_group(k.gpu, k.build, k.setup) for k in study.cells))
+    groups.sort(key=lambda g: (study.gpus.index(g.gpu), study.builds.index(g.build)))
+    return [
+        _memory_table(study, g, several=len(groups) > len({(x.gpu, x.build) for x in groups})) for g in groups
+    ]
+
+
+def _memory_table(study: Study, g: MemoryGroup, several: bool) -> Table:
+    keys = [k for k in study.cells if _memory_group(k.gpu, k.build, k.setup) == g]
+    setups = list(dict.fromkeys(k.setup for k in keys))
+    setups.sort(key=lambda x: (x.scenario == TRAIN, study.setups.index(x)))  # inference first
+    modes = sorted(
+        study.modes, key=lambda m: (MODES.index(m) if m in MODES else len(MODES), study.modes.index(m))
+    )
+    columns_of = [(x, m) for x in setups for m in modes if any(k.setup == x and k.mode == m for k in keys)]
+    columns = [
+        Column("Task/Model", "Task/Model", "text"),
+        Column("Batch Size", "Batch Size", "text"),
+        Column("params (M)", "params (M)", "text"),
+        *(Column(f"{x.scenario} {m} (MB)", f"{x.scenario} {m} peak MB", "mb") for x, m in columns_of),
+    ]
+    parts = ["peak-memory", gpu_stem(g.gpu), g.build] + ([g.label] if several else [])
+    table = Table(
+        name="__".join(slug(str(p)) for p in parts),
+        section="peak memory",
+        title=f"Peak memory · {g.gpu.label} · {study.torch_label(g.build)}",
+        subtitle=f"Build kind: {study.kind(g.build)}. Setup: {g.label}.",
+        columns=columns,
+        notes=[MEMORY_NOTE],
+    )
+    for task, model in study.models:
+        for bs in study.batch_sizes:
+            cells = [study.get(g.build, g.gpu, x, task, model, bs, m) for x, m in columns_of]
+            if all(c is None for c in cells):
+                continue
+            params = next((c.params_m for c in cells if c is not None and c.params_m is not None), None)
+            shown = "" if params is None else f"{params:.2f}"
+            context = {
+                "task": task,
+                "model": model,
+                "GPU": g.gpu.name,
+                "device": g.gpu.device,
+                "batch size": bs,
+                "build": g.build,
+                "params (M)": "" if params is None else round(params, 4),
+                "dtype": g.dtype,
+                "weights": g.weights,
+                "variant": g.variant,
+            }
+            table.add(
+                context, [study.model_label(task, model), str(bs), shown or NOT_MEASURED, *map(Mb, cells)]
+            )
     return table
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from suite import inputs, lifeline, models
+from suite import inputs, lifeline, models, train
 from suite.matrix import Cell
 from suite.measure import PeakMemory, synchronizer, time_call, time_interleaved
 from suite.results import one_line
@@ -242,8 +242,110 @@ def measure_inference(cell: Cell, device: str) -> dict[str, Any]:
     return row
 
 
+ACCURACY_SEED = 4321  # the RNG state both steps of the training accuracy check start from
+
+
+def measure_train(cell: Cell, device: str) -> dict[str, Any]:
+    """One training step per timed call (suite/train.py): forward + loss + backward + AdamW step.
+
+    The inference contract, step for step: warm-up, the one timing loop, eager steps interleaved
+    with compiled ones for the paired speed-up, compile time = first compiled step - an eager
+    step, dynamo counters, and peak memory over warm-up steps (weights, activations, gradients
+    and the optimizer's state all live then). `torch.compile` compiles the model (its forward,
+    the loss inside it, and through AOTAutograd the backward); the optimizer step stays eager,
+    as it is with `Trainer(torch_compile=True)`. Accuracy: the first compiled step's loss
+    against the eager loss at the same weights, inputs and dropout masks (same seed, and
+    inductor's `fallback_random` so compiled dropout draws eager's masks).
+    """
+    import torch
+
+    s = cell.settings
+    model, batch, facts = prepare(cell, device)
+    model.train()
+    labels = train.make_labels(model, cell.model.task, batch["pixel_values"])
+    optimizer = train.make_optimizer(model)
+    sync = synchronizer(device)
+    eager = train.TrainStep(
+        model, model, batch, labels, optimizer, before=lambda: inject_fault(cell.model.name)
+    )
+
+    def warm_up_eager() -> None:
+        try:
+            for _ in range(max(1, s.warmup)):  # the first step also allocates AdamW's state
+                eager()
+        except Exception as exc:
+            train.explain(exc, cell.batch_size)  # a known "cannot train like this": skipped
+            raise
+
+    row: dict[str, Any] = dict(facts)
+    if cell.mode == "eager":
+        with PeakMemory(device) as mem:
+            warm_up_eager()
+        (samples,) = time_interleaved([eager], s.iterations, sync)
+    else:
+        warm_up_eager()
+        eager_call_ms, _ = time_call(eager, sync)
+        train.set_fallback_random()
+        compiled_model = torch.compile(model, mode=None if cell.mode == "default" else cell.mode)
+        compiled = train.TrainStep(compiled_model, model, batch, labels, optimizer)
+        torch.manual_seed(ACCURACY_SEED + 1)
+        with torch.no_grad():  # is the step random (dropout)? then only the seed makes it comparable
+            other_seed_loss = train.loss_of(model(**batch, **labels)).float()
+        torch.manual_seed(ACCURACY_SEED)
+        ref_loss, ref_grads = train.eager_loss_and_grads(model, batch, labels)
+        seen: dict[str, list[Any]] = {}
+        compiled.on_grads = lambda m: seen.update(grads=train.grad_snapshot(m))
+        torch.manual_seed(ACCURACY_SEED)
+        first_ms, first_loss = time_call(compiled, sync)
+        compiled.on_grads = None
+        breaks, graphs_after_first = dynamo_counts()
+        max_diff, passed = compare([ref_loss], [first_loss.float()], s.tolerance)
+        grad_diff, grads_ok = compare(ref_grads, seen["grads"], s.tolerance)
+        randomness = "random" if bool(other_seed_loss != ref_loss) else "deterministic"
+        print(
+            f"accuracy: loss eager {float(ref_loss):.6g} compiled {float(first_loss):.6g} "
+            f"(|diff| {max_diff:.3g}); gradients max |diff| {grad_diff:.3g} "
+            f"({'within' if grads_ok else 'beyond'} tolerance); eager loss with another seed "
+            f"{float(other_seed_loss):.6g} (the step is {randomness})",
+            flush=True,
+        )
+        del ref_grads, seen  # copies of every gradient: not part of a training step's memory
+        with PeakMemory(device) as mem:
+            for _ in range(max(3, s.warmup)):
+                compiled()
+        eager_samples, samples = time_interleaved([eager, compiled], s.iterations, sync)
+        _, graphs_end = dynamo_counts()
+        speed = Speedup.of(eager_samples, samples)
+        row.update(
+            eager_median_ms=Summary.of(eager_samples).median,
+            speedup=speed.ratio,
+            speedup_ci95_low=speed.ci95_low,
+            speedup_ci95_high=speed.ci95_high,
+            compile_s=max(0.0, first_ms - eager_call_ms) / 1000,
+            graph_breaks=breaks,
+            recompiles=graphs_end - graphs_after_first,
+            max_abs_diff=max_diff,
+            accuracy="pass" if passed else "fail",
+        )
+    summary = Summary.of(samples)
+    row.update(
+        iterations=summary.n,
+        mean_ms=summary.mean,
+        median_ms=summary.median,
+        p10_ms=summary.p10,
+        p90_ms=summary.p90,
+        std_ms=summary.std,
+        min_ms=summary.min,
+        ci95_low_ms=summary.ci95_low,
+        ci95_high_ms=summary.ci95_high,
+        peak_mem_mb=mem.peak_mb,
+    )
+    return row
+
+
 SCENARIOS: dict[str, Callable[[Cell, str], dict[str, Any]]] = {
     "inference": measure_inference,
+    "train": measure_train,
 }
 
 
@@ -262,6 +364,9 @@ def run(cell: Cell, device: str) -> dict[str, Any]:
     try:
         row.update(measure(cell, device))
         row["status"], row["error"] = "ok", ""
+    except train.Unsupported as exc:  # no such measurement for this model: say why
+        traceback.print_exc()
+        return {**row, "status": "skipped", "error": one_line(str(exc))}
     except Exception as exc:  # the sweep goes on: record why, in one line
         traceback.print_exc()
         oom = is_oom(exc)

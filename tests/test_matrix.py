@@ -126,6 +126,11 @@ def test_minimal_matrix_loads_and_expands(tmp_path: Path) -> None:
             "finite",
         ),
         (lambda d: d["profiles"]["smoke"].update(select=[]), "profiles.smoke.select", "non-empty list"),
+        (
+            lambda d: d["profiles"]["smoke"]["select"][0].update(scenarios=["serve"]),
+            "profiles.smoke.select[0].scenarios",
+            "'serve' is not a scenario",
+        ),
         (lambda d: d.update(extra=1), "extra", "unknown key"),
     ],
 )
@@ -219,6 +224,8 @@ def test_cli_bad_matrix_exits_2_with_one_line(tmp_path: Path, capsys, verb: str)
         (["--device", "tpu"], "argument --device"),
         (["--models", "NotAModel"], "--models: 'NotAModel'"),
         (["--image", "/no/such/photo.jpg"], "--image"),
+        (["--scenarios", "fly"], "--scenarios: 'fly'"),
+        (["--scenarios", ","], "--scenarios: needs at least one value"),
     ],
 )
 def test_cli_bad_flags_exit_2_with_one_line(tmp_path: Path, capsys, args: list[str], where: str) -> None:

@@ -1,0 +1,192 @@
+"""End to end: the smoke profile's cells as training steps (`run --profile smoke --scenarios
+train`) on this CPU, all 12 architectures, every row checked; then merged.
+
+Scope (CI time matters: a compiled training cell compiles a forward and a backward graph, one
+to four minutes each on a 2-core CPU):
+- SUITE_TRAIN_E2E=ci (default): every architecture in eager mode, plus `default` for ViT
+  (plain graph) and DETR (graph breaks around scipy's Hungarian matcher, dropout);
+- SUITE_TRAIN_E2E=full: every mode of the profile for every architecture (36 cells).
+Two rows are `skipped` by design, each with its reason checked here: OwlViT (its detection head
+computes no loss) and MobileNet (DeepLabV3's BatchNorm after global pooling sees one value per
+channel at batch size 1, which training mode cannot normalize).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from suite.matrix import Filters, expand, load_matrix
+from suite.results import COLUMNS, TIMING_COLUMNS, key_of, read_rows
+
+REPO = Path(__file__).resolve().parent.parent
+SCOPE = os.environ.get("SUITE_TRAIN_E2E", "ci")
+COMPILED_IN_CI = ("ViT", "DETR")
+COMPILED = ("default", "reduce-overhead")
+# Cells that fail for a known reason in one environment, and must keep failing for it (as in
+# test_smoke_e2e.py): (torch version prefix, model, mode) -> what the error column must contain.
+KNOWN_FAILURES = {
+    # torch 2.0.1's compiled Mask2Former forward yields NaN costs for scipy's matcher (with or
+    # without inductor's fallback_random); torch 2.13 trains it with eager's loss
+    **{("2.0.", "Mask2former", m): "ValueError: matrix contains invalid numeric entries" for m in COMPILED},
+    # as for inference: transformers 4.31's MaskFormerPixelDecoderOutput is not a dataclass
+    **{
+        ("2.0.", "Maskformer", m): "InternalTorchDynamoError (cause: AttributeError: "
+        "'wrapper_descriptor' object has no attribute '__code__')"
+        for m in COMPILED
+    },
+}
+SKIPPED = {
+    "OwlViT": "OwlViTForObjectDetection.forward takes no labels in transformers",
+    "MobileNet": "BatchNorm layer sees one value per channel at batch size 1",
+}
+
+
+def invocations() -> list[list[str]]:
+    """The `run` flags of each pass into the same run folder (a later pass resumes the run)."""
+    if SCOPE == "full":
+        return [[]]
+    if SCOPE != "ci":
+        raise ValueError(f"SUITE_TRAIN_E2E={SCOPE!r}: use ci or full")
+    # --keep-failed: the second pass must not move the first pass's skipped rows aside
+    return [
+        ["--modes", "eager"],
+        ["--modes", "default", "--models", ",".join(COMPILED_IN_CI), "--keep-failed"],
+    ]
+
+
+def expected_cells(build: str):
+    m = load_matrix(REPO / "matrix.yaml")
+    if SCOPE == "full":
+        return expand(m, "smoke", build, Filters(scenarios=("train",)))
+    eager = expand(m, "smoke", build, Filters(scenarios=("train",), modes=("eager",)))
+    compiled = expand(
+        m, "smoke", build, Filters(scenarios=("train",), modes=("default",), models=COMPILED_IN_CI)
+    )
+    return eager + compiled
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, str]], Path]:
+    out = tmp_path_factory.mktemp("train-smoke")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("SUITE_FAULT", None)
+    base = [sys.executable, "-m", "suite", "run", "--profile", "smoke", "--scenarios", "train"]
+    base += ["--device", "cpu", "--out", str(out), "--run-id", "train"]
+    start = time.monotonic()
+    for extra in invocations():
+        proc = subprocess.run(
+            base + extra, capture_output=True, text=True, env=env, cwd=REPO, timeout=5400, check=False
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    print(f"\ntrain smoke ({SCOPE}): {time.monotonic() - start:.0f} s", file=sys.stderr)
+    (csv_path,) = (out / "train" / "raw").glob("*.csv")
+    result = read_rows(csv_path)
+    assert result.repaired == 0 and result.skipped == 0
+    return result.rows, out / "train"
+
+
+def known_failure(row: dict[str, str]) -> str | None:
+    for (torch_prefix, model, mode), reason in KNOWN_FAILURES.items():
+        if row["torch_version"].startswith(torch_prefix) and (row["model"], row["mode"]) == (model, mode):
+            return reason
+    return None
+
+
+def num(row: dict[str, str], col: str) -> float:
+    value = float(row[col])
+    assert math.isfinite(value), f"{row['model']} {row['mode']}: {col}={row[col]}"
+    return value
+
+
+def test_one_train_row_per_cell_for_all_12_architectures(smoke) -> None:
+    rows, _ = smoke
+    cells = expected_cells(rows[0]["build"])
+    assert len(rows) == len(cells)
+    assert sorted(key_of(r) for r in rows) == sorted(key_of(c.key_fields("cpu")) for c in cells)
+    assert len({r["model"] for r in rows}) == 12
+    assert all(list(r) == list(COLUMNS) and r["scenario"] == "train" for r in rows)
+
+
+def test_every_row_is_ok_or_skipped_with_its_reason(smoke) -> None:
+    rows, _ = smoke
+    for r in rows:
+        label = f"{r['model']} {r['mode']}"
+        expected = known_failure(r)
+        if expected:
+            assert (r["status"], r["error"]) == ("error", expected), (
+                f"{label} now: {r['status']} {r['error']}"
+            )
+            continue
+        if r["model"] in SKIPPED:
+            assert r["status"] == "skipped", f"{label}: {r['status']} {r['error']}"
+            assert SKIPPED[r["model"]] in r["error"], label
+            assert all(r[c] == "" for c in TIMING_COLUMNS), label
+            continue
+        assert r["status"] == "ok", f"{label}: {r['status']} {r['error']}"
+        assert r["weights"] == "random" and r["variant"] == "smoke" and r["batch_size"] == "1"
+        assert int(r["iterations"]) == 10, label
+        lo, p10, med, p90 = num(r, "min_ms"), num(r, "p10_ms"), num(r, "median_ms"), num(r, "p90_ms")
+        assert 0 < lo <= p10 <= med <= p90, label
+        assert num(r, "ci95_low_ms") <= med <= num(r, "ci95_high_ms"), label
+        assert num(r, "mean_ms") > 0 and num(r, "std_ms") >= 0, label
+        assert num(r, "peak_mem_mb") > 0 and num(r, "params_m") > 0, label
+
+
+def test_compiled_steps_have_a_paired_speedup_and_pass_the_loss_check(smoke) -> None:
+    rows, _ = smoke
+    compiled = [
+        r for r in rows if r["mode"] != "eager" and not known_failure(r) and r["model"] not in SKIPPED
+    ]
+    assert compiled, "no compiled training cell ran"
+    for r in compiled:
+        label = f"{r['model']} {r['mode']}"
+        s = num(r, "speedup")
+        assert num(r, "speedup_ci95_low") <= s <= num(r, "speedup_ci95_high"), label
+        assert s == pytest.approx(num(r, "eager_median_ms") / num(r, "median_ms"), rel=1e-3), label
+        assert num(r, "compile_s") > 0, label
+        assert int(r["graph_breaks"]) >= 0, label
+        assert int(r["recompiles"]) == 0, f"{label}: recompiled while being timed"
+        assert r["accuracy"] == "pass", f"{label}: loss differs by {r['max_abs_diff']}"
+        assert num(r, "max_abs_diff") >= 0, label
+    for r in rows:
+        if r["mode"] == "eager":
+            assert r["speedup"] == r["accuracy"] == r["compile_s"] == "", r["model"]
+    detr = next(r for r in compiled if r["model"] == "DETR")
+    assert int(detr["graph_breaks"]) > 0, "DETR's loss (scipy matcher) cannot be one graph"
+
+
+def test_the_worker_logs_the_gradient_check(smoke) -> None:
+    rows, run = smoke
+    for r in rows:
+        if r["mode"] != "eager" and r["status"] == "ok":
+            log = (run / r["log_file"]).read_text()
+            assert "accuracy: loss eager" in log and "gradients max |diff|" in log, r["model"]
+
+
+def test_merged_tables_show_training_and_peak_memory(smoke) -> None:
+    _, run = smoke
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite", "merge", str(run), "--no-plots"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    tables = run / "tables"
+    (train_table,) = tables.glob("train-compile-vs-eager__*__bs1__default*.md")
+    text = train_table.read_text()
+    assert "Training step" in text and "Object Detection/DETR" in text
+    assert "| Object Detection/OwlViT | skipped | " in text
+    (memory,) = tables.glob("peak-memory__*.md")
+    lines = [line for line in memory.read_text().splitlines() if line.startswith("| ")]
+    assert lines[0].startswith("| Task/Model | Batch Size | params (M) | train eager (MB)")
+    assert len(lines) == 1 + 12  # header + one row per architecture (batch 1)
