@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 LEARNING_RATE = 1e-4
@@ -131,11 +131,9 @@ class TrainStep:
     inputs: dict[str, Any]
     labels: dict[str, Any]
     optimizer: Any
-    before: Callable[[], None] = field(default=lambda: None)
     on_grads: Callable[[Any], None] | None = None
 
     def __call__(self) -> Any:
-        self.before()
         loss = loss_of(self.forward(**self.inputs, **self.labels))
         loss.backward()
         if self.on_grads is not None:

@@ -148,6 +148,37 @@ def describe_exception(exc: BaseException) -> str:
     return reason
 
 
+# --- row fields shared by every scenario ----------------------------------------------------
+
+
+def latency_fields(samples: list[float]) -> dict[str, Any]:
+    """The per-iteration latency statistics of the timed calls (DESIGN.md's CSV columns)."""
+    summary = Summary.of(samples)
+    return {
+        "iterations": summary.n,
+        "mean_ms": summary.mean,
+        "median_ms": summary.median,
+        "p10_ms": summary.p10,
+        "p90_ms": summary.p90,
+        "std_ms": summary.std,
+        "min_ms": summary.min,
+        "ci95_low_ms": summary.ci95_low,
+        "ci95_high_ms": summary.ci95_high,
+    }
+
+
+def compile_fields(eager: list[float], compiled: list[float], compile_ms: float) -> dict[str, Any]:
+    """Paired speed-up (interleaved samples) and compile time of a compiled cell."""
+    speed = Speedup.of(eager, compiled)
+    return {
+        "eager_median_ms": Summary.of(eager).median,
+        "speedup": speed.ratio,
+        "speedup_ci95_low": speed.ci95_low,
+        "speedup_ci95_high": speed.ci95_high,
+        "compile_s": max(0.0, compile_ms) / 1000,
+    }
+
+
 def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(model on device, input batch on device, facts for the row)."""
     import torch
@@ -182,8 +213,9 @@ def measure_inference(cell: Cell, device: str) -> dict[str, Any]:
     model, batch, facts = prepare(cell, device)
     sync = synchronizer(device)
 
+    inject_fault(cell.model.name)
+
     def eager() -> Any:
-        inject_fault(cell.model.name)
         return model(**batch)
 
     row: dict[str, Any] = dict(facts)
@@ -214,31 +246,14 @@ def measure_inference(cell: Cell, device: str) -> dict[str, Any]:
             max_diff, passed = compare(ref, out, s.tolerance)
             eager_samples, samples = time_interleaved([eager, compiled], s.iterations, sync)
             _, graphs_end = dynamo_counts()
-            speed = Speedup.of(eager_samples, samples)
             row.update(
-                eager_median_ms=Summary.of(eager_samples).median,
-                speedup=speed.ratio,
-                speedup_ci95_low=speed.ci95_low,
-                speedup_ci95_high=speed.ci95_high,
-                compile_s=max(0.0, first_ms - eager_call_ms) / 1000,
+                compile_fields(eager_samples, samples, first_ms - eager_call_ms),
                 graph_breaks=breaks,
                 recompiles=graphs_end - graphs_after_first,
                 max_abs_diff=max_diff,
                 accuracy="pass" if passed else "fail",
             )
-    summary = Summary.of(samples)
-    row.update(
-        iterations=summary.n,
-        mean_ms=summary.mean,
-        median_ms=summary.median,
-        p10_ms=summary.p10,
-        p90_ms=summary.p90,
-        std_ms=summary.std,
-        min_ms=summary.min,
-        ci95_low_ms=summary.ci95_low,
-        ci95_high_ms=summary.ci95_high,
-        peak_mem_mb=mem.peak_mb,
-    )
+    row.update(latency_fields(samples), peak_mem_mb=mem.peak_mb)
     return row
 
 
@@ -265,9 +280,8 @@ def measure_train(cell: Cell, device: str) -> dict[str, Any]:
     labels = train.make_labels(model, cell.model.task, batch["pixel_values"])
     optimizer = train.make_optimizer(model)
     sync = synchronizer(device)
-    eager = train.TrainStep(
-        model, model, batch, labels, optimizer, before=lambda: inject_fault(cell.model.name)
-    )
+    inject_fault(cell.model.name)
+    eager = train.TrainStep(model, model, batch, labels, optimizer)
 
     def warm_up_eager() -> None:
         try:
@@ -315,31 +329,14 @@ def measure_train(cell: Cell, device: str) -> dict[str, Any]:
                 compiled()
         eager_samples, samples = time_interleaved([eager, compiled], s.iterations, sync)
         _, graphs_end = dynamo_counts()
-        speed = Speedup.of(eager_samples, samples)
         row.update(
-            eager_median_ms=Summary.of(eager_samples).median,
-            speedup=speed.ratio,
-            speedup_ci95_low=speed.ci95_low,
-            speedup_ci95_high=speed.ci95_high,
-            compile_s=max(0.0, first_ms - eager_call_ms) / 1000,
+            compile_fields(eager_samples, samples, first_ms - eager_call_ms),
             graph_breaks=breaks,
             recompiles=graphs_end - graphs_after_first,
             max_abs_diff=max_diff,
             accuracy="pass" if passed else "fail",
         )
-    summary = Summary.of(samples)
-    row.update(
-        iterations=summary.n,
-        mean_ms=summary.mean,
-        median_ms=summary.median,
-        p10_ms=summary.p10,
-        p90_ms=summary.p90,
-        std_ms=summary.std,
-        min_ms=summary.min,
-        ci95_low_ms=summary.ci95_low,
-        ci95_high_ms=summary.ci95_high,
-        peak_mem_mb=mem.peak_mb,
-    )
+    row.update(latency_fields(samples), peak_mem_mb=mem.peak_mb)
     return row
 
 
