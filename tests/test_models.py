@@ -127,6 +127,27 @@ profiles:
     assert float(row["median_ms"]) > 0 and float(row["params_m"]) > 0
 
 
+def test_the_readme_example_of_adding_a_model_runs(tmp_path: Path) -> None:
+    """The README's "Adding a model" entry, pasted into matrix.yaml as a user would, loads and
+    its smoke variant runs offline (the full-size entry is checked by size: Swin-T, 28.3 M)."""
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"```yaml\nmodels:\n(.*?)```", readme, re.S)
+    assert found, "README.md: the yaml example under 'Adding a model' is gone"
+    text = (REPO / "matrix.yaml").read_text(encoding="utf-8")
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(text.replace("\nmodels:\n", "\nmodels:\n" + found.group(1), 1), encoding="utf-8")
+    (name,) = [n for n in load_matrix(matrix).models if n not in MATRIX.models]
+    args = ("--profile", "smoke", "--models", name, "--modes", "eager", "--iterations", "2", "--warmup", "1")
+    (row,) = _run(matrix, tmp_path / "out", *args, "--image", str(REPO / "suite/assets/chelsea-640x480.jpg"))
+    assert row["status"] == "ok", row["error"]
+    assert row["variant"] == "smoke" and float(row["median_ms"]) > 0
+    spec = load_matrix(matrix).models[name]
+    got = models.count_params_m(models.build_model(spec, Settings(weights="random")))
+    assert got == pytest.approx(spec.published_params_m, rel=0.02), f"{name}: {got:.3f} M parameters"
+
+
 def test_a_checkpoint_folder_runs_through_the_pretrained_path(tmp_path: Path) -> None:
     """`weights: pretrained` loads model and processor with from_pretrained, exactly as
     for a hub id; a saved folder stands in for the hub, which tests cannot reach."""
