@@ -35,7 +35,11 @@ def independent_timing(cell: Cell, device: str, block: int = 50) -> dict[str, An
     with torch.no_grad():
         for _ in range(max(3, cell.settings.warmup)):
             fn(**batch)
-        timer = benchmark.Timer(stmt="fn(**batch)", globals={"fn": fn, "batch": batch})
+        # Timer runs on one thread unless told: match the worker's thread count, or a small
+        # model's figure differs by threading overhead alone, not by the timing loop.
+        timer = benchmark.Timer(
+            stmt="fn(**batch)", globals={"fn": fn, "batch": batch}, num_threads=torch.get_num_threads()
+        )
         m = timer.blocked_autorange(min_run_time=max(1.0, cell.settings.iterations * 0.002))
         out["torch_benchmark_median_ms"] = m.median * 1e3
         if device == "cuda":
