@@ -167,15 +167,29 @@ def latency_fields(samples: list[float]) -> dict[str, Any]:
     }
 
 
-def compile_fields(eager: list[float], compiled: list[float], compile_ms: float) -> dict[str, Any]:
-    """Paired speed-up (interleaved samples) and compile time of a compiled cell."""
+def compiled_fields(
+    eager: list[float],
+    compiled: list[float],
+    compile_ms: float,
+    graphs: tuple[int, int, int],
+    accuracy: tuple[float, bool],
+) -> dict[str, Any]:
+    """The columns only a compiled cell fills: paired speed-up (interleaved samples), compile
+    time, dynamo's counts (graph breaks, graphs after the first call, graphs at the end) and
+    the accuracy check (max |diff|, within tolerance)."""
     speed = Speedup.of(eager, compiled)
+    breaks, after_first, at_end = graphs
+    max_diff, passed = accuracy
     return {
         "eager_median_ms": Summary.of(eager).median,
         "speedup": speed.ratio,
         "speedup_ci95_low": speed.ci95_low,
         "speedup_ci95_high": speed.ci95_high,
         "compile_s": max(0.0, compile_ms) / 1000,
+        "graph_breaks": breaks,
+        "recompiles": at_end - after_first,
+        "max_abs_diff": max_diff,
+        "accuracy": "pass" if passed else "fail",
     }
 
 
@@ -246,12 +260,9 @@ def measure_inference(cell: Cell, device: str) -> dict[str, Any]:
             max_diff, passed = compare(ref, out, s.tolerance)
             eager_samples, samples = time_interleaved([eager, compiled], s.iterations, sync)
             _, graphs_end = dynamo_counts()
+            graphs = (breaks, graphs_after_first, graphs_end)
             row.update(
-                compile_fields(eager_samples, samples, first_ms - eager_call_ms),
-                graph_breaks=breaks,
-                recompiles=graphs_end - graphs_after_first,
-                max_abs_diff=max_diff,
-                accuracy="pass" if passed else "fail",
+                compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, (max_diff, passed))
             )
     row.update(latency_fields(samples), peak_mem_mb=mem.peak_mb)
     return row
@@ -329,12 +340,9 @@ def measure_train(cell: Cell, device: str) -> dict[str, Any]:
                 compiled()
         eager_samples, samples = time_interleaved([eager, compiled], s.iterations, sync)
         _, graphs_end = dynamo_counts()
+        graphs = (breaks, graphs_after_first, graphs_end)
         row.update(
-            compile_fields(eager_samples, samples, first_ms - eager_call_ms),
-            graph_breaks=breaks,
-            recompiles=graphs_end - graphs_after_first,
-            max_abs_diff=max_diff,
-            accuracy="pass" if passed else "fail",
+            compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, (max_diff, passed))
         )
     row.update(latency_fields(samples), peak_mem_mb=mem.peak_mb)
     return row

@@ -10,34 +10,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from suite.results import key_of, read_rows
+from helpers import REPO, tiny_run_cmd
 
-REPO = Path(__file__).resolve().parent.parent
-TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
+from suite.results import key_of, read_rows
 
 
 def suite_cmd(out: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "suite",
-        "run",
-        "--matrix",
-        str(TINY),
-        "--profile",
-        "tiny",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--run-id",
-        "f",
-        *args,
-    ]
+    return tiny_run_cmd(out, "f", *args)
 
 
 def suite_env(fault: str = "") -> dict[str, str]:

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 import yaml
+from helpers import stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite import runner
 from suite.cli import main
-from suite.env import Environment
 from suite.results import RowWriter
 
 
@@ -230,24 +230,8 @@ def test_valid_matrix_plans_and_a_named_field_is_reported(tmp_path: Path) -> Non
 
 # --- command lines ----------------------------------------------------------------------------
 
-FAKE_ENV = Environment(
-    device="cpu",
-    device_type="cpu",
-    gpu_name="fuzz",
-    gpu_count=0,
-    torch_version="2.13.0",
-    torch_git="",
-    cuda_version="",
-    cudnn_version="",
-    triton_version="",
-    transformers_version="",
-    python_version="3",
-    driver_version="",
-    image="host",
-    suite_version="0",
-    cpu_name="fuzz",
-    cpu_count=1,
-)
+FAKE_ENV = stub_environment(gpu_name="fuzz", torch_version="2.13.0", python_version="3", image="host",
+                            suite_version="0", cpu_name="fuzz")  # fmt: skip
 
 
 def write_small_run(folder: Path, mean: float) -> Path:

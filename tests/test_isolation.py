@@ -5,38 +5,19 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO, tiny_run_cmd
 
 from suite.results import COLUMNS, TIMING_COLUMNS, key_of, read_rows
-
-REPO = Path(__file__).resolve().parent.parent
-TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
 
 
 def run_suite(
     out: Path, *args: str, fault: str = "", timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, SUITE_FAULT=fault, PYTHONPATH=str(REPO))
-    cmd = [
-        sys.executable,
-        "-m",
-        "suite",
-        "run",
-        "--matrix",
-        str(TINY),
-        "--profile",
-        "tiny",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--run-id",
-        "t",
-        *args,
-    ]
+    cmd = tiny_run_cmd(out, "t", *args)
     return subprocess.run(
         cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout, check=False
     )

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import stub_environment
 
-from suite.env import Environment
 from suite.matrix import expand, load_matrix
 from suite.results import KEY_COLUMNS, key_of, read_rows
 
@@ -70,24 +70,8 @@ except UsageError as exc:
     sys.exit(2)
 """
 
-ENVIRONMENT = Environment(
-    device="cpu",
-    device_type="cpu",
-    gpu_name="stub",
-    gpu_count=0,
-    torch_version="0.0.0",
-    torch_git="",
-    cuda_version="",
-    cudnn_version="",
-    triton_version="",
-    transformers_version="",
-    python_version="3",
-    driver_version="",
-    image="host",
-    suite_version="0",
-    cpu_name="stub",
-    cpu_count=1,
-)
+ENVIRONMENT = stub_environment(gpu_name="stub", torch_version="0.0.0", python_version="3", image="host",
+                               suite_version="0", cpu_name="stub")  # fmt: skip
 
 
 @dataclasses.dataclass

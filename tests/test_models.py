@@ -100,6 +100,29 @@ def _run(matrix: Path, out: Path, *args: str, path: Path | None = None) -> list[
         return list(csv.DictReader(fh))
 
 
+def _checkpoint_matrix(tmp_path: Path, name: str, task: str, ckpt: Path) -> Path:
+    """A matrix whose one model is a saved checkpoint folder, run as `weights: pretrained`
+    (the folder stands in for the hub, which tests cannot reach)."""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(
+        f"""
+version: 1
+defaults: {{image: {{path: suite/assets/chelsea-640x480.jpg}}}}
+builds: {{any: {{kind: release, python: "3.11", torch: "0.0.0"}}}}
+models:
+  {name}:
+    task: {task}
+    id: {ckpt}
+profiles:
+  p:
+    settings: {{weights: pretrained, iterations: 5, warmup: 1, timeout_s: 300}}
+    select: [{{models: all, batch_sizes: [1], modes: [eager]}}]
+""",
+        encoding="utf-8",
+    )
+    return matrix
+
+
 def test_a_model_the_matrix_does_not_list_runs_from_its_model_type(tmp_path: Path) -> None:
     """Swin is not one of the guide's models: a matrix entry alone makes it benchmarkable."""
     matrix = tmp_path / "matrix.yaml"
@@ -160,23 +183,7 @@ def test_a_checkpoint_folder_runs_through_the_pretrained_path(tmp_path: Path) ->
     )  # fmt: skip
     AutoModelForImageClassification.from_config(config).save_pretrained(ckpt)
     ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(ckpt)
-    matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(
-        f"""
-version: 1
-defaults: {{image: {{path: suite/assets/chelsea-640x480.jpg}}}}
-builds: {{any: {{kind: release, python: "3.11", torch: "0.0.0"}}}}
-models:
-  Saved:
-    task: Image Classification
-    id: {ckpt}
-profiles:
-  p:
-    settings: {{weights: pretrained, iterations: 5, warmup: 1, timeout_s: 300}}
-    select: [{{models: all, batch_sizes: [1], modes: [eager]}}]
-""",
-        encoding="utf-8",
-    )
+    matrix = _checkpoint_matrix(tmp_path, "Saved", "Image Classification", ckpt)
     (row,) = _run(matrix, tmp_path / "out", "--profile", "p")
     assert row["status"] == "ok", row["error"]
     assert row["weights"] == "pretrained" and row["model_id"] == str(ckpt)
@@ -210,23 +217,7 @@ def test_a_timm_backbone_without_timm_is_one_line_in_the_error_row(tmp_path: Pat
     broken = tmp_path / "site" / "timm"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'torchvision'\")\n")
-    matrix = tmp_path / "matrix.yaml"
-    matrix.write_text(
-        f"""
-version: 1
-defaults: {{image: {{path: suite/assets/chelsea-640x480.jpg}}}}
-builds: {{any: {{kind: release, python: "3.11", torch: "0.0.0"}}}}
-models:
-  SavedDETR:
-    task: Object Detection
-    id: {ckpt}
-profiles:
-  p:
-    settings: {{weights: pretrained, iterations: 5, warmup: 1, timeout_s: 300}}
-    select: [{{models: all, batch_sizes: [1], modes: [eager]}}]
-""",
-        encoding="utf-8",
-    )
+    matrix = _checkpoint_matrix(tmp_path, "SavedDETR", "Object Detection", ckpt)
     (row,) = _run(matrix, tmp_path / "out", "--profile", "p", path=tmp_path / "site")
     assert row["status"] == "error" and row["median_ms"] == ""
     assert row["error"].startswith(  # one line (a long tmp path may cut its end: <= 300 characters)

@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import stub_environment
 
 from suite import runner
 from suite.cli import main
-from suite.env import Environment
 from suite.errors import UsageError
 from suite.matrix import expand, load_matrix
 from suite.results import read_rows
@@ -88,10 +88,7 @@ def test_disk_filling_up_mid_sweep_stops_cleanly_and_resumes(
     stub.write_text('#!/bin/sh\nprintf \'{"status": "ok", "error": "", "median_ms": 1.0}\' > "$4"\n')
     stub.chmod(0o755)
     cells = expand(load_matrix(TINY), "tiny", "b")
-    environment = Environment(
-        **{f: "" for f in Environment.__dataclass_fields__}
-        | {"device": "cpu", "device_type": "cpu", "gpu_count": 0, "cpu_count": 1}
-    )
+    environment = stub_environment()
     space = iter([5000.0, 10.0])  # enough for the first cell, then full
     monkeypatch.setattr(runner, "free_mb", lambda path: next(space))
     with pytest.raises(UsageError) as info:

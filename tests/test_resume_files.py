@@ -10,12 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite import resume, runner
 from suite.cli import main
-from suite.env import Environment
 from suite.errors import UsageError
 from suite.results import COLUMNS, CsvFormatError, RowWriter, read_rows
 
@@ -132,11 +132,7 @@ def test_a_bad_row_in_the_middle_stops_the_run_before_any_cell(tmp_path: Path, m
     monkeypatch.setattr(
         runner,
         "probe",
-        lambda device, python=None: Environment(
-            **{f: "" for f in Environment.__dataclass_fields__}
-            | {"device": "cpu", "device_type": "cpu", "torch_version": "9.9.9"}
-            | {"gpu_count": 0, "cpu_count": 1}
-        ),
+        lambda device, python=None: stub_environment(torch_version="9.9.9"),
     )
     started: list[object] = []
     monkeypatch.setattr(runner, "run_worker", lambda *a, **k: started.append(a))

@@ -14,13 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO, TINY, tiny_run_cmd
 
 from suite import redact
 from suite.cli import main
 from suite.results import read_rows
-
-REPO = Path(__file__).resolve().parent.parent
-TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
 
 
 def planted() -> dict[str, str]:
@@ -55,22 +53,7 @@ def test_planted_tokens_appear_in_no_output(tmp_path: Path) -> None:
     out = tmp_path / "out"
     base = [sys.executable, "-m", "suite"]
     commands = {
-        "run": [
-            *base,
-            "run",
-            "--matrix",
-            str(TINY),
-            "--profile",
-            "tiny",
-            "--device",
-            "cpu",
-            "--out",
-            str(out),
-            "--run-id",
-            "s",
-            "--models",
-            "TinyViT",
-        ],
+        "run": tiny_run_cmd(out, "s", "--models", "TinyViT"),
         "env": [*base, "env"],
         "bad --image": [
             *base,

@@ -8,13 +8,13 @@ minutes on a 2-core machine.
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import check_latency, check_speedup, known, num
 
 from suite.matrix import expand, load_matrix
 from suite.results import COLUMNS, key_of, read_rows
@@ -45,17 +45,11 @@ KNOWN_ACCURACY_FAILURES = {
 
 
 def known_accuracy_failure(row: dict[str, str]) -> bool:
-    return any(
-        row["torch_version"].startswith(prefix) and (row["model"], row["mode"]) == (model, mode)
-        for prefix, model, mode in KNOWN_ACCURACY_FAILURES
-    )
+    return known(row, dict.fromkeys(KNOWN_ACCURACY_FAILURES, True)) is True
 
 
 def known_failure(row: dict[str, str]) -> str | None:
-    for (torch_prefix, model, mode), reason in KNOWN_FAILURES.items():
-        if row["torch_version"].startswith(torch_prefix) and (row["model"], row["mode"]) == (model, mode):
-            return reason
-    return None
+    return known(row, KNOWN_FAILURES)
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +79,6 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, str]
     return result.rows, proc.stderr
 
 
-def num(row: dict[str, str], col: str) -> float:
-    value = float(row[col])
-    assert math.isfinite(value), f"{row['model']} {row['mode']}: {col}={row[col]}"
-    return value
-
-
 def test_one_row_per_cell_for_all_12_architectures(smoke) -> None:
     rows, _ = smoke
     cells = expand(load_matrix(REPO / "matrix.yaml"), "smoke", "x")
@@ -118,11 +106,7 @@ def test_every_row_is_ok_with_sane_numbers(smoke) -> None:
         label = f"{r['model']} {r['mode']}"
         assert r["weights"] == "random" and r["variant"] == "smoke" and r["batch_size"] == "1"
         assert int(r["iterations"]) == 10, label
-        lo, p10, med, p90 = num(r, "min_ms"), num(r, "p10_ms"), num(r, "median_ms"), num(r, "p90_ms")
-        assert 0 < lo <= p10 <= med <= p90, label
-        assert num(r, "ci95_low_ms") <= med <= num(r, "ci95_high_ms"), label
-        assert num(r, "mean_ms") > 0 and num(r, "std_ms") >= 0, label
-        assert num(r, "peak_mem_mb") > 0 and num(r, "params_m") > 0, label
+        check_latency(r, label)
         assert r["torch_version"] and r["transformers_version"] and r["python_version"], label
 
 
@@ -133,12 +117,7 @@ def test_compiled_cells_have_a_paired_speedup_and_pass_accuracy(smoke) -> None:
         if known_failure(r):
             continue
         if r["mode"] in COMPILED:
-            s = num(r, "speedup")
-            assert num(r, "speedup_ci95_low") <= s <= num(r, "speedup_ci95_high"), label
-            assert s == pytest.approx(num(r, "eager_median_ms") / num(r, "median_ms"), rel=1e-3), label
-            assert num(r, "compile_s") > 0, label
-            assert int(r["graph_breaks"]) >= 0, label
-            assert int(r["recompiles"]) == 0, f"{label}: recompiled while being timed"
+            check_speedup(r, label)
             if known_accuracy_failure(r):  # NaNs: the difference is infinite, written empty
                 assert r["accuracy"] == "fail", f"{label} now agrees with eager: drop it from the list"
                 continue

@@ -13,7 +13,6 @@ channel at batch size 1, which training mode cannot normalize).
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import check_latency, check_speedup, known, num
 
 from suite.matrix import Filters, expand, load_matrix
 from suite.results import COLUMNS, TIMING_COLUMNS, key_of, read_rows
@@ -93,16 +93,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, str]
 
 
 def known_failure(row: dict[str, str]) -> str | None:
-    for (torch_prefix, model, mode), reason in KNOWN_FAILURES.items():
-        if row["torch_version"].startswith(torch_prefix) and (row["model"], row["mode"]) == (model, mode):
-            return reason
-    return None
-
-
-def num(row: dict[str, str], col: str) -> float:
-    value = float(row[col])
-    assert math.isfinite(value), f"{row['model']} {row['mode']}: {col}={row[col]}"
-    return value
+    return known(row, KNOWN_FAILURES)
 
 
 def test_one_train_row_per_cell_for_all_12_architectures(smoke) -> None:
@@ -132,11 +123,7 @@ def test_every_row_is_ok_or_skipped_with_its_reason(smoke) -> None:
         assert r["status"] == "ok", f"{label}: {r['status']} {r['error']}"
         assert r["weights"] == "random" and r["variant"] == "smoke" and r["batch_size"] == "1"
         assert int(r["iterations"]) == 10, label
-        lo, p10, med, p90 = num(r, "min_ms"), num(r, "p10_ms"), num(r, "median_ms"), num(r, "p90_ms")
-        assert 0 < lo <= p10 <= med <= p90, label
-        assert num(r, "ci95_low_ms") <= med <= num(r, "ci95_high_ms"), label
-        assert num(r, "mean_ms") > 0 and num(r, "std_ms") >= 0, label
-        assert num(r, "peak_mem_mb") > 0 and num(r, "params_m") > 0, label
+        check_latency(r, label)
 
 
 def test_compiled_steps_have_a_paired_speedup_and_pass_the_loss_check(smoke) -> None:
@@ -147,12 +134,7 @@ def test_compiled_steps_have_a_paired_speedup_and_pass_the_loss_check(smoke) -> 
     assert compiled, "no compiled training cell ran"
     for r in compiled:
         label = f"{r['model']} {r['mode']}"
-        s = num(r, "speedup")
-        assert num(r, "speedup_ci95_low") <= s <= num(r, "speedup_ci95_high"), label
-        assert s == pytest.approx(num(r, "eager_median_ms") / num(r, "median_ms"), rel=1e-3), label
-        assert num(r, "compile_s") > 0, label
-        assert int(r["graph_breaks"]) >= 0, label
-        assert int(r["recompiles"]) == 0, f"{label}: recompiled while being timed"
+        check_speedup(r, label)
         assert r["accuracy"] == "pass", f"{label}: loss differs by {r['max_abs_diff']}"
         assert num(r, "max_abs_diff") >= 0, label
     for r in rows:
