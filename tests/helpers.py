@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from suite.env import Environment
+from suite.measure.provenance import Environment
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"

@@ -19,7 +19,7 @@ from suite.compare import (
     UNCHANGED,
     judge,
 )
-from suite.merge import Measurement
+from suite.report.study import Measurement
 from suite.results import RowWriter
 
 

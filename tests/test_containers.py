@@ -22,9 +22,9 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from suite import containers
 from suite.errors import UsageError
-from suite.matrix import load_matrix
+from suite.run import docker as containers
+from suite.spec import load_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 MATRIX = load_matrix(ROOT / "matrix.yaml")
@@ -506,7 +506,9 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
     spec = MATRIX.builds["stable"]
     first = containers.image_tag(spec, tmp_path)
     assert first == containers.image_tag(spec, ROOT) and TAG.match(first)
-    (tmp_path / "suite" / "worker.py").write_text((tmp_path / "suite" / "worker.py").read_text() + "\n# x\n")
+    (tmp_path / "suite" / "measure" / "worker.py").write_text(
+        (tmp_path / "suite" / "measure" / "worker.py").read_text() + "\n# x\n"
+    )
     assert containers.image_tag(spec, tmp_path) != first  # the code changed: a new image
     (tmp_path / "suite" / "__pycache__").mkdir(exist_ok=True)
     second = containers.image_tag(spec, tmp_path)

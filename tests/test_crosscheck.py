@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from suite import crosscheck
-from suite.matrix import Filters, expand, load_matrix
+from suite.measure import crosscheck
+from suite.spec import Filters, expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 TOY = """

@@ -63,7 +63,11 @@ def workers_of(out: Path) -> list[int]:
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"suite.worker" in cmdline and any(str(out).encode() in a for a in cmdline) and state != "Z":
+        if (
+            b"suite.measure.worker" in cmdline
+            and any(str(out).encode() in a for a in cmdline)
+            and state != "Z"
+        ):
             pids.append(int(proc.name))
     return pids
 

@@ -21,7 +21,7 @@ from helpers import stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from suite import runner
+from suite.run import preflight, runner
 from suite.cli import main
 from suite.results import RowWriter
 
@@ -409,7 +409,7 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple]:
     """No probe child, no sweep: record what `run` would have run; cwd in a scratch folder
     (relative --out / -o values land there)."""
     calls: list[tuple] = []
-    monkeypatch.setattr(runner, "probe", lambda device, python=None: FAKE_ENV)
+    monkeypatch.setattr(preflight, "probe", lambda device, python=None: FAKE_ENV)
 
     def fake_run_cells(cells, env, out, run_id, shard="", **kw):
         calls.append((len(cells), out, run_id, shard, kw))

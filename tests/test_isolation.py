@@ -1,5 +1,5 @@
 """Each cell in its own process: a cell that fails, in any way, gets its status row and the
-sweep goes on. Faults are injected through SUITE_FAULT=<kind>:<model> (suite/worker.py)."""
+sweep goes on. Faults are injected through SUITE_FAULT=<kind>:<model> (suite/measure/faults.py)."""
 
 from __future__ import annotations
 

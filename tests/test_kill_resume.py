@@ -25,14 +25,14 @@ from pathlib import Path
 import pytest
 from helpers import stub_environment
 
-from suite.matrix import expand, load_matrix
 from suite.results import KEY_COLUMNS, key_of, read_rows
+from suite.spec import expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
 KILLS = 14
 
-# Stands in for `python -m suite.worker CELL RESULT DEVICE` ($3 = CELL, $4 = RESULT).
+# Stands in for `python -m suite.measure.worker CELL RESULT DEVICE` ($3 = CELL, $4 = RESULT).
 # TinyViT at batch 2 always fails without a result (an error row, re-run on each resume);
 # an ok result names the runner that started the stub ($PPID), so a result handed to
 # the wrong run would show. For the orphan test: STUB_WAIT_FOR holds the result back until
@@ -56,10 +56,10 @@ printf '"input_source": "%s"}' "$PPID" >> "$4.part" && mv "$4.part" "$4"
 DRIVER = """
 import json, sys
 from pathlib import Path
-from suite import runner
-from suite.env import Environment
+from suite.run import runner
+from suite.measure.provenance import Environment
 from suite.errors import UsageError
-from suite.matrix import expand, load_matrix
+from suite.spec import expand, load_matrix
 matrix, out, stub, environment = sys.argv[1:5]
 cells = expand(load_matrix(Path(matrix)), "tiny", "stub")
 try:

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 WORKER = """
 import subprocess, sys, time
-import suite.lifeline as lifeline
+import suite.measure.lifeline as lifeline
 guard, parent = sys.argv[1], int(sys.argv[2])
 if guard == "watchdog":  # as where prctl is missing
     lifeline._set_pdeathsig = lambda: False

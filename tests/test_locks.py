@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from suite.matrix import load_matrix
+from suite.spec import load_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILDS = [b for b in load_matrix(ROOT / "matrix.yaml").builds.values() if b.container]

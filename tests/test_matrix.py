@@ -10,7 +10,7 @@ import yaml
 
 from suite.cli import main
 from suite.errors import UsageError
-from suite.matrix import Filters, expand, load_matrix
+from suite.spec import Filters, expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 

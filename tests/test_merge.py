@@ -9,10 +9,16 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
-from suite.merge import Study, build_kinds, load
-from suite.reference import REFERENCE_DIR, Reference
+from suite.report.reference import REFERENCE_DIR, Reference
+from suite.report.study import Study, build_kinds, load
+from suite.report.tables import (
+    compile_groups,
+    compile_modes,
+    compile_vs_eager,
+    stable_vs_others,
+    summary_table,
+)
 from suite.results import COLUMNS, RowWriter
-from suite.tables import compile_groups, compile_modes, compile_vs_eager, stable_vs_others, summary_table
 
 ROOT = Path(__file__).resolve().parent.parent
 A100 = "NVIDIA A100-SXM4-80GB"

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
-from suite.merge import Study, custom_base, load, setup_variant
-from suite.reference import Reference
-from suite.results import RowWriter
-from suite.tables import (
+from suite.report.reference import Reference
+from suite.report.study import Study, custom_base, load, setup_variant
+from suite.report.tables import (
     MEMORY_NOTE,
     TRAIN_LEGEND,
     compile_groups,
@@ -20,6 +19,7 @@ from suite.tables import (
     peak_memory,
     summary_table,
 )
+from suite.results import RowWriter
 
 H100 = "NVIDIA H100 80GB HBM3"
 TASKS = {"ViT": "Image Classification", "vit-6-layers": "Image Classification", "OwlViT": "Object Detection"}

@@ -18,8 +18,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from suite import inputs, models
-from suite.matrix import Settings, load_matrix
+from suite.measure import inputs, models
+from suite.spec import Settings, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 MATRIX = load_matrix(REPO / "matrix.yaml")

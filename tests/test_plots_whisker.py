@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from suite.plots import CI_FLOOR_PCT, whisker
-from suite.tables import improvement_pct
+from suite.report.plots import CI_FLOOR_PCT, whisker
+from suite.report.tables import improvement_pct
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from helpers import stub_environment
 
-from suite import runner
+from suite.run import preflight, runner
 from suite.cli import main
 from suite.errors import UsageError
-from suite.matrix import expand, load_matrix
 from suite.results import read_rows
+from suite.spec import expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
@@ -34,7 +34,7 @@ def call(argv: list[str]) -> tuple[int, str]:
 def no_probe(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Fails the test if the run got as far as probing the environment (a child process)."""
     probed: list[str] = []
-    monkeypatch.setattr(runner, "probe", lambda device, python=None: probed.append(device))
+    monkeypatch.setattr(preflight, "probe", lambda device, python=None: probed.append(device))
     return probed
 
 
@@ -53,7 +53,7 @@ def test_unwritable_results_folder(tmp_path: Path, no_probe: list[str], case: st
 
 
 def test_full_disk_before_the_run(tmp_path: Path, no_probe: list[str]) -> None:
-    free = runner.free_mb(tmp_path)
+    free = preflight.free_mb(tmp_path)
     need = free * 10 + 10**6  # more than this disk has
     code, err = call(
         ["run", *TINY_ARGS, "--device", "cpu", "--out", str(tmp_path), "--min-free-mb", f"{need:.0f}"]
@@ -90,7 +90,7 @@ def test_disk_filling_up_mid_sweep_stops_cleanly_and_resumes(
     cells = expand(load_matrix(TINY), "tiny", "b")
     environment = stub_environment()
     space = iter([5000.0, 10.0])  # enough for the first cell, then full
-    monkeypatch.setattr(runner, "free_mb", lambda path: next(space))
+    monkeypatch.setattr(preflight, "free_mb", lambda path: next(space))
     with pytest.raises(UsageError) as info:
         runner.run_cells(cells, environment, tmp_path, "d", python=str(stub), min_free_mb=100)
     message = str(info.value)
@@ -100,7 +100,7 @@ def test_disk_filling_up_mid_sweep_stops_cleanly_and_resumes(
     first = read_rows(csv_path)
     assert [r["model"] for r in first.rows] == ["TinyViT"] and first.repaired == 0
 
-    monkeypatch.setattr(runner, "free_mb", lambda path: 5000.0)  # space freed
+    monkeypatch.setattr(preflight, "free_mb", lambda path: 5000.0)  # space freed
     report = runner.run_cells(cells, environment, tmp_path, "d", python=str(stub), min_free_mb=100)
     assert (report.ran, report.resumed) == (1, 1)
     assert [r["model"] for r in read_rows(csv_path).rows] == ["TinyViT", "TinyResNet"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from suite.errors import UsageError
-from suite.reference import REFERENCE_DIR, Reference, gpu_class, read_reference_csv
+from suite.report.reference import REFERENCE_DIR, Reference, gpu_class, read_reference_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT.parent / "shared" / "seeds" / "001_16d60286288c1fc8.txt"  # the guide's page text

@@ -14,7 +14,7 @@ from helpers import stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from suite import resume, runner
+from suite.run import launch, resume
 from suite.cli import main
 from suite.errors import UsageError
 from suite.results import COLUMNS, CsvFormatError, RowWriter, read_rows
@@ -130,12 +130,12 @@ def test_damaged_csv_is_repaired_or_refused_and_no_row_is_lost(
 def test_a_bad_row_in_the_middle_stops_the_run_before_any_cell(tmp_path: Path, monkeypatch) -> None:
     """Through the CLI: one line naming file and line, exit 2, the file untouched."""
     monkeypatch.setattr(
-        runner,
+        launch,
         "probe",
         lambda device, python=None: stub_environment(torch_version="9.9.9"),
     )
     started: list[object] = []
-    monkeypatch.setattr(runner, "run_worker", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(launch, "run_worker", lambda *a, **k: started.append(a))
     csv_path = tmp_path / "r" / "raw" / "torch9.9.9__cpu.csv"
     csv_path.parent.mkdir(parents=True)
     good = valid_csv(csv_path)

@@ -6,9 +6,10 @@ import io
 import re
 from pathlib import Path
 
-from suite.cost import estimate_seconds
-from suite.matrix import expand, load_matrix
-from suite.runner import Progress
+from suite.run.progress import Progress
+
+from suite.spec import expand, load_matrix
+from suite.spec.cost import estimate_seconds
 
 GUIDE = Path(__file__).resolve().parent / "data" / "guide-matrix.yaml"
 

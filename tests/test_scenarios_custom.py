@@ -10,7 +10,7 @@ import pytest
 
 from suite.cli import main
 from suite.errors import UsageError
-from suite.matrix import Filters, expand, load_matrix
+from suite.spec import Filters, expand, load_matrix
 
 MATRIX = """
 version: 1
@@ -61,7 +61,7 @@ def write(tmp_path: Path, text: str = MATRIX) -> Path:
 
 
 def cells_of(path: Path, profile: str, **filters: object):
-    return expand(load_matrix(path), profile, "stable", Filters(**filters), check_custom=False)
+    return expand(load_matrix(path), profile, "stable", Filters(**filters))
 
 
 # --- scenarios ------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def test_plan_with_scenarios_lists_train_cells(tmp_path: Path, capsys) -> None:
 
 
 def test_train_cells_cost_more_than_inference_cells(tmp_path: Path) -> None:
-    from suite.cost import estimate_seconds
+    from suite.spec.cost import estimate_seconds
 
     path = write(tmp_path)
     for inf, tr in zip(cells_of(path, "smoke"), cells_of(path, "smoke", scenarios=("train",)), strict=True):
@@ -137,7 +137,7 @@ def test_custom_configuration_always_has_random_weights_and_says_whose_it_is(tmp
 
 
 def test_a_shrunk_custom_configuration_keeps_its_overrides(tmp_path: Path) -> None:
-    from suite.models import build_config
+    from suite.measure.models import build_config
 
     m = load_matrix(write(tmp_path))
     spec = m.models["vit-6-layers"]

@@ -13,12 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from suite import cost
 from suite.cli import main
 from suite.errors import UsageError
-from suite.matrix import Cell, expand, load_matrix
 from suite.results import key_of
-from suite.shard import Shard, assign, select
+from suite.spec import Cell, cost, expand, load_matrix
+from suite.spec.shard import Shard, assign, select
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = Path(__file__).resolve().parent / "data" / "guide-matrix.yaml"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from helpers import check_latency, check_speedup, known, num
 
-from suite.matrix import expand, load_matrix
 from suite.results import COLUMNS, key_of, read_rows
+from suite.spec import expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 COMPILED = {"default", "reduce-overhead"}

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from suite import stats
+from suite.measure import stats
 
 
 def test_percentile_matches_linear_interpolation() -> None:

@@ -1,4 +1,4 @@
-"""The training step (suite/train.py) for each of the guide's architectures at toy size: valid
+"""The training step (suite/measure/training.py) for each of the guide's architectures at toy size: valid
 synthetic labels, a finite loss, gradients, an AdamW step that moves the weights, and a
 `skipped` reason where a model cannot take a step (OwlViT: no loss; BatchNorm at batch 1)."""
 
@@ -12,8 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from suite import train, worker  # noqa: E402
-from suite.matrix import Cell, expand, load_matrix  # noqa: E402
+from suite.measure import training as train  # noqa: E402
+from suite.measure import worker  # noqa: E402
+from suite.measure.cell import prepare  # noqa: E402
+from suite.spec import Cell, expand, load_matrix  # noqa: E402
 
 MATRIX = Path(__file__).resolve().parent / "data" / "train-matrix.yaml"
 TRAINABLE = [
@@ -43,20 +45,20 @@ KINDS = {
 
 
 def cell(name: str, batch_size: int = 2, mode: str = "eager") -> Cell:
-    cells = expand(load_matrix(MATRIX), "tiny", "test", check_custom=False)
+    cells = expand(load_matrix(MATRIX), "tiny", "test")
     (found,) = [c for c in cells if c.model.name == name and c.mode == "eager"]
     return replace(found, batch_size=batch_size, mode=mode)
 
 
 def prepared(name: str, batch_size: int = 2):
     c = cell(name, batch_size)
-    model, batch, _ = worker.prepare(c, "cpu")
+    model, batch, _ = prepare(c, "cpu")
     model.train()
     return c, model, batch, train.make_labels(model, c.model.task, batch["pixel_values"])
 
 
 def test_the_toy_matrix_has_every_architecture_of_the_guide() -> None:
-    types = {c.model.model_type for c in expand(load_matrix(MATRIX), "tiny", "t", check_custom=False)}
+    types = {c.model.model_type for c in expand(load_matrix(MATRIX), "tiny", "t")}
     assert types == {
         "vit",
         "beit",

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from helpers import check_latency, check_speedup, known, num
 
-from suite.matrix import Filters, expand, load_matrix
 from suite.results import COLUMNS, TIMING_COLUMNS, key_of, read_rows
+from suite.spec import Filters, expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 SCOPE = os.environ.get("SUITE_TRAIN_E2E", "ci")

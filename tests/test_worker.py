@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from suite.worker import compare, describe_exception
+from suite.measure.accuracy import compare
+from suite.measure.failures import describe_exception
 
 
 def test_a_bare_wrapper_exception_reports_its_root_cause() -> None:

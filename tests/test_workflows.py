@@ -13,8 +13,8 @@ from types import ModuleType
 
 import pytest
 
-from suite.cli import RUN_ID_RE
-from suite.shard import Shard
+from suite.cli.args import RUN_ID_RE
+from suite.spec.shard import Shard
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))

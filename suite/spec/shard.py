@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from suite.cost import estimate_seconds
 from suite.errors import UsageError
-from suite.matrix import Cell
+from suite.spec.cost import estimate_seconds
+from suite.spec.model import Cell
 
 _SHARD_RE = re.compile(r"^(\d+)/(\d+)$")
 MAX_SHARDS = 1024  # far above any fan-out (a GitHub Actions matrix has at most 256 jobs)

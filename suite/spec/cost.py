@@ -12,7 +12,7 @@ device), so every machine computes the same figures and therefore the same shard
 
 from __future__ import annotations
 
-from suite.matrix import Cell
+from suite.spec.model import Cell
 
 STARTUP_S = 15.0  # child process, torch + transformers imports, model build, inputs
 LOAD_S_PER_M_PARAMS = 0.02  # weights read from the cache and moved to the device

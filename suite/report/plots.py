@@ -17,9 +17,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import ScalarFormatter
 
-from suite.merge import EAGER, Measurement, Study
-from suite.reference import Reference
-from suite.tables import DAGGER, FAILURE_WORDS, CompileGroup, improvement_pct
+from suite.report.reference import Reference
+from suite.report.study import EAGER, Measurement, Study
+from suite.report.tables import DAGGER, FAILURE_WORDS, CompileGroup, improvement_pct
 
 EAGER_COLOR = "#9aa5b1"
 COMPILED_COLOR = "#1f77b4"

@@ -14,9 +14,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from suite.matrix import ImageSpec
+from suite.spec.model import ImageSpec
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # matrix.yaml and suite/ sit here
 CLIP_TEXT_LENGTH = 16  # OwlViTProcessor pads every query to 16 tokens (max_length)
 
 
@@ -31,7 +31,7 @@ def _resolve_local(path: str) -> Path:
     p = Path(path)
     if not p.is_absolute() and not p.exists():
         # relative to the repository (matrix.yaml sits next to suite/)
-        p = PACKAGE_DIR.parent / path
+        p = REPO_ROOT / path
     return p
 
 

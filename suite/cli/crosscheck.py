@@ -1,10 +1,6 @@
-"""Cross-check the suite's latency with measurements that share none of its timing code.
-
-For each cell, a separate child process builds the same model and batch (the worker's
-`prepare`), then times the forward with `torch.utils.benchmark.Timer.blocked_autorange`
-(its own loop, warm-up and synchronization) and, on CUDA, with CUDA events around a
-block of iterations. `python -m suite crosscheck` runs the cells through the normal
-runner too and prints the ratio of the medians.
+"""`python -m suite crosscheck`: run a few cells through the suite, then time each again in a
+separate process with code that shares none of the suite's timing loop
+(suite.measure.crosscheck), and print both medians and their ratio.
 """
 
 from __future__ import annotations
@@ -15,50 +11,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from suite.matrix import Cell
-
-
-def independent_timing(cell: Cell, device: str, block: int = 50) -> dict[str, Any]:
-    """Per-call milliseconds by torch.utils.benchmark (and CUDA events), in this process."""
-    import torch
-    import torch.utils.benchmark as benchmark
-
-    from suite.worker import prepare
-
-    model, batch, _ = prepare(cell, device)
-    fn = (
-        model
-        if cell.mode == "eager"
-        else torch.compile(model, mode=None if cell.mode == "default" else cell.mode)
-    )
-    out: dict[str, Any] = {}
-    with torch.no_grad():
-        for _ in range(max(3, cell.settings.warmup)):
-            fn(**batch)
-        # Timer runs on one thread unless told: match the worker's thread count, or a small
-        # model's figure differs by threading overhead alone, not by the timing loop.
-        timer = benchmark.Timer(
-            stmt="fn(**batch)", globals={"fn": fn, "batch": batch}, num_threads=torch.get_num_threads()
-        )
-        m = timer.blocked_autorange(min_run_time=max(1.0, cell.settings.iterations * 0.002))
-        out["torch_benchmark_median_ms"] = m.median * 1e3
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
-            start.record()
-            for _ in range(block):
-                fn(**batch)
-            end.record()
-            torch.cuda.synchronize()
-            out["cuda_events_mean_ms"] = start.elapsed_time(end) / block
-    return out
+from suite.cli.args import default_profile, filters_of
+from suite.errors import UsageError
+from suite.redact import redact
+from suite.results import read_rows
+from suite.run import preflight, runner
+from suite.run.launch import child_env
+from suite.spec import expand, load_matrix
+from suite.spec.model import Cell
 
 
 def run_child(cell: Cell, device: str, python: str = sys.executable) -> dict[str, Any]:
-    from suite.runner import child_env
-
     proc = subprocess.run(
-        [python, "-m", "suite.crosscheck", cell.to_json(), device],
+        [python, "-m", "suite.measure.crosscheck", cell.to_json(), device],
         capture_output=True,
         text=True,
         env=child_env(),
@@ -68,12 +33,6 @@ def run_child(cell: Cell, device: str, python: str = sys.executable) -> dict[str
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return {"error": tail}
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def main(argv: list[str]) -> int:
-    cell = Cell.from_json(argv[0])
-    print(json.dumps(independent_timing(cell, argv[1])))
-    return 0
 
 
 def report(cells: list[Cell], rows: list[dict[str, str]], device: str) -> list[str]:
@@ -112,20 +71,14 @@ def report(cells: list[Cell], rows: list[dict[str, str]], device: str) -> list[s
 
 def cmd_crosscheck(args: Any) -> int:
     """`python -m suite crosscheck`: run the cells, then measure them independently."""
-    from suite import runner
-    from suite.cli import _default_profile, _filters
-    from suite.errors import UsageError
-    from suite.matrix import expand, load_matrix
-    from suite.redact import redact
-    from suite.results import read_rows
-
     matrix = load_matrix(args.matrix)
-    filters = _filters(args)
-    runner.check_writable(args.out)
-    environment = runner.probe(args.device)
-    profile = _default_profile(args, environment.device_type)
-    build = runner.resolve_build(matrix, args.build, environment)
+    filters = filters_of(args)
+    preflight.check_writable(args.out)
+    environment = preflight.probe(args.device)
+    profile = default_profile(args, environment.device_type)
+    build = preflight.resolve_build(matrix, args.build, environment)
     cells = expand(matrix, profile, build, filters)
+    preflight.check_custom(matrix, cells)
     if any(c.scenario != "inference" for c in cells):
         raise UsageError("--scenarios", "the cross-check times forward passes: inference cells only")
     if len(cells) > 12:
@@ -140,7 +93,3 @@ def cmd_crosscheck(args: Any) -> int:
     target.write_text(redact(text) + "\n")
     print(f"written to {target}", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from suite.errors import UsageError
 
-REFERENCE_DIR = Path(__file__).resolve().parent.parent / "results" / "reference"
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
 COLUMNS: tuple[str, ...] = (
     "task",
     "model",

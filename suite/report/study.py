@@ -17,8 +17,9 @@ from typing import Any
 import pandas as pd
 
 from suite.errors import UsageError
-from suite.matrix import BUILD_KINDS, load_matrix
 from suite.results import CsvFormatError, read_rows
+from suite.spec.load import load_matrix
+from suite.spec.model import BUILD_KINDS
 
 NUMERIC_COLUMNS: tuple[str, ...] = (
     "batch_size",

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.matrix import BuildSpec
+from suite.spec.model import BuildSpec
 
 REPOSITORY = "torch-compile-suite"
 # Inside the image (containers/*/Dockerfile): the suite, the results mount point, HF_HOME.

@@ -1,4 +1,4 @@
-"""The one timing loop, and the peak-memory tracker. Used for every mode and device.
+"""The one timing loop. Used for every mode, device and scenario.
 
 Latency of one call = wall time from a synchronized start to a synchronized end
 (`torch.cuda.synchronize()` on CUDA, a no-op on CPU), read with `perf_counter_ns`.
@@ -9,11 +9,8 @@ the eager/compiled speed-up a paired measurement.
 
 from __future__ import annotations
 
-import os
-import resource
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 
@@ -49,50 +46,3 @@ def time_interleaved(
             ms, _ = time_call(fns[j], sync)
             samples[j].append(ms)
     return samples
-
-
-@dataclass
-class PeakMemory:
-    """Peak memory of the block it wraps, in MB (2**20 bytes).
-
-    CUDA: `torch.cuda.max_memory_allocated` (tensors: weights, activations, CUDA-graph
-    pools). CPU: the process's peak resident set (VmHWM), reset at entry where Linux
-    allows (`/proc/self/clear_refs`), else the process's lifetime peak.
-    """
-
-    device: str
-    peak_mb: float | None = None
-
-    def __enter__(self) -> PeakMemory:
-        if self.device == "cuda":
-            import torch
-
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-        else:
-            try:
-                with open("/proc/self/clear_refs", "w") as fh:
-                    fh.write("5")
-            except OSError:
-                pass
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.device == "cuda":
-            import torch
-
-            torch.cuda.synchronize()
-            self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
-        else:
-            self.peak_mb = _cpu_peak_rss_mb()
-
-
-def _cpu_peak_rss_mb() -> float:
-    try:
-        with open(f"/proc/{os.getpid()}/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux

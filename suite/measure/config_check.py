@@ -1,12 +1,11 @@
-"""Check custom configurations against their config classes, before any cell runs.
+"""Check custom configurations against their config classes: the child side.
 
 matrix.yaml's `custom:` entries are a base model plus config overrides. Only transformers
 knows which fields a config class has and of which type, and a typo there (`num_hidden_layer: 6`)
 would otherwise be accepted silently as a new attribute and benchmark the base model under
-another name. The parent process (plan, run) never imports torch, so the check runs in a child
-process, with the same Python the workers use: `python -m suite.custom` reads the configurations
-as JSON on stdin and prints the problems as one JSON line. Each problem becomes a UsageError that
-names the file and field (exit status 2).
+another name. The parent (plan, run) never imports torch, so `suite.run.preflight.check_custom`
+runs `python -m suite.measure.config_check`, which reads the configurations as JSON on stdin and
+prints the problems as one JSON line.
 """
 
 from __future__ import annotations
@@ -14,19 +13,12 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
-import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from suite.errors import UsageError
-from suite.matrix import Cell, Matrix, ModelSpec
-
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
-CHECK_TIMEOUT_S = 300
-_checked: set[str] = set()  # payloads already checked in this process (cmd_run expands twice)
+from suite.spec.model import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -73,7 +65,7 @@ def config_problems(spec: ModelSpec, shrink: bool) -> list[Problem]:
     import transformers
     from transformers import AutoConfig
 
-    from suite.models import build_config
+    from suite.measure.models import build_config
 
     version = transformers.__version__
     try:
@@ -110,69 +102,6 @@ def config_problems(spec: ModelSpec, shrink: bool) -> list[Problem]:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         problems.append(Problem(spec.name, "", f"{cls.__name__} rejects the overrides: {first}"))
     return problems
-
-
-def check_selected(matrix: Matrix, cells: Iterable[Cell]) -> None:
-    """Raise UsageError for the first problem among the custom configurations `cells` use."""
-    wanted: dict[tuple[str, bool], ModelSpec] = {}
-    for cell in cells:
-        if cell.model.base:
-            wanted.setdefault((cell.model.name, cell.settings.shrink), cell.model)
-    if not wanted:
-        return
-    # insertion order (the matrix's) keeps the payload stable; default=str: a base config may
-    # hold YAML values JSON has no type for (the child then sees their text)
-    payload = json.dumps(
-        [{"spec": asdict(spec), "shrink": shrink} for (_, shrink), spec in wanted.items()], default=str
-    )
-    if payload in _checked:
-        return
-    problems = _run_child(payload)
-    if problems is None:
-        return
-    if problems:
-        p = problems[0]
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        field = ".".join(x for x in ("custom", p.name, p.key) if x)
-        raise UsageError(f"{matrix.path}: {field}", p.message + more)
-    _checked.add(payload)
-
-
-def _run_child(payload: str) -> list[Problem] | None:
-    """Problems found by `python -m suite.custom`; None when it could not check (no transformers
-    here: the workers will report a bad configuration in their rows instead)."""
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "suite.custom"],
-            input=payload,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=CHECK_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        print(
-            f"suite: warning: checking custom configurations took over {CHECK_TIMEOUT_S} s", file=sys.stderr
-        )
-        return None
-    lines = proc.stdout.strip().splitlines()
-    try:
-        answer = json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        print(f"suite: warning: custom configurations not checked ({tail})", file=sys.stderr)
-        return None
-    if "unavailable" in answer:
-        print(f"suite: warning: custom configurations not checked ({answer['unavailable']})", file=sys.stderr)
-        return None
-    return [Problem(**p) for p in answer["problems"]]
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from suite.matrix import ModelSpec, Settings, deep_merge
+from suite.spec.model import ModelSpec, Settings, deep_merge
 
 
 @dataclass

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from suite.matrix import MODES
-from suite.merge import EAGER, Gpu, Measurement, Setup, Study, ratio_interval
-from suite.reference import GuideFigure, Reference
+from suite.report.reference import GuideFigure, Reference
+from suite.report.study import EAGER, Gpu, Measurement, Setup, Study, ratio_interval
 from suite.results import slug
+from suite.spec.model import MODES
 
 FAILURE_WORDS: dict[str, str] = {"oom": "OOM", "error": "error", "timeout": "timeout", "skipped": "skipped"}
 NOT_MEASURED = "—"

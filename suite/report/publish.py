@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.merge import Loaded, Study, build_kinds, load
-from suite.reference import Reference
-from suite.tables import (
+from suite.report.reference import Reference
+from suite.report.study import Loaded, Study, build_kinds, load
+from suite.report.tables import (
     LEGEND,
     TRAIN,
     TRAIN_LEGEND,
@@ -109,7 +109,7 @@ def run_merge(
     plot_links: dict[str, list[Path]] = {}
     written: list[Path] = []
     if plots:
-        from suite.plots import plot_group
+        from suite.report.plots import plot_group
 
         for group, table in zip(groups, vs_eager, strict=True):
             stem = table.name.removeprefix("compile-vs-eager__")

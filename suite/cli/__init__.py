@@ -1,0 +1,128 @@
+"""`python -m suite VERB ...`: plan, run, crosscheck, env; and the host-side merge and compare.
+
+Bad input never produces a traceback: every UsageError (and argparse's own errors)
+becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from suite.cli.args import (
+    DEFAULT_MATRIX,
+    DEFAULT_REFERENCE,
+    Parser,
+    add_run_args,
+    add_selection_args,
+    threshold,
+)
+from suite.cli.bench import cmd_env, cmd_plan, cmd_run
+from suite.cli.crosscheck import cmd_crosscheck
+from suite.cli.report import cmd_compare, cmd_merge
+from suite.errors import UsageError
+from suite.redact import RedactingStream
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="suite", description="torch.compile benchmark suite for HF vision models")
+    sub = parser.add_subparsers(dest="verb", required=True, parser_class=Parser)
+
+    p = sub.add_parser("plan", help="list the cells of a profile without running them")
+    add_selection_args(p)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser(
+        "run", help="measure every cell; append rows to <out>/<run-id>/raw/<build>__<device>.csv"
+    )
+    add_selection_args(p)
+    add_run_args(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "crosscheck",
+        help="time a few cells with the suite and independently (torch.utils.benchmark, CUDA events)",
+    )
+    add_selection_args(p)
+    p.set_defaults(func=cmd_crosscheck)
+
+    p = sub.add_parser("env", help="print the environment (torch, CUDA, GPU, driver, versions)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--json", action="store_true", help="one JSON line (machine-readable)")
+    p.set_defaults(func=cmd_env)
+
+    p = sub.add_parser(
+        "merge", help="tables (Markdown + CSV), plots and an index page from raw CSVs of one or more runs"
+    )
+    p.add_argument("inputs", nargs="+", type=Path, help="run folders (their raw/*.csv) or raw CSV files")
+    p.add_argument(
+        "-o", "--out", type=Path, default=None, help="write tables/ and plots/ here (default: the run folder)"
+    )
+    p.add_argument(
+        "--matrix", type=Path, default=None, help=f"for the builds' kinds (default: {DEFAULT_MATRIX})"
+    )
+    p.add_argument(
+        "--reference",
+        type=Path,
+        default=DEFAULT_REFERENCE,
+        help="the guide's figures as CSV (default: %(default)s)",
+    )
+    p.add_argument("--no-plots", action="store_true", help="tables only")
+    p.add_argument("--strict", action="store_true", help="exit 2 if any row or file would be skipped")
+    p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("compare", help="regressions between two runs; exit 1 if a cell regressed")
+    p.add_argument("base", type=Path, help="the base run folder (or one raw CSV)")
+    p.add_argument("new", type=Path, help="the new run folder (or one raw CSV)")
+    p.add_argument(
+        "--threshold",
+        type=threshold,
+        default=0.05,
+        help="slow-down that counts, as a fraction (default: %(default)s = 5%%)",
+    )
+    p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
+    p.set_defaults(func=cmd_compare)
+    return parser
+
+
+VERBS = ("plan", "run", "crosscheck", "env", "merge", "compare")
+
+
+def printable(text: str) -> str:
+    """One line whatever the input held: control characters (a newline in a file name, a
+    key) are shown escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb with stdout and stderr redacted (suite.redact): no line the suite
+    prints, error messages and tracebacks included, carries a token."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(out), RedactingStream(err)
+    try:
+        return _main(argv)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        verb = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
+        verb = verb if verb in VERBS else ""
+        print(f"suite{' ' + verb if verb else ''}: error: {printable(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("suite: interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # a bug: the traceback helps, but it passes the redaction too
+        traceback.print_exc()
+        print("suite: internal error (a bug in the suite; the traceback above says where)", file=sys.stderr)
+        return 3

@@ -1,0 +1,249 @@
+"""The command line's flags: one-line errors (a UsageError, exit status 2) for every bad value,
+and the selection flags shared by `plan`, `run` and `crosscheck`."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from suite.errors import UsageError
+
+DEFAULT_MATRIX = Path(__file__).resolve().parents[2] / "matrix.yaml"
+DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError("", message)
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        """As argparse's, but unknown arguments are quoted: an empty one must show."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(shlex.quote(a) for a in extras)}")
+        return parsed
+
+
+def _csv_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
+    def parse(text: str) -> tuple[int, ...]:
+        items = _csv_list(text)
+        if not items:
+            raise UsageError(flag, "needs at least one value")
+        out = []
+        for item in items:
+            if not item.isdigit() or int(item) < 1:
+                raise UsageError(flag, f"{item!r} is not a positive integer")
+            out.append(int(item))
+        return tuple(out)
+
+    return parse
+
+
+def _choice_list(flag: str, choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    def parse(text: str) -> tuple[str, ...]:
+        items = _csv_list(text)
+        if not items:
+            raise UsageError(flag, "needs at least one value")
+        for item in items:
+            if item not in choices:
+                raise UsageError(flag, f"{item!r} is not one of: {', '.join(choices)}")
+        return tuple(items)
+
+    return parse
+
+
+def _positive(flag: str, kind: type, minimum: int = 0) -> Callable[[str], float]:
+    """A number > 0 (and >= minimum when one is given), finite."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise UsageError(flag, f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise UsageError(flag, f"must be > 0, got {text}")
+        if value < minimum:
+            raise UsageError(
+                flag, f"must be >= {minimum} (a median and its interval need samples), got {text}"
+            )
+        return value
+
+    return parse
+
+
+def _run_id(text: str) -> str:
+    if not RUN_ID_RE.match(text):
+        raise UsageError("--run-id", f"{text!r}: use letters, digits, '.', '_' or '-' (max 100)")
+    return text
+
+
+def _shard(text: str) -> object:
+    from suite.spec.shard import Shard
+
+    return Shard.parse(text)
+
+
+def add_selection_args(p: argparse.ArgumentParser) -> None:
+    """The flags shared by `plan` and `run`."""
+    from suite.spec.model import DEVICES, MODES, SCENARIOS, WEIGHTS
+
+    p.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
+    p.add_argument(
+        "--profile", default=None, help="profile of the matrix (default: smoke without a GPU, full with one)"
+    )
+    p.add_argument(
+        "--build", default=None, help="build label; must match the running torch (default: detected)"
+    )
+    p.add_argument(
+        "--models", type=_csv_list, default=None, help="comma list of display names or hub ids (any case)"
+    )
+    p.add_argument("--batch-sizes", type=_int_list("--batch-sizes"), default=None, help="e.g. 1,4")
+    p.add_argument(
+        "--modes",
+        type=_choice_list("--modes", MODES),
+        default=None,
+        help=f"comma list of: {', '.join(MODES)}",
+    )
+    p.add_argument(
+        "--scenarios",
+        type=_choice_list("--scenarios", SCENARIOS),
+        default=None,
+        help=f"comma list of: {', '.join(SCENARIOS)}",
+    )
+    p.add_argument(
+        "--device", choices=DEVICES, default="auto", help="where to run (default: auto = cuda if present)"
+    )
+    p.add_argument(
+        "--weights", choices=WEIGHTS, default=None, help="pretrained (hub) or random (offline, from configs)"
+    )
+    p.add_argument(
+        "--iterations",
+        type=_positive("--iterations", int, minimum=2),
+        default=None,
+        help="timed iterations per cell",
+    )
+    p.add_argument(
+        "--warmup", type=_positive("--warmup", int), default=None, help="warm-up iterations per cell"
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive("--timeout", float),
+        default=None,
+        help="seconds per cell before it is killed",
+    )
+    p.add_argument(
+        "--image", default=None, help="photo to feed: a URL or a local path (default: the guide's COCO image)"
+    )
+    p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)")
+    p.add_argument(
+        "--run-id",
+        type=_run_id,
+        default=None,
+        help="run folder name; reuse one to resume (default: a UTC timestamp)",
+    )
+    p.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/N",
+        help="only part I of N (1-based), balanced by estimated cost; the same on every machine",
+    )
+
+
+def _min_free(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError("--min-free-mb", f"{text!r} is not a number") from None
+    if not 0 <= value < float("inf"):
+        raise UsageError("--min-free-mb", f"must be a number >= 0, got {text}")
+    return value
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """The flags of `run` alone: how a resume treats failed cells, the disk check."""
+    from suite.run.preflight import DEFAULT_MIN_FREE_MB
+
+    p.add_argument(
+        "--keep-failed",
+        action="store_true",
+        help="on resume, keep the cells recorded as error/timeout/skipped (default: run them again)",
+    )
+    p.add_argument(
+        "--min-free-mb",
+        type=_min_free,
+        default=DEFAULT_MIN_FREE_MB,
+        help="no cell starts with less free space than this where results go (default: %(default)s; 0: off)",
+    )
+
+
+def filters_of(args: argparse.Namespace) -> object:
+    from suite.spec import Filters, ImageSpec
+
+    overrides: dict[str, object] = {}
+    if args.weights:
+        overrides["weights"] = args.weights
+    if args.iterations:
+        overrides["iterations"] = int(args.iterations)
+    if args.warmup:
+        overrides["warmup"] = int(args.warmup)
+    if args.timeout:
+        overrides["timeout_s"] = float(args.timeout)
+    if args.image:
+        is_url = args.image.startswith(("http://", "https://"))
+        overrides["image"] = ImageSpec(url=args.image if is_url else "", path="" if is_url else args.image)
+        if not is_url and not Path(args.image).is_file():
+            raise UsageError("--image", f"{args.image}: no such file")
+    return Filters(
+        models=tuple(args.models) if args.models is not None else None,
+        batch_sizes=args.batch_sizes,
+        modes=args.modes,
+        scenarios=args.scenarios,
+        overrides=overrides,
+    )
+
+
+def selected(args: argparse.Namespace, cells: list, profile: str) -> list:
+    """The cells, or a UsageError naming the filter flags when they select none."""
+    if cells:
+        return cells
+    given = [
+        flag
+        for flag, value in (
+            ("--models", args.models),
+            ("--batch-sizes", args.batch_sizes),
+            ("--modes", args.modes),
+            ("--scenarios", args.scenarios),
+        )
+        if value is not None
+    ]
+    raise UsageError(
+        "/".join(given) or "--profile",
+        f"no cell of profile {profile!r} is selected (`suite plan --profile {profile}` lists them)",
+    )
+
+
+def default_profile(args: argparse.Namespace, device_type: str | None) -> str:
+    if args.profile:
+        return args.profile
+    return "full" if device_type == "cuda" else "smoke"
+
+
+def threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError("--threshold", f"{text!r} is not a number") from None
+    if not 0 <= value < 1:
+        raise UsageError("--threshold", f"must be a fraction in [0, 1), e.g. 0.05 for 5%, got {text}")
+    return value

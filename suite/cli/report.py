@@ -1,0 +1,70 @@
+"""The host-side verbs: `merge` (tables and plots) and `compare` (regressions between runs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from suite.cli.args import DEFAULT_MATRIX
+from suite.errors import UsageError
+
+
+def _warn(verb: str, lines: Sequence[str]) -> None:
+    for line in lines:
+        print(f"suite {verb}: warning: {line}", file=sys.stderr)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from suite.report.publish import run_merge
+    from suite.report.study import default_out, find_csvs
+
+    find_csvs(args.inputs)  # missing inputs are reported before anything else
+    out = args.out or default_out(args.inputs)
+    if out is None:
+        raise UsageError("-o", "the inputs are not one run folder: say where to write with -o OUT")
+    if out.exists() and not out.is_dir():
+        raise UsageError("-o", f"{out} is a file, not a folder")
+    try:
+        result = run_merge(
+            args.inputs,
+            out,
+            matrix=args.matrix or DEFAULT_MATRIX,
+            matrix_explicit=args.matrix is not None,
+            reference_dir=args.reference,
+            plots=not args.no_plots,
+            strict=args.strict,
+        )
+    except OSError as exc:
+        raise UsageError(str(exc.filename or out), f"cannot read or write: {exc.strerror or exc}") from None
+    report = result.loaded.report()
+    print(f"suite merge: {report[0]}", file=sys.stderr)
+    _warn("merge", report[1:])
+    print(
+        f"suite merge: {len(result.tables)} table(s), {len(result.plots)} plot(s) -> {result.index}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from suite.compare import compare, render, verdict_line
+    from suite.report.study import load
+
+    base, new = load([args.base]), load([args.new])
+    _warn(
+        "compare",
+        [f"base: {line}" for line in base.report()[1:]] + [f"new: {line}" for line in new.report()[1:]],
+    )
+    result = compare(base, new, args.threshold)
+    text = render(result, [args.base], [args.new], base, new)
+    if args.output:
+        try:
+            args.output.parent.mkdir(parents=True, exist_ok=True)
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError("-o", f"cannot write {args.output}: {exc.strerror or exc}") from None
+        print(f"suite compare: {verdict_line(result)} -> {args.output}", file=sys.stderr)
+    else:
+        print(text, end="")
+    return 1 if result.failed else 0

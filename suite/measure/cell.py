@@ -1,0 +1,80 @@
+"""What every scenario shares: the model and batch on the device, and the row's latency and
+compiled-cell fields."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from suite.measure import inputs, models
+from suite.measure.stats import Speedup, Summary
+from suite.spec.model import Cell
+
+
+def latency_fields(samples: list[float]) -> dict[str, Any]:
+    """The per-iteration latency statistics of the timed calls (DESIGN.md's CSV columns)."""
+    summary = Summary.of(samples)
+    return {
+        "iterations": summary.n,
+        "mean_ms": summary.mean,
+        "median_ms": summary.median,
+        "p10_ms": summary.p10,
+        "p90_ms": summary.p90,
+        "std_ms": summary.std,
+        "min_ms": summary.min,
+        "ci95_low_ms": summary.ci95_low,
+        "ci95_high_ms": summary.ci95_high,
+    }
+
+
+def compiled_fields(
+    eager: list[float],
+    compiled: list[float],
+    compile_ms: float,
+    graphs: tuple[int, int, int],
+    accuracy: tuple[float, bool],
+) -> dict[str, Any]:
+    """The columns only a compiled cell fills: paired speed-up (interleaved samples), compile
+    time, dynamo's counts (graph breaks, graphs after the first call, graphs at the end) and
+    the accuracy check (max |diff|, within tolerance)."""
+    speed = Speedup.of(eager, compiled)
+    breaks, after_first, at_end = graphs
+    max_diff, passed = accuracy
+    return {
+        "eager_median_ms": Summary.of(eager).median,
+        "speedup": speed.ratio,
+        "speedup_ci95_low": speed.ci95_low,
+        "speedup_ci95_high": speed.ci95_high,
+        "compile_s": max(0.0, compile_ms) / 1000,
+        "graph_breaks": breaks,
+        "recompiles": at_end - after_first,
+        "max_abs_diff": max_diff,
+        "accuracy": "pass" if passed else "fail",
+    }
+
+
+def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """(model on device, input batch on device, facts for the row)."""
+    import torch
+
+    torch.manual_seed(0)
+    s = cell.settings
+    loaded = models.load(cell.model, s)
+    dtype = getattr(torch, s.dtype)
+    model = loaded.model.to(device=device, dtype=dtype).eval()
+    offline = s.weights == "random" or os.environ.get("HF_HUB_OFFLINE") == "1"
+    image, source = inputs.load_image(s.image, offline=offline)
+    text_cfg = getattr(model.config, "text_config", None)
+    batch = inputs.make_batch(
+        loaded.processor,
+        image,
+        cell.batch_size,
+        cell.model.text_queries,
+        text_offline=loaded.tokenizer_offline,
+        vocab_size=getattr(text_cfg, "vocab_size", 49408),
+    )
+    batch = {
+        k: v.to(device=device, dtype=dtype if v.is_floating_point() else v.dtype) for k, v in batch.items()
+    }
+    facts = {"params_m": loaded.params_m, "input_source": source}
+    return model, batch, facts

@@ -1,0 +1,186 @@
+"""Launch one worker per cell: its environment, its files, its log, its timeout.
+
+`python -m suite.measure.worker` runs in a new process group (inductor's compile workers
+die with it on a timeout), reads and writes files named for its attempt only (a worker left
+over from a killed run can never hand its result to a resumed one), and its output reaches
+the cell's log through a pipe that redacts secrets (suite.redact). Whatever comes back, or
+does not, becomes the worker's fields: a garbled result is an error, never a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from suite.measure.lifeline import PARENT_ENV
+from suite.redact import redact_bytes
+from suite.results import COLUMNS, STATUSES, one_line, raw_csv_name, slug
+from suite.spec.model import Cell
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+WORKER_MODULE = "suite.measure.worker"
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The worker's environment: ours (HF_TOKEN etc. pass through, never written
+    anywhere), the suite importable, output unbuffered so the log is complete."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class RunPaths:
+    """Where one (run, build, device) writes: raw CSV, per-cell logs, scratch."""
+
+    run_dir: Path
+    csv: Path
+    logs: Path
+    scratch: Path
+
+    @staticmethod
+    def make(out: Path, run_id: str, build: str, device: str, shard: str = "") -> RunPaths:
+        run_dir = out / run_id
+        name = raw_csv_name(build, device, shard)
+        stem = name[: -len(".csv")]
+        return RunPaths(run_dir, run_dir / "raw" / name, run_dir / "logs" / stem, run_dir / ".scratch" / stem)
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = (
+            " (out of host memory? the kernel's OOM killer sends SIGKILL)"
+            if returncode == -signal.SIGKILL
+            else ""
+        )
+        return f"worker killed by {name}{hint}"
+    return f"worker exited with status {returncode} without a result"
+
+
+def last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
+
+
+def _log_path(paths: RunPaths, stem: str) -> Path:
+    """`<stem>.log`, or `<stem>.attempt<n>.log` when an earlier attempt's log is there
+    (a re-run never overwrites the log a superseded row points to)."""
+    path, n = paths.logs / f"{stem}.log", 1
+    while path.exists():
+        n += 1
+        path = paths.logs / f"{stem}.attempt{n}.log"
+    return path
+
+
+def _pump(source: Any, log: Any) -> None:
+    """Copy the worker's output to its log line by line, secrets redacted."""
+    try:
+        for line in iter(source.readline, b""):
+            log.write(redact_bytes(line))
+            log.flush()
+    except (OSError, ValueError):  # the log was closed under us: the cell is over
+        pass
+
+
+def _result_fields(path: Path) -> dict[str, Any]:
+    """The worker's result, checked: a garbled one becomes an error, never a crash of the sweep."""
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"status": "error", "error": f"unreadable worker result: {exc}"}
+    if not isinstance(fields, dict) or fields.get("status") not in STATUSES:
+        status = fields.get("status") if isinstance(fields, dict) else None
+        return {"status": "error", "error": f"worker result has no valid status (got {status!r})"}
+    unknown = sorted(set(fields) - set(COLUMNS))
+    if unknown:
+        print(f"warning: worker result columns outside the CSV contract dropped: {unknown}", file=sys.stderr)
+    return {k: v for k, v in fields.items() if k in COLUMNS}
+
+
+def run_worker(
+    cell: Cell, device_type: str, paths: RunPaths, index: int, python: str = sys.executable
+) -> tuple[dict[str, Any], float, str]:
+    """Run one cell in a child process. Returns (worker fields, wall seconds, log path)."""
+    paths.logs.mkdir(parents=True, exist_ok=True)
+    paths.scratch.mkdir(parents=True, exist_ok=True)
+    stem = f"{index:03d}-{slug(cell.model.name)}-bs{cell.batch_size}-{cell.mode}-{cell.scenario}"
+    log_path = _log_path(paths, stem)
+    attempt = f"{stem}.{uuid.uuid4().hex[:12]}"  # files of this attempt only
+    cell_path = paths.scratch / f"{attempt}.cell.json"
+    result_path = paths.scratch / f"{attempt}.result.json"
+    cell_path.write_text(cell.to_json())
+    extra: dict[str, str] = {PARENT_ENV: str(os.getpid())}
+    cache = None
+    if cell.settings.compile_cache == "cold":
+        cache = paths.scratch / f"{attempt}.compile-cache"
+    else:
+        cache = paths.run_dir / ".compile-cache"
+    extra["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
+    extra["TRITON_CACHE_DIR"] = str(cache / "triton")
+    cmd = [python, "-m", WORKER_MODULE, str(cell_path), str(result_path), device_type]
+    start = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=child_env(extra),
+            start_new_session=True,
+        )
+        pump = threading.Thread(target=_pump, args=(proc.stdout, log), name="log-pump", daemon=True)
+        pump.start()
+        try:
+            returncode = proc.wait(timeout=cell.settings.timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            returncode = -signal.SIGKILL
+        finally:
+            _kill_group(proc)
+            pump.join(timeout=10)  # EOF once the group is gone
+    wall = time.monotonic() - start
+    if cell.settings.compile_cache == "cold":
+        shutil.rmtree(cache, ignore_errors=True)
+    cell_path.unlink(missing_ok=True)
+    if timed_out:
+        fields: dict[str, Any] = {
+            "status": "timeout",
+            "error": f"no result after {cell.settings.timeout_s:g} s (worker killed)",
+        }
+    elif result_path.exists():
+        fields = _result_fields(result_path)
+        result_path.unlink(missing_ok=True)
+    else:
+        tail = last_line(log_path)
+        reason = describe_exit(returncode) + (f"; last log line: {tail}" if tail else "")
+        fields = {"status": "error", "error": one_line(reason)}
+    return fields, wall, str(log_path.relative_to(paths.run_dir))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the worker's whole process group (compile workers included) and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)

@@ -1,0 +1,74 @@
+"""Progress on the terminal: one line when a cell starts, one when it ends, with an ETA."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from suite.spec.cost import estimate_seconds, format_duration
+from suite.spec.model import Cell
+
+
+@dataclass
+class Progress:
+    """One line when a cell starts and one when it ends: done/total, elapsed, ETA.
+
+    The ETA is the cost model's estimate for the cells left, scaled by how this machine's
+    walls compared with the estimates of the cells done so far: a compiled cell can take
+    ten times an eager one, so an average per cell would swing with the order of the plan.
+    """
+
+    total: int
+    estimate_left: float  # suite.cost seconds of the cells not yet done
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    started: float = field(default_factory=time.monotonic)
+    done: int = 0
+    wall_done: float = 0.0  # measured seconds of the cells run so far
+    estimate_done: float = 0.0  # their estimated seconds
+
+    @staticmethod
+    def of(cells: Sequence[Cell]) -> Progress:
+        return Progress(total=len(cells), estimate_left=sum(estimate_seconds(c) for c in cells))
+
+    def start(self, cell: Cell) -> None:
+        print(
+            f"[{self.done + 1:>{len(str(self.total))}}/{self.total}] {cell.label} ...",
+            file=self.stream,
+            flush=True,
+        )
+
+    def finish(self, cell: Cell, row: dict[str, Any], wall: float) -> None:
+        self.done += 1
+        estimate = estimate_seconds(cell)
+        self.estimate_left -= estimate
+        self.estimate_done += estimate
+        self.wall_done += wall
+        elapsed = time.monotonic() - self.started
+        eta = self.estimate_left * self.wall_done / self.estimate_done
+        status = row["status"]
+        if status == "ok":
+            detail = f"median {float(row['median_ms']):.2f} ms"
+            if row.get("speedup") not in (None, ""):
+                detail += f", speed-up x{float(row['speedup']):.2f}"
+        else:
+            detail = str(row.get("error", ""))[:120]
+        width = len(str(self.total))
+        print(
+            f"[{self.done:>{width}}/{self.total}] {cell.label}: {status} ({detail}) in {wall:.1f} s"
+            f" | elapsed {format_duration(elapsed)} | ETA {format_duration(eta)}",
+            file=self.stream,
+            flush=True,
+        )
+
+    def skip(self, cell: Cell, status: str) -> None:
+        self.done += 1
+        self.estimate_left -= estimate_seconds(cell)
+        width = len(str(self.total))
+        print(
+            f"[{self.done:>{width}}/{self.total}] {cell.label}: already recorded ({status}), skipped",
+            file=self.stream,
+            flush=True,
+        )

@@ -1,0 +1,141 @@
+"""Run cells: one child process per cell, with a timeout; rows appended as each ends.
+
+The parent never imports torch. Preflight (suite.run.preflight) has probed the environment
+in a child; for each cell this starts a worker (suite.run.launch) and turns what came back
+(or did not) into exactly one row: ok / oom / error / timeout / skipped. A failing cell
+never stops the sweep. One runner per raw CSV (suite.run.lock); resume (suite.run.resume):
+cells already recorded as ok or oom are not re-run. A worker dies with this process
+(suite.measure.lifeline).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from suite.errors import UsageError
+from suite.measure.provenance import Environment
+from suite.results import TIMING_COLUMNS, RowWriter, key_of
+from suite.run import launch, preflight, resume
+from suite.run.launch import RunPaths
+from suite.run.lock import RunLock
+from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
+from suite.run.progress import Progress
+from suite.spec.model import Cell
+
+
+@dataclass
+class RunReport:
+    csv: Path
+    ran: int = 0
+    resumed: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def build_row(
+    cell: Cell,
+    env: Environment,
+    run_id: str,
+    fields: dict[str, Any],
+    started_at: str,
+    wall: float,
+    log_file: str,
+    shard: str,
+) -> dict[str, Any]:
+    """One CSV row: the cell's identity, the environment, and what the worker measured."""
+    s = cell.settings
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        **cell.key_fields(env.device),
+        "task": cell.model.task,
+        **env.columns(),
+        "started_at": started_at,
+        "wall_s": round(wall, 3),
+        "warmup": s.warmup,
+        "tolerance": s.tolerance,
+        "compile_cache": s.compile_cache,
+        "variant": cell.variant,
+        "shard": shard,
+        "log_file": log_file,
+        "host_load": round(os.getloadavg()[0], 2),
+    }
+    row.update(fields)
+    if row["status"] != "ok":
+        for col in TIMING_COLUMNS:
+            row[col] = None
+    return row
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    env: Environment,
+    out: Path,
+    run_id: str,
+    shard: str = "",
+    keep_failed: bool = False,
+    python: str = sys.executable,
+    min_free_mb: float = DEFAULT_MIN_FREE_MB,
+    banner: str = "",
+) -> RunReport:
+    """Run every cell not already recorded; append one row per cell as it ends.
+
+    Holds the run's lock throughout. `banner` is printed once the run's CSV is found fit
+    to resume (a refused run prints its one error line only). Stops (UsageError, exit 2)
+    when the disk fills up: the rows recorded so far are safe, and the same --run-id
+    resumes."""
+    if not cells:
+        raise UsageError("cells", "the selection is empty: nothing to run")
+    build = cells[0].build
+    paths = RunPaths.make(out, run_id, build, env.device, shard)
+    report = RunReport(csv=paths.csv)
+    resume_hint = f"the rows recorded so far are safe; run again with --run-id {run_id} to resume"
+    with RunLock(paths.csv):
+        state = resume.prepare(paths.csv, keep_failed)
+        if banner:
+            print(banner, file=sys.stderr, flush=True)
+        shutil.rmtree(paths.scratch, ignore_errors=True)  # files of a killed run's attempts
+        progress = Progress.of(cells)
+        try:
+            writer = RowWriter(paths.csv)
+        except OSError as exc:
+            raise UsageError(str(paths.csv), f"cannot open for appending: {exc.strerror or exc}") from None
+        with writer:
+            for index, cell in enumerate(cells):
+                key = key_of(cell.key_fields(env.device))
+                if key in state.done:
+                    report.resumed += 1
+                    progress.skip(cell, state.done[key])
+                    continue
+                free = preflight.free_mb(paths.run_dir)
+                if free < min_free_mb:
+                    raise UsageError(
+                        "--out",
+                        f"only {_mb(free)} MB left on the disk of {paths.run_dir} (minimum "
+                        f"{_mb(min_free_mb)} MB): stopped before {cell.label}; {resume_hint}",
+                    )
+                progress.start(cell)
+                started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+                try:
+                    fields, wall, log_file = launch.run_worker(cell, env.device_type, paths, index, python)
+                    row = build_row(cell, env, run_id, fields, started_at, wall, log_file, shard)
+                    writer.append(row)
+                except OSError as exc:
+                    raise UsageError(
+                        "--out",
+                        f"{cell.label}: {exc.strerror or exc} ({exc.filename or 'no file'}); {resume_hint}",
+                    ) from None
+                report.ran += 1
+                report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
+                progress.finish(cell, row, wall)
+        shutil.rmtree(paths.scratch, ignore_errors=True)
+    return report
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")

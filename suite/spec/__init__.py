@@ -1,0 +1,22 @@
+"""The matrix: what to measure. `model` (the dataclasses, a leaf), `load` (matrix.yaml read
+and validated where it enters), `expand` (a profile into cells, pure), `shard` and `cost`.
+
+The names most callers need are re-exported here.
+"""
+
+from suite.spec.expand import Filters, expand, resolve_settings
+from suite.spec.load import load_matrix
+from suite.spec.model import BuildSpec, Cell, ImageSpec, Matrix, ModelSpec, Settings
+
+__all__ = [
+    "BuildSpec",
+    "Cell",
+    "Filters",
+    "ImageSpec",
+    "Matrix",
+    "ModelSpec",
+    "Settings",
+    "expand",
+    "load_matrix",
+    "resolve_settings",
+]

@@ -1,0 +1,104 @@
+"""Expand a profile (and the command line's filters) into cells: pure, no child process.
+
+Checking custom configurations against transformers needs a child process; that is
+`suite.run.preflight.check_custom`, called on the cells this returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from suite.errors import UsageError
+from suite.spec.model import Cell, Matrix, Profile, Settings
+
+
+@dataclass(frozen=True)
+class Filters:
+    """CLI choices on top of a profile; None means "as the profile says".
+
+    `models`, `batch_sizes` and `modes` narrow the profile's selections. `scenarios` *sets*
+    the scenario axis of every selection instead: a profile is written once (mostly for
+    inference), and `--scenarios train` runs the same cells as training steps. A custom
+    configuration named in `models` runs wherever the profile runs its base, even where the
+    profile does not name it.
+    """
+
+    models: tuple[str, ...] | None = None
+    batch_sizes: tuple[int, ...] | None = None
+    modes: tuple[str, ...] | None = None
+    scenarios: tuple[str, ...] | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
+def resolve_settings(matrix: Matrix, profile: Profile, overrides: Mapping[str, Any]) -> Settings:
+    settings = replace(matrix.defaults, **dict(profile.settings))
+    settings = replace(settings, **dict(overrides))
+    if settings.shrink and settings.weights != "random":
+        raise UsageError(
+            f"{matrix.path}: profiles.{profile.name}.settings.shrink",
+            "a shrunk (smoke) model has no checkpoint: set weights: random",
+        )
+    return settings
+
+
+def expand(
+    matrix: Matrix,
+    profile_name: str,
+    build: str,
+    filters: Filters = Filters(),
+) -> list[Cell]:
+    """All cells of a profile for one build, in a stable order, as the filters ask.
+
+    A custom configuration always gets `weights: random` (it has no checkpoint).
+    """
+    if profile_name not in matrix.profiles:
+        raise UsageError(
+            "--profile",
+            f"{profile_name!r} is not a profile of {matrix.path} (known: {', '.join(matrix.profiles)})",
+        )
+    profile = matrix.profiles[profile_name]
+    settings = resolve_settings(matrix, profile, filters.overrides)
+    wanted_models = None
+    if filters.models is not None:
+        wanted_models = set()
+        for name in filters.models:
+            spec = matrix.find_model(name)
+            if spec is None:
+                raise UsageError(
+                    "--models",
+                    f"{name!r} is not a model of {matrix.path} (known: {', '.join(matrix.models)})",
+                )
+            wanted_models.add(spec.name)
+    cells: dict[tuple[object, ...], Cell] = {}
+    for sel in profile.selections:
+        for model_name in _with_named_customs(matrix, sel.models, wanted_models):
+            if wanted_models is not None and model_name not in wanted_models:
+                continue
+            spec = matrix.models[model_name]
+            cell_settings = replace(settings, weights="random") if spec.base else settings
+            scenarios = filters.scenarios if filters.scenarios is not None else sel.scenarios
+            for scenario in scenarios:
+                for bs in sel.batch_sizes:
+                    if filters.batch_sizes is not None and bs not in filters.batch_sizes:
+                        continue
+                    for mode in sel.modes:
+                        if filters.modes is not None and mode not in filters.modes:
+                            continue
+                        key = (model_name, scenario, bs, mode)
+                        cells.setdefault(key, Cell(build, spec, bs, mode, scenario, cell_settings))
+    return list(cells.values())
+
+
+def _with_named_customs(matrix: Matrix, names: Sequence[str], wanted: set[str] | None) -> list[str]:
+    """A selection's models, plus each custom configuration named with --models whose base the
+    selection has (right after it): `--profile smoke --models ViT,ViT-6-layers` runs the custom
+    configuration wherever, and however, the profile runs its base."""
+    out: list[str] = []
+    for name in names:
+        out.append(name)
+        for extra in sorted(wanted or ()):
+            if matrix.models[extra].base == name and extra not in names and extra not in out:
+                out.append(extra)
+    return out

@@ -1,0 +1,371 @@
+"""matrix.yaml: load and validate.
+
+Validation happens here, where the data enters: every problem is reported as
+`<file>: <field path>: <what is wrong>` (a `UsageError`, exit status 2) before any
+model is built. Standard library + PyYAML only (runs inside the containers).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from suite.errors import UsageError
+from suite.spec.fields import Reader, kind
+from suite.spec.model import (
+    BUILD_KINDS,
+    COMPILE_CACHES,
+    DTYPES,
+    MODES,
+    SCENARIOS,
+    TASKS,
+    WEIGHTS,
+    BuildSpec,
+    ImageSpec,
+    Matrix,
+    ModelSpec,
+    Profile,
+    Selection,
+    Settings,
+    deep_merge,
+)
+
+
+def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
+    """Validated setting overrides present in `r` (only those keys)."""
+    out: dict[str, Any] = {}
+    if r.has("dtype"):
+        out["dtype"] = r.str("dtype", choices=DTYPES)
+    if r.has("weights"):
+        out["weights"] = r.str("weights", choices=WEIGHTS)
+    if r.has("warmup"):
+        out["warmup"] = r.int("warmup", minimum=0)
+    if r.has("iterations"):
+        out["iterations"] = r.int("iterations", minimum=2)
+    if r.has("timeout_s"):
+        out["timeout_s"] = r.float("timeout_s")
+    if r.has("tolerance"):
+        out["tolerance"] = r.float("tolerance")
+    if r.has("shrink"):
+        out["shrink"] = r.bool("shrink", False)
+    if r.has("compile_cache"):
+        out["compile_cache"] = r.str("compile_cache", choices=COMPILE_CACHES)
+    if r.has("image"):
+        img = r.sub("image")
+        url = img.raw("url", base.image.url) or ""
+        path = img.raw("path", base.image.path) or ""
+        for key, value in (("url", url), ("path", path)):
+            if not isinstance(value, str):
+                img.fail(f"must be a string, got {kind(value)}", key)
+        if not url and not path:
+            img.fail("needs a url, a path, or both")
+        img.done()
+        out["image"] = ImageSpec(url=url, path=path)
+    return out
+
+
+def _read_model(r: Reader, name: str) -> ModelSpec:
+    task = r.str("task", choices=tuple(TASKS))
+    hub_id = r.raw("id", "") or ""
+    model_type = r.raw("model_type", "") or ""
+    for key, value in (("id", hub_id), ("model_type", model_type)):
+        if not isinstance(value, str):
+            r.fail(f"must be a string, got {kind(value)}", key)
+    if not hub_id and not model_type:
+        r.fail("needs an `id` (hub checkpoint) or a `model_type` (offline config), or both")
+    model_class = r.str("class") if r.has("class") else ""
+    revision = r.str("revision") if r.has("revision") else ""
+    config = r.mapping("config")
+    processor = r.mapping("processor")
+    if processor and "class" in processor and not isinstance(processor["class"], str):
+        r.fail("must be a class name string", "processor.class")
+    queries = r.raw("text_queries", [])
+    if not isinstance(queries, list) or not all(isinstance(q, str) and q for q in queries):
+        r.fail("must be a list of non-empty strings", "text_queries")
+    params = r.float("params_m") if r.has("params_m") else None
+    smoke = r.mapping("smoke")
+    for key in smoke:
+        if key not in ("config", "processor"):
+            r.fail(f"unknown key {key!r} (allowed: config, processor)", f"smoke.{key}")
+        if not isinstance(smoke[key], Mapping):
+            r.fail(f"must be a mapping, got {kind(smoke[key])}", f"smoke.{key}")
+    r.done()
+    return ModelSpec(
+        name=name,
+        task=task,
+        hub_id=hub_id,
+        model_type=model_type,
+        model_class=model_class,
+        revision=revision,
+        config=config,
+        processor=processor,
+        text_queries=tuple(queries),
+        published_params_m=params,
+        smoke=smoke,
+    )
+
+
+# Docker build arguments that nox sets from other fields of the build (see suite/docker.py).
+DERIVED_BUILD_ARGS: tuple[str, ...] = (
+    "BUILD_NAME",
+    "TORCH_VERSION",
+    "CUDA_VERSION",
+    "PYTHON_VERSION",
+    "TORCH_INDEX_URL",
+    "SUITE_IMAGE",
+)
+_BUILD_ARG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# A build argument is stored in the image's history (`docker history`): never a secret.
+_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
+
+
+def _read_build_args(r: Reader) -> dict[str, str]:
+    args = r.mapping("build_args")
+    for key, value in args.items():
+        where = f"build_args.{key}"
+        if not _BUILD_ARG_NAME.match(key):
+            r.fail("a build argument name is upper case letters, digits and '_'", where)
+        if key in DERIVED_BUILD_ARGS:
+            r.fail("is set by nox from the build's other fields; remove it here", where)
+        if _SECRET_NAME.search(key):
+            r.fail(
+                "looks like a secret; build arguments are readable in the image's history: "
+                "pass secrets at run time (docker run -e NAME)",
+                where,
+            )
+        if not isinstance(value, str) or not value.strip():
+            r.fail(f"must be a non-empty string (in quotes), got {kind(value)}", where)
+    # A wheel given by URL is installed with --require-hashes: URL and sha256 come in pairs.
+    for key, value in args.items():
+        where = f"build_args.{key}"
+        if key.endswith("_WHEEL_URL"):
+            if not value.endswith(".whl"):
+                r.fail("must be the URL of a wheel (.whl)", where)
+            if key[: -len("URL")] + "SHA256" not in args:
+                r.fail(f"needs {key[: -len('URL')]}SHA256 beside it (installed with --require-hashes)", where)
+        if key.endswith("_WHEEL_SHA256"):
+            if not _SHA256.match(value):
+                r.fail(f"must be the wheel's sha256 (64 lower-case hex digits), got {value!r}", where)
+            if key[: -len("SHA256")] + "URL" not in args:
+                r.fail(f"goes with a {key[: -len('SHA256')]}URL, which is missing", where)
+    return args
+
+
+def _read_build(r: Reader, name: str) -> BuildSpec:
+    pins = r.raw("pins", [])
+    if not isinstance(pins, list) or not all(isinstance(p, str) and p for p in pins):
+        r.fail("must be a list of requirement strings", "pins")
+    python = r.raw("python")
+    if isinstance(python, float):  # 3.10 written unquoted parses as 3.1
+        r.fail('write the version in quotes, e.g. "3.10"', "python")
+    cuda = r.raw("cuda", "")
+    if isinstance(cuda, float):  # 11.8 unquoted is a number; 12.10 would become 12.1
+        r.fail('write the version in quotes, e.g. "11.8"', "cuda")
+    container = r.str("container") if r.has("container") else ""
+    local = r.bool("local", True)
+    build_args = _read_build_args(r)
+    if build_args and not container:
+        r.fail("build arguments need a `container` folder to build", "build_args")
+    if not local and not container:
+        r.fail("a build that is not local needs a `container` folder, or nothing can run it", "local")
+    spec = BuildSpec(
+        name=name,
+        kind=r.str("kind", choices=BUILD_KINDS),
+        python=r.str("python"),
+        torch=r.str("torch"),
+        container=container,
+        cuda=str(cuda or ""),
+        index_url=r.str("index_url") if r.has("index_url") else "",
+        pins=tuple(pins),
+        description=str(r.raw("description", "") or ""),
+        local=local,
+        build_args=build_args,
+    )
+    r.done()
+    return spec
+
+
+def _names(
+    r: Reader, key: str, value: object, known: Iterable[str], everything: Iterable[str] | None = None
+) -> tuple[str, ...]:
+    """Names from `known`; `all` means `everything` (default: all of `known`)."""
+    known = tuple(known)
+    if value == "all":
+        return tuple(everything) if everything is not None else known
+    if not isinstance(value, list) or not value:
+        r.fail(f"must be `all` or a non-empty list, got {kind(value)}", key)
+    for item in value:
+        if item not in known:
+            r.fail(f"{item!r} is not defined (known: {', '.join(known)})", key)
+    return tuple(value)
+
+
+def _read_selection(r: Reader, models: Mapping[str, ModelSpec]) -> Selection:
+    batch_sizes = r.list("batch_sizes")
+    for b in batch_sizes:
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            r.fail(f"batch sizes must be integers >= 1, got {kind(b)}", "batch_sizes")
+    modes = r.list("modes")
+    for m in modes:
+        if m not in MODES:
+            r.fail(f"{m!r} is not a mode (known: {', '.join(MODES)})", "modes")
+    scenarios = r.list("scenarios", ["inference"])
+    for s in scenarios:
+        if s not in SCENARIOS:
+            r.fail(f"{s!r} is not a scenario (known: {', '.join(SCENARIOS)})", "scenarios")
+    hub = tuple(name for name, spec in models.items() if not spec.base)
+    sel = Selection(
+        models=_names(r, "models", r.raw("models"), models, everything=hub),
+        batch_sizes=tuple(dict.fromkeys(batch_sizes)),
+        modes=tuple(dict.fromkeys(modes)),
+        scenarios=tuple(dict.fromkeys(scenarios)),
+    )
+    r.done()
+    return sel
+
+
+def load_matrix(path: str | Path) -> Matrix:
+    """Read and validate matrix.yaml. Raises UsageError naming the file and field."""
+    path = Path(path)
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(file, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(file, f"cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}" if mark else file
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(where, f"not valid YAML: {problem}") from None
+    top = Reader(file, "", data)
+    version = top.raw("version", 1)
+    if version != 1:
+        top.fail(f"version {version!r} is not supported (this suite reads version 1)", "version")
+
+    defaults_r = top.sub("defaults")
+    defaults = replace(Settings(), **_read_settings(defaults_r, Settings()))
+    defaults_r.done()
+
+    builds_r = top.sub("builds", required=True)
+    builds = {name: _read_build(builds_r.sub(name), name) for name in builds_r.names()}
+    if not builds:
+        builds_r.fail("must declare at least one build")
+    builds_r._seen.update(builds)
+
+    models_r = top.sub("models", required=True)
+    models = {name: _read_model(models_r.sub(name), name) for name in models_r.names()}
+    if not models:
+        models_r.fail("must declare at least one model")
+    models_r._seen.update(models)
+    for name, spec in models.items():
+        if "|" in name or "," in name:
+            models_r.fail("a model name may not contain '|' or ','", name)
+        del spec
+
+    custom_r = top.sub("custom")
+    hub_models = dict(models)
+    for name in custom_r.names():
+        if name in hub_models:
+            custom_r.fail("a custom configuration may not reuse a model's name", name)
+        if "|" in name or "," in name:
+            custom_r.fail("a custom configuration's name may not contain '|' or ','", name)
+        models = {**models, name: _read_custom(custom_r.sub(name), name, hub_models)}
+    custom_r._seen.update(custom_r.data)
+
+    profiles_r = top.sub("profiles", required=True)
+    profiles: dict[str, Profile] = {}
+    for name in profiles_r.names():
+        pr = profiles_r.sub(name)
+        settings_r = pr.sub("settings")
+        settings = _read_settings(settings_r, defaults)
+        settings_r.done()
+        select = pr.list("select")
+        selections = tuple(
+            _read_selection(Reader(file, f"{pr.path}.select[{i}]", s), models) for i, s in enumerate(select)
+        )
+        description = pr.raw("description", "") or ""
+        pr.done()
+        profiles[name] = Profile(name, str(description), settings, selections)
+    if not profiles:
+        profiles_r.fail("must declare at least one profile")
+    profiles_r._seen.update(profiles)
+    top.done()
+    return Matrix(path=path, defaults=defaults, builds=builds, models=models, profiles=profiles)
+
+
+CUSTOM_KEYS: tuple[str, ...] = ("base", "processor")  # every other key overrides the config
+
+
+def _read_custom(r: Reader, name: str, models: Mapping[str, ModelSpec]) -> ModelSpec:
+    """A named custom configuration: a hub model (`base`) plus config overrides, always built
+    from the base's offline config with random weights (there is no checkpoint for it).
+
+    `processor` (optional) overrides the base's processor settings, e.g. its size when
+    `image_size` changes. Under a shrunk (smoke) profile the base's smoke overrides apply
+    first and this configuration's overrides after them, so what makes it differ from its
+    base survives the shrinking. Whether each override is a field of the base's config
+    class, with a value of the right type, needs transformers: `suite.run.preflight.check_custom` checks it
+    when a profile selects the configuration.
+    """
+    base_name = r.str("base", choices=tuple(models))
+    base = models[base_name]
+    if not base.model_type:
+        r.fail(f"base {base_name!r} has no model_type, so it cannot be rebuilt from a config", "base")
+    processor = r.mapping("processor")
+    overrides: dict[str, Any] = {}
+    for key, value in r.data.items():
+        if key in CUSTOM_KEYS:
+            continue
+        if not isinstance(key, str) or not key.isidentifier():
+            r.fail(f"a config field name must be an identifier, got {kind(key)}", str(key))
+        problem = _override_problem(value)
+        if problem:
+            r.fail(problem, key)
+        overrides[key] = value
+        r._seen.add(key)
+    if not overrides and not processor:
+        r.fail("needs at least one config override (e.g. num_hidden_layers: 6) beside `base`")
+    r.done()
+    smoke = {
+        "config": deep_merge(base.smoke.get("config", {}), overrides),
+        "processor": deep_merge(base.smoke.get("processor", {}), processor),
+    }
+    return replace(
+        base,
+        name=name,
+        hub_id="",
+        revision="",
+        config=deep_merge(base.config, overrides),
+        processor=deep_merge(base.processor, processor),
+        published_params_m=None,
+        smoke=smoke,
+        base=base_name,
+        overrides=overrides,
+    )
+
+
+def _override_problem(value: object, depth: int = 0) -> str:
+    """Why a config override value cannot be passed to a config class ("" if it can)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return f"must be a finite number, got {value}"
+        return ""
+    if depth > 8:
+        return "is nested too deeply"
+    if isinstance(value, list):
+        return next((p for p in (_override_problem(v, depth + 1) for v in value) if p), "")
+    if isinstance(value, Mapping):
+        if any(not isinstance(k, str) for k in value):
+            return "keys of a nested mapping must be strings"
+        return next((p for p in (_override_problem(v, depth + 1) for v in value.values()) if p), "")
+    return f"must be a number, string, boolean, list or mapping, got {kind(value)}"

@@ -1,0 +1,219 @@
+"""The matrix as the rest of the suite sees it: frozen dataclasses and the vocabularies
+(tasks, modes, dtypes, ...). A leaf: no project imports, standard library only, so every
+layer (and the code inside the containers) can use it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+TASKS: dict[str, str] = {
+    # task (as in the guide's tables) -> default auto class
+    "Image Classification": "AutoModelForImageClassification",
+    "Image Segmentation": "AutoModelForSemanticSegmentation",
+    "Object Detection": "AutoModelForObjectDetection",
+}
+MODES: tuple[str, ...] = (
+    "eager",
+    "default",
+    "reduce-overhead",
+    "max-autotune",
+    "max-autotune-no-cudagraphs",
+)
+DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+WEIGHTS: tuple[str, ...] = ("pretrained", "random")
+SCENARIOS: tuple[str, ...] = ("inference", "train")
+BUILD_KINDS: tuple[str, ...] = ("stable", "nightly", "release")
+COMPILE_CACHES: tuple[str, ...] = ("cold", "run")
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """The photograph every iteration feeds: a URL (downloaded once, cached) and a local file."""
+
+    url: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Per-cell measurement settings: matrix defaults, then profile, then CLI overrides."""
+
+    dtype: str = "float32"
+    weights: str = "pretrained"
+    warmup: int = 10
+    iterations: int = 300
+    timeout_s: float = 1800.0
+    tolerance: float = 1e-3
+    shrink: bool = False
+    compile_cache: str = "cold"  # cold: a fresh inductor/triton cache per cell; run: shared
+    image: ImageSpec = field(default_factory=ImageSpec)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model: where it comes from (hub id, or model_type + config), and how it is fed."""
+
+    name: str
+    task: str
+    hub_id: str = ""
+    model_type: str = ""
+    model_class: str = ""
+    revision: str = ""
+    config: Mapping[str, Any] = field(default_factory=dict)
+    processor: Mapping[str, Any] = field(default_factory=dict)
+    text_queries: tuple[str, ...] = ()
+    published_params_m: float | None = None
+    smoke: Mapping[str, Any] = field(default_factory=dict)
+    base: str = ""  # a custom configuration: the model it derives from
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # a custom configuration's own changes
+
+    @property
+    def auto_class(self) -> str:
+        return self.model_class or TASKS[self.task]
+
+    @property
+    def model_id(self) -> str:
+        """What the CSV's model_id column shows: the hub id, else the model type."""
+        return self.hub_id or f"{self.model_type} (config)"
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """A torch build: its container folder (+ docker build arguments) and the pins of its
+    local virtualenv. `local` builds are the ones `nox -s bench-local` runs by default."""
+
+    name: str
+    kind: str
+    python: str
+    torch: str
+    container: str = ""
+    cuda: str = ""
+    index_url: str = ""
+    pins: tuple[str, ...] = ()
+    description: str = ""
+    local: bool = True
+    build_args: Mapping[str, str] = field(default_factory=dict)
+
+    def matches(self, torch_version: str) -> bool:
+        """True when the running torch is this build's version (any local suffix)."""
+        return torch_version == self.torch or torch_version.startswith(
+            (self.torch + "+", self.torch + ".dev", self.torch + "a", self.torch + "rc")
+        )
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One block of a profile: the cross product of these lists."""
+
+    models: tuple[str, ...]
+    batch_sizes: tuple[int, ...]
+    modes: tuple[str, ...]
+    scenarios: tuple[str, ...] = ("inference",)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    settings: Mapping[str, Any]
+    selections: tuple[Selection, ...]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    path: Path
+    defaults: Settings
+    builds: Mapping[str, BuildSpec]
+    models: Mapping[str, ModelSpec]
+    profiles: Mapping[str, Profile]
+
+    @property
+    def hub_models(self) -> tuple[str, ...]:
+        """The `models:` section (what `models: all` means); custom configurations are not in it."""
+        return tuple(name for name, spec in self.models.items() if not spec.base)
+
+    def find_model(self, name: str) -> ModelSpec | None:
+        """By display name or hub id, any case."""
+        want = name.strip().lower()
+        for spec in self.models.values():
+            if want in (spec.name.lower(), spec.hub_id.lower()):
+                return spec
+        return None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: (build, model, task, batch_size, mode, dtype, scenario) + settings."""
+
+    build: str
+    model: ModelSpec
+    batch_size: int
+    mode: str
+    scenario: str
+    settings: Settings
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.name} bs={self.batch_size} {self.mode} {self.scenario}"
+
+    @property
+    def variant(self) -> str:
+        """The CSV's `variant`: "smoke" for a shrunk model, "custom of <base>" for a custom
+        configuration, both joined by ", " when a custom configuration is shrunk."""
+        parts = ["smoke"] if self.settings.shrink else []
+        if self.model.base:
+            parts.append(f"custom of {self.model.base}")
+        return ", ".join(parts)
+
+    def key_fields(self, device: str) -> dict[str, object]:
+        """The CSV columns that identify this cell (see results.KEY_COLUMNS)."""
+        return {
+            "build": self.build,
+            "device": device,
+            "model": self.model.name,
+            "model_id": self.model.model_id,
+            "weights": self.settings.weights,
+            "batch_size": self.batch_size,
+            "mode": self.mode,
+            "dtype": self.settings.dtype,
+            "scenario": self.scenario,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @staticmethod
+    def from_json(text: str) -> Cell:
+        raw = json.loads(text)
+        model = ModelSpec(**{**raw["model"], "text_queries": tuple(raw["model"]["text_queries"])})
+        settings = Settings(**{**raw["settings"], "image": ImageSpec(**raw["settings"]["image"])})
+        return Cell(
+            build=raw["build"],
+            model=model,
+            batch_size=raw["batch_size"],
+            mode=raw["mode"],
+            scenario=raw["scenario"],
+            settings=settings,
+        )
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` onto `base`, recursing into nested mappings (nested configs)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def setting_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Settings))
