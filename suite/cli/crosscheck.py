@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.cli.args import default_profile, filters_of
-from suite.errors import UsageError
+from suite.errors import UsageError, last_line
 from suite.redact import redact
 from suite.results import read_rows
 from suite.run import preflight, runner
@@ -30,8 +30,7 @@ def run_child(cell: Cell, device: str, python: str = sys.executable) -> dict[str
         check=False,
     )
     if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": tail}
+        return {"error": last_line(proc.stderr, "no output")}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

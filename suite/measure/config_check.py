@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from suite.errors import first_line
 from suite.spec.model import ModelSpec
 
 
@@ -99,7 +100,7 @@ def config_problems(spec: ModelSpec, shrink: bool) -> list[Problem]:
     try:
         build_config(spec, shrink)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(str(exc), type(exc).__name__)
         problems.append(Problem(spec.name, "", f"{cls.__name__} rejects the overrides: {first}"))
     return problems
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from suite.errors import first_line
+
 
 def is_oom(exc: BaseException) -> bool:
     import torch
@@ -21,8 +23,7 @@ def is_oom(exc: BaseException) -> bool:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
+    first = first_line(str(exc))
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 

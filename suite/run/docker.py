@@ -24,7 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from suite.errors import first_line
 from suite.spec.model import BuildSpec
+
+NO_OUTPUT = "(no output)"
 
 REPOSITORY = "torch-compile-suite"
 # Inside the image (containers/*/Dockerfile): the suite, the results mount point, HF_HOME.
@@ -170,11 +173,6 @@ def _run(cmd: Sequence[str], timeout: float = 60) -> subprocess.CompletedProcess
         return subprocess.CompletedProcess(list(cmd), 127, "", str(exc))
 
 
-def _first_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[0] if lines else "(no output)"
-
-
 def check_docker() -> None:
     """Docker installed and its engine reachable, else one line pointing to bench-local."""
     if shutil.which("docker") is None:
@@ -185,7 +183,7 @@ def check_docker() -> None:
     proc = _run(["docker", "version", "--format", "{{.Server.Version}}"])
     if proc.returncode != 0:
         raise DockerProblem(
-            f"cannot reach the Docker engine ({_first_line(proc.stderr)}); start it, or run "
+            f"cannot reach the Docker engine ({first_line(proc.stderr, NO_OUTPUT)}); start it, or run "
             "`nox -s bench-local` to benchmark without containers"
         )
 
@@ -195,7 +193,7 @@ def check_gpu() -> None:
     smi = shutil.which("nvidia-smi")
     gpus = _run([smi, "-L"]) if smi else None
     if gpus is None or gpus.returncode != 0 or "GPU" not in gpus.stdout:
-        detail = "nvidia-smi not found" if gpus is None else _first_line(gpus.stderr or gpus.stdout)
+        detail = "nvidia-smi not found" if gpus is None else first_line(gpus.stderr or gpus.stdout, NO_OUTPUT)
         raise DockerProblem(
             f"no NVIDIA GPU found ({detail}): the containers need a GPU and its driver; "
             "on this machine run `nox -s bench-local` (CPU)"
@@ -217,11 +215,12 @@ def explain_probe_failure(proc: subprocess.CompletedProcess[str], tag: str) -> s
     if "could not select device driver" in err or "nvidia-container-cli" in err:
         return (
             "Docker cannot give the container the GPU (NVIDIA runtime missing or broken: "
-            f"{_first_line(err)}); install/configure the NVIDIA Container Toolkit ({DOCS})"
+            f"{first_line(err, NO_OUTPUT)}); install/configure the NVIDIA Container Toolkit ({DOCS})"
         )
     if proc.returncode == 2:  # the suite's own one-line error, e.g. torch sees no GPU
-        return f"{tag}: {_first_line(proc.stderr).removeprefix('suite env: error: ')}"
-    return f"{tag}: the GPU probe container failed with status {proc.returncode}: {_first_line(err)}"
+        return f"{tag}: {first_line(proc.stderr, NO_OUTPUT).removeprefix('suite env: error: ')}"
+    status = proc.returncode
+    return f"{tag}: the GPU probe container failed with status {status}: {first_line(err, NO_OUTPUT)}"
 
 
 SECRET_NAME = re.compile(r"(^HF_TOKEN$|_TOKEN$|_KEY$|_SECRET$)")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from suite.errors import last_line
 from suite.measure.lifeline import PARENT_ENV
 from suite.redact import redact_bytes
 from suite.results import COLUMNS, STATUSES, one_line, raw_csv_name, slug
@@ -74,12 +75,11 @@ def describe_exit(returncode: int) -> str:
     return f"worker exited with status {returncode} without a result"
 
 
-def last_line(path: Path) -> str:
+def last_log_line(path: Path) -> str:
     try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        return last_line(path.read_text(errors="replace"))
     except OSError:
         return ""
-    return lines[-1].strip() if lines else ""
 
 
 def _log_path(paths: RunPaths, stem: str) -> Path:
@@ -172,7 +172,7 @@ def run_worker(
         fields = _result_fields(result_path)
         result_path.unlink(missing_ok=True)
     else:
-        tail = last_line(log_path)
+        tail = last_log_line(log_path)
         reason = describe_exit(returncode) + (f"; last log line: {tail}" if tail else "")
         fields = {"status": "error", "error": one_line(reason)}
     return fields, wall, str(log_path.relative_to(paths.run_dir))

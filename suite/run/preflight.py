@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
-from suite.errors import UsageError
+from suite.errors import UsageError, last_line
 from suite.measure import provenance
 from suite.measure.config_check import Problem
 from suite.results import one_line, slug
@@ -34,7 +34,7 @@ def probe(device: str, python: str = sys.executable) -> provenance.Environment:
     except subprocess.TimeoutExpired:
         raise UsageError("env", "probing the environment took over 300 s") from None
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1].removeprefix("suite env: error: ")
+        last = last_line(proc.stderr, "(no output)").removeprefix("suite env: error: ")
         if last.startswith("--device: "):
             raise UsageError("--device", one_line(last.removeprefix("--device: ")))
         raise UsageError("env", f"probing the environment failed: {one_line(last)}")
@@ -150,7 +150,7 @@ def _run_child(payload: str) -> list[Problem] | None:
     except json.JSONDecodeError:
         answer = None
     if not isinstance(answer, dict):
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = last_line(proc.stderr, "no output")
         print(f"suite: warning: custom configurations not checked ({tail})", file=sys.stderr)
         return None
     if "unavailable" in answer:
