@@ -1,8 +1,9 @@
-"""The CSV contract: column order, statuses, and a crash-safe appender/reader.
+"""The CSV contract: one table of columns, the statuses, and a crash-safe appender/reader.
 
 One row per cell. Rows are appended and flushed (and fsync'd) as each cell ends, so a
-killed sweep loses at most the cell in flight. This module is imported inside the
-containers: standard library only.
+killed sweep loses at most the cell in flight. Every reader and writer takes its column
+groups from `TABLE` and its statuses from `STATUS_TABLE` below: a new column or status is
+added there, once. This module is imported inside the containers: standard library only.
 """
 
 from __future__ import annotations
@@ -18,110 +19,135 @@ from pathlib import Path
 
 from suite.redact import redact
 
-# The contract (DESIGN.md): these columns, in this order, first.
-CONTRACT_COLUMNS: tuple[str, ...] = (
-    "run_id",
-    "build",
-    "device",
-    "gpu_name",
-    "task",
-    "model",
-    "model_id",
-    "weights",
-    "batch_size",
-    "mode",
-    "dtype",
-    "scenario",
-    "status",
-    "error",
-    "iterations",
-    "mean_ms",
-    "median_ms",
-    "p10_ms",
-    "p90_ms",
-    "std_ms",
-    "min_ms",
-    "ci95_low_ms",
-    "ci95_high_ms",
-    "eager_median_ms",
-    "speedup",
-    "speedup_ci95_low",
-    "speedup_ci95_high",
-    "compile_s",
-    "graph_breaks",
-    "recompiles",
-    "max_abs_diff",
-    "accuracy",
-    "peak_mem_mb",
-    "params_m",
-    "torch_version",
-    "torch_git",
-    "cuda_version",
-    "cudnn_version",
-    "triton_version",
-    "transformers_version",
-    "python_version",
-    "driver_version",
-    "image",
-    "suite_version",
-    "started_at",
-    "wall_s",
+TEXT, INT, NUMBER = "text", "int", "number"
+ALWAYS, WHEN_OK = "always", "when ok"
+PASS, FAIL = "pass", "fail"  # the accuracy column: compiled output within the tolerance or not
+
+
+@dataclass(frozen=True)
+class Column:
+    """One CSV column and the rules readers and writers apply to it."""
+
+    name: str
+    kind: str = TEXT  # TEXT | INT | NUMBER (what a non-empty value must parse as)
+    unit: str = ""  # of a number: ms, s, MB, M (millions), x (a ratio)
+    contract: bool = True  # one of the contract's columns (docs/design.md); else an extra after them
+    required: str = ""  # ALWAYS | WHEN_OK: never empty / never empty on an ok row (merge checks)
+    timing: bool = False  # measured: emptied on any status but ok
+    positive: bool = False  # a duration or ratio: > 0 when present
+    key: bool = False  # in the resume key (a cell inside one <build>__<device> file)
+    cell: int = 0  # place in the key that matches a cell across runs (merge, compare); 0: not in it
+    choices: tuple[str, ...] = ()  # the values allowed besides empty, where the set is closed
+    doc: str = ""
+
+
+def _timed(name: str, unit: str = "ms", positive: bool = True, required: str = "", doc: str = "") -> Column:
+    """A measured number: emptied on a failed row."""
+    return Column(name, NUMBER, unit, required=required, timing=True, positive=positive, doc=doc)
+
+
+# The contract's columns, in this order, first; then the suite's extras ("more may follow").
+TABLE: tuple[Column, ...] = (
+    Column("run_id"),
+    Column("build", required=ALWAYS, key=True, cell=1),
+    Column("device", required=ALWAYS, key=True, cell=10, doc="cuda | cpu"),
+    Column("gpu_name", required=ALWAYS, cell=11, doc="the GPU's name (the CPU's model on cpu rows)"),
+    Column("task", required=ALWAYS, cell=2),
+    Column("model", required=ALWAYS, key=True, cell=3),
+    Column("model_id", key=True),
+    Column("weights", key=True, cell=8, doc="pretrained | random"),
+    Column("batch_size", INT, required=ALWAYS, key=True, cell=4),
+    Column("mode", required=ALWAYS, key=True, cell=5, doc="eager or a torch.compile mode"),
+    Column("dtype", key=True, cell=6),
+    Column("scenario", key=True, cell=7, doc="inference | train"),
+    Column("status", doc="one of STATUSES (read_rows refuses any other)"),
+    Column("error", doc="one line: why the cell failed"),
+    Column("iterations", INT, timing=True),
+    _timed("mean_ms", required=WHEN_OK),
+    _timed("median_ms", required=WHEN_OK),
+    _timed("p10_ms"),
+    _timed("p90_ms"),
+    _timed("std_ms", positive=False),
+    _timed("min_ms"),
+    _timed("ci95_low_ms"),
+    _timed("ci95_high_ms"),
+    _timed("eager_median_ms"),
+    _timed("speedup", unit="x", doc="paired: eager median / compiled median"),
+    _timed("speedup_ci95_low", unit="x"),
+    _timed("speedup_ci95_high", unit="x"),
+    _timed("compile_s", unit="s", positive=False),
+    Column("graph_breaks", INT, timing=True),
+    Column("recompiles", INT, timing=True),
+    _timed("max_abs_diff", unit="", positive=False),
+    Column("accuracy", timing=True, choices=(PASS, FAIL)),
+    Column("peak_mem_mb", NUMBER, "MB"),
+    Column("params_m", NUMBER, "M"),
+    Column("torch_version"),
+    Column("torch_git"),
+    Column("cuda_version"),
+    Column("cudnn_version"),
+    Column("triton_version"),
+    Column("transformers_version"),
+    Column("python_version"),
+    Column("driver_version"),
+    Column("image"),
+    Column("suite_version"),
+    Column("started_at"),
+    Column("wall_s", NUMBER, "s"),
+    # the suite's extras
+    Column("warmup", INT, contract=False, doc="warm-up iterations per timed function"),
+    Column("tolerance", NUMBER, contract=False, doc="accuracy tolerance of the pass/fail check"),
+    Column(
+        "compile_cache", contract=False, doc="cold (fresh inductor/triton cache per cell) or run (shared)"
+    ),
+    Column("variant", contract=False, cell=9, doc='"smoke" for a shrunk model; "custom of <base>"'),
+    Column("input_source", contract=False, doc="which image fed the model (URL or file name)"),
+    Column("cpu_name", contract=False, doc="host CPU model (latency on CPU, launch overhead on GPU)"),
+    Column("torch_threads", INT, contract=False, doc="torch.get_num_threads() in the worker"),
+    Column("host_load", NUMBER, contract=False, doc="1-minute load average as the cell ended: contention"),
+    Column("shard", contract=False, doc='"i/n" when the run was sharded, else empty'),
+    Column("log_file", contract=False, doc="the cell's worker log, relative to the run folder"),
 )
+BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 
-# Extra columns the suite adds after the contract (allowed: "more may follow").
-EXTRA_COLUMNS: tuple[str, ...] = (
-    "warmup",  # warm-up iterations per timed function
-    "tolerance",  # accuracy tolerance used for the pass/fail check
-    "compile_cache",  # cold (fresh inductor/triton cache per cell) or run (shared)
-    "variant",  # "smoke" for a shrunk model; a custom config's base model
-    "input_source",  # which image fed the model (URL or file name)
-    "cpu_name",  # host CPU model (latency on CPU, launch overhead on GPU)
-    "torch_threads",  # torch.get_num_threads() in the worker
-    "host_load",  # 1-minute load average as the cell ended (worker included): contention
-    "shard",  # "i/n" when the run was sharded, else empty
-    "log_file",  # the cell's worker log, relative to the run folder
-)
-
-COLUMNS: tuple[str, ...] = CONTRACT_COLUMNS + EXTRA_COLUMNS
-
-STATUSES: tuple[str, ...] = ("ok", "oom", "error", "timeout", "skipped")
-# Statuses a resumed run keeps (does not re-run) by default.
-DONE_STATUSES: frozenset[str] = frozenset({"ok", "oom"})
-
+COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE)
+CONTRACT_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if c.contract)
+EXTRA_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if not c.contract)
 # Measurement columns: empty on any status but "ok".
-TIMING_COLUMNS: tuple[str, ...] = (
-    "iterations",
-    "mean_ms",
-    "median_ms",
-    "p10_ms",
-    "p90_ms",
-    "std_ms",
-    "min_ms",
-    "ci95_low_ms",
-    "ci95_high_ms",
-    "eager_median_ms",
-    "speedup",
-    "speedup_ci95_low",
-    "speedup_ci95_high",
-    "compile_s",
-    "graph_breaks",
-    "recompiles",
-    "max_abs_diff",
-    "accuracy",
+TIMING_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if c.timing)
+# The columns that identify a cell inside one <build>__<device> file (resume key).
+KEY_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if c.key)
+# A cell across runs: the resume key with the GPU and the model variant (smoke, custom), less
+# the model id; in the order a comparison lists and sorts cells (build first).
+CELL_COLUMNS: tuple[str, ...] = tuple(
+    c.name for c in sorted((c for c in TABLE if c.cell), key=lambda c: c.cell)
 )
 
-# The columns that identify a cell inside one <build>__<device> file (resume key).
-KEY_COLUMNS: tuple[str, ...] = (
-    "build",
-    "device",
-    "model",
-    "model_id",
-    "weights",
-    "batch_size",
-    "mode",
-    "dtype",
-    "scenario",
+
+@dataclass(frozen=True)
+class Status:
+    """A row's outcome, and what each reader does with it."""
+
+    name: str
+    word: str  # how tables and reports print it
+    failed: bool  # the cell ran and failed (compare: newly failing / fixed)
+    done: bool  # a resumed run keeps the row instead of running the cell again
+    doc: str = ""
+
+
+OK, OOM, ERROR, TIMEOUT, SKIPPED = "ok", "oom", "error", "timeout", "skipped"
+STATUS_TABLE: tuple[Status, ...] = (
+    Status(OK, "ok", failed=False, done=True, doc="measured"),
+    Status(OOM, "OOM", failed=True, done=True, doc="out of memory: a re-run would fail the same way"),
+    Status(ERROR, "error", failed=True, done=False, doc="an exception or a dead worker"),
+    Status(TIMEOUT, "timeout", failed=True, done=False, doc="no result in time: the worker was killed"),
+    Status(SKIPPED, "skipped", failed=False, done=False, doc="not run: this build cannot run the cell"),
 )
+STATUSES: tuple[str, ...] = tuple(s.name for s in STATUS_TABLE)
+FAILED_STATUSES: tuple[str, ...] = tuple(s.name for s in STATUS_TABLE if s.failed)
+# Statuses a resumed run keeps (does not re-run) by default.
+DONE_STATUSES: frozenset[str] = frozenset(s.name for s in STATUS_TABLE if s.done)
+STATUS_WORDS: dict[str, str] = {s.name: s.word for s in STATUS_TABLE}
 
 _SLUG_RE = re.compile(r"[^a-z0-9.]+")
 

@@ -118,3 +118,38 @@ def test_writer_refuses_a_header_from_another_version(tmp_path: Path) -> None:
 def test_raw_csv_names() -> None:
     assert results.raw_csv_name("stable", "NVIDIA H100 80GB HBM3") == "stable__nvidia-h100-80gb-hbm3.csv"
     assert results.raw_csv_name("nightly", "cpu", "2/4") == "nightly__cpu__shard-2-of-4.csv"
+
+
+def test_column_groups_come_from_the_one_table() -> None:
+    """Each group a reader or writer uses is the table's, in the table's order."""
+    assert results.TIMING_COLUMNS == (
+        "iterations", "mean_ms", "median_ms", "p10_ms", "p90_ms", "std_ms", "min_ms", "ci95_low_ms",
+        "ci95_high_ms", "eager_median_ms", "speedup", "speedup_ci95_low", "speedup_ci95_high", "compile_s",
+        "graph_breaks", "recompiles", "max_abs_diff", "accuracy",
+    )  # fmt: skip
+    assert results.KEY_COLUMNS == (
+        "build", "device", "model", "model_id", "weights", "batch_size", "mode", "dtype", "scenario",
+    )  # fmt: skip
+    # across runs: the order a comparison lists cells in, build first
+    assert results.CELL_COLUMNS == (
+        "build", "task", "model", "batch_size", "mode", "dtype", "scenario", "weights", "variant", "device",
+        "gpu_name",
+    )  # fmt: skip
+    assert COLUMNS[len(CONTRACT_COLUMNS) :] == results.EXTRA_COLUMNS
+    assert set(results.TIMING_COLUMNS) <= set(CONTRACT_COLUMNS)
+    ranks = sorted(c.cell for c in results.TABLE if c.cell)
+    assert ranks == list(range(1, len(ranks) + 1)), "cell ranks: 1, 2, ... once each"
+    for col in results.TABLE:
+        assert col.kind in (results.TEXT, results.INT, results.NUMBER), col
+        assert col.required in ("", results.ALWAYS, results.WHEN_OK), col
+        assert not col.positive or col.kind != results.TEXT, col
+        assert not col.key or col.contract, col
+
+
+def test_statuses_and_their_groups() -> None:
+    assert results.STATUSES == ("ok", "oom", "error", "timeout", "skipped")
+    assert results.FAILED_STATUSES == ("oom", "error", "timeout")  # skipped: not run, not failed
+    assert {"ok", "oom"} == results.DONE_STATUSES  # what a resumed run keeps
+    assert results.STATUS_WORDS == {
+        "ok": "ok", "oom": "OOM", "error": "error", "timeout": "timeout", "skipped": "skipped",
+    }  # fmt: skip
