@@ -14,23 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.report.study import Gpu, Loaded, Measurement, Setup, measurement_of, ratio_interval
-from suite.report.tables import FAILURE_WORDS
+from suite.report.load import Loaded
+from suite.report.study import Gpu, Measurement, Setup, measurement_of, ratio_interval
+from suite.results import CELL_COLUMNS, FAILED_STATUSES, STATUS_WORDS
 
 # A cell across two runs; the build is added when a run holds several builds.
-MATCH_COLUMNS: tuple[str, ...] = (
-    "task",
-    "model",
-    "batch_size",
-    "mode",
-    "dtype",
-    "scenario",
-    "weights",
-    "variant",
-    "device",
-    "gpu_name",
-)
-FAILED = ("oom", "error", "timeout")
+MATCH_COLUMNS: tuple[str, ...] = tuple(c for c in CELL_COLUMNS if c != "build")
 
 REGRESSION = "regression"
 ACCURACY_REGRESSION = "accuracy regression"
@@ -44,7 +33,10 @@ NOT_COMPARABLE = "not comparable"
 FAILING_VERDICTS: tuple[str, ...] = (REGRESSION, ACCURACY_REGRESSION, NEWLY_FAILING)
 SECTIONS: tuple[tuple[str, str], ...] = (
     (REGRESSION, "Regressions (slower beyond the threshold, interval above 1)"),
-    (NEWLY_FAILING, "Newly failing (ok in base, OOM / error / timeout in new)"),
+    (
+        NEWLY_FAILING,
+        f"Newly failing (ok in base, {' / '.join(STATUS_WORDS[s] for s in FAILED_STATUSES)} in new)",
+    ),
     (ACCURACY_REGRESSION, "Accuracy regressions (compiled output passed in base, fails in new)"),
     (IMPROVEMENT, "Improvements (faster beyond the threshold, interval below 1)"),
     (FIXED, "Fixed (failed in base, ok in new)"),
@@ -89,9 +81,9 @@ def judge(
     base: Measurement, new: Measurement, threshold: float
 ) -> tuple[str, float | None, float | None, float | None]:
     """The verdict for one cell, with the ratio new/base and its interval when both are ok."""
-    if base.ok and new.status in FAILED:
+    if base.ok and new.status in FAILED_STATUSES:
         return NEWLY_FAILING, None, None, None
-    if new.ok and base.status in FAILED:
+    if new.ok and base.status in FAILED_STATUSES:
         return FIXED, None, None, None
     if not (base.ok and new.ok) or base.median_ms is None or new.median_ms is None:
         return NOT_COMPARABLE, None, None, None
@@ -159,7 +151,7 @@ def _label_header(columns: Sequence[str]) -> list[str]:
 
 def _median(m: Measurement) -> str:
     if not m.ok:
-        return FAILURE_WORDS[m.status]
+        return STATUS_WORDS[m.status]
     if m.median_ms is None:
         return "—"
     ci = f" [{m.ci_low_ms:.3f}, {m.ci_high_ms:.3f}]" if m.ci_low_ms and m.ci_high_ms else ""

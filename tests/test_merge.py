@@ -9,15 +9,13 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
+from suite.report.load import load
 from suite.report.reference import REFERENCE_DIR, Reference
-from suite.report.study import Study, build_kinds, load
-from suite.report.tables import (
-    compile_groups,
-    compile_modes,
-    compile_vs_eager,
-    stable_vs_others,
-    summary_table,
-)
+from suite.report.study import Study, build_kinds
+from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
+from suite.report.tables.modes import compile_modes
+from suite.report.tables.stable_vs import stable_vs_others
+from suite.report.tables.summary import summary_table
 from suite.results import COLUMNS, RowWriter
 
 ROOT = Path(__file__).resolve().parent.parent

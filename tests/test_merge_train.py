@@ -9,16 +9,13 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
+from suite.report.load import load
 from suite.report.reference import Reference
-from suite.report.study import Study, custom_base, load, setup_variant
-from suite.report.tables import (
-    MEMORY_NOTE,
-    TRAIN_LEGEND,
-    compile_groups,
-    compile_vs_eager,
-    peak_memory,
-    summary_table,
-)
+from suite.report.study import Study, custom_base, setup_variant
+from suite.report.tables.cells import TRAIN_LEGEND
+from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
+from suite.report.tables.memory import MEMORY_NOTE, peak_memory
+from suite.report.tables.summary import summary_table
 from suite.results import RowWriter
 
 H100 = "NVIDIA H100 80GB HBM3"

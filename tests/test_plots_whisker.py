@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from suite.report.plots import CI_FLOOR_PCT, whisker
-from suite.report.tables import improvement_pct
+from suite.report.tables.cells import improvement_pct
 
 
 @pytest.mark.parametrize(

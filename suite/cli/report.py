@@ -16,8 +16,8 @@ def _warn(verb: str, lines: Sequence[str]) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    from suite.report.load import default_out, find_csvs
     from suite.report.publish import run_merge
-    from suite.report.study import default_out, find_csvs
 
     find_csvs(args.inputs)  # missing inputs are reported before anything else
     out = args.out or default_out(args.inputs)
@@ -49,7 +49,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from suite.compare import compare, render, verdict_line
-    from suite.report.study import load
+    from suite.report.load import load
 
     base, new = load([args.base]), load([args.new])
     _warn(

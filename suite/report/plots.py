@@ -19,7 +19,9 @@ from matplotlib.ticker import ScalarFormatter
 
 from suite.report.reference import Reference
 from suite.report.study import EAGER, Measurement, Study
-from suite.report.tables import DAGGER, FAILURE_WORDS, CompileGroup, improvement_pct
+from suite.report.tables.cells import DAGGER, improvement_pct
+from suite.report.tables.compile_vs_eager import CompileGroup
+from suite.results import STATUS_WORDS
 
 EAGER_COLOR = "#9aa5b1"
 COMPILED_COLOR = "#1f77b4"
@@ -73,7 +75,7 @@ def _figure(study: Study, g: CompileGroup, what: str, n_rows: int) -> tuple[Figu
 
 def _failed(ax: Axes, y: float, m: Measurement | None, prefix: str = "") -> None:
     """A failed or missing cell: its status as text at the axis start, never a bar."""
-    text = "not measured" if m is None else FAILURE_WORDS[m.status]
+    text = "not measured" if m is None else STATUS_WORDS[m.status]
     ax.text(
         0.01, y, prefix + text, va="center", fontsize=8, color=FAIL_COLOR, transform=ax.get_yaxis_transform()
     )

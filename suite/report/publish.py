@@ -12,22 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from suite.errors import UsageError
+from suite.report.load import Loaded, load
 from suite.report.reference import Reference
-from suite.report.study import Loaded, Study, build_kinds, load
-from suite.report.tables import (
-    LEGEND,
-    TRAIN,
-    TRAIN_LEGEND,
-    Table,
-    compile_groups,
-    compile_modes,
-    compile_vs_eager,
-    markdown_table,
-    peak_memory,
-    stable_vs_others,
-    summary_table,
-    write_table,
-)
+from suite.report.study import Study, build_kinds
+from suite.report.tables.cells import LEGEND, TRAIN, TRAIN_LEGEND
+from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
+from suite.report.tables.memory import peak_memory
+from suite.report.tables.modes import compile_modes
+from suite.report.tables.stable_vs import stable_vs_others
+from suite.report.tables.summary import summary_table
+from suite.report.tables.table import Table, markdown_table, write_table
 
 SECTIONS: tuple[tuple[str, str, str], ...] = (
     (

@@ -1,0 +1,198 @@
+"""What a table cell holds and how it reads: durations, peak memory, speed-ups (with their
+intervals), the guide's figures, failures; in Markdown and in CSV.
+
+Host side only. What the cells show, and why:
+- durations are the mean per inference (or per training step) over the timed iterations, the
+  guide's statistic ("the mean of 300 inferences"), so they can be laid next to its tables;
+- a speed-up is the paired one: eager median / compiled median, both timed interleaved in
+  the compiled cell's own process, with its 95% CI. It is printed as the guide's
+  "% improvement" (the share of time saved, (1 - 1/speed-up) x 100) and as the factor with
+  its CI. Medians of interleaved runs are robust to outliers and to drift between processes;
+  a ratio of the two means shown would mix two processes;
+- a failed cell prints its status (OOM, error, timeout, skipped), never a number;
+- a compiled output that failed the accuracy check is marked with a dagger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from suite.report.reference import GuideFigure
+from suite.report.study import Measurement, ratio_interval
+from suite.results import OK, STATUS_WORDS, STATUSES
+
+NOT_MEASURED = "—"
+DAGGER = "†"
+GUIDE_ERRATUM = "erratum"
+# How a failed or skipped cell reads: "OOM", "error", "timeout", "skipped".
+FAILURE_WORDS: tuple[str, ...] = tuple(STATUS_WORDS[s] for s in STATUSES if s != OK)
+LEGEND = (
+    "Durations: mean per inference in ms over the timed iterations (the guide's statistic). "
+    "Speed-up: % improvement (time saved, (1 - 1/speed-up) x 100) · eager median / compiled median "
+    "[95% CI], paired within the compiled cell's process. "
+    f"{' / '.join(FAILURE_WORDS)}: the cell failed (reason in the raw CSV); {NOT_MEASURED}: not measured."
+)
+TRAIN_LEGEND = (
+    "Durations: mean per training step in ms (forward + loss + backward + AdamW step) over the timed "
+    "iterations. Speed-up: % improvement (time saved, (1 - 1/speed-up) x 100) · eager median / compiled "
+    "median [95% CI], paired within the compiled cell's process. "
+    f"{' / '.join(FAILURE_WORDS)}: the cell failed or has no training step (reason in the raw CSV); "
+    f"{NOT_MEASURED}: not measured."
+)
+DAGGER_NOTE = f"{DAGGER} compiled output differs from eager beyond the tolerance (accuracy check failed)."
+TRAIN_DAGGER_NOTE = (
+    f"{DAGGER} the first compiled step's loss differs from the eager loss at the same weights, inputs and "
+    "dropout masks beyond the tolerance (accuracy check failed)."
+)
+TRAIN = "train"
+
+
+def legend(scenario: str) -> str:
+    """How to read a table's durations and speed-ups, for its scenario."""
+    return TRAIN_LEGEND if scenario == TRAIN else LEGEND
+
+
+@dataclass(frozen=True)
+class Ms:
+    """A duration cell: one measurement (or none), compiled or not."""
+
+    m: Measurement | None
+    compiled: bool
+
+
+@dataclass(frozen=True)
+class Mb:
+    """A peak-memory cell: one measurement (or none)."""
+
+    m: Measurement | None
+
+
+@dataclass(frozen=True)
+class Gain:
+    """A speed-up factor (> 1: faster) with its 95% interval where known."""
+
+    factor: float
+    low: float | None
+    high: float | None
+    flagged: bool = False  # accuracy check failed
+
+    @property
+    def pct(self) -> float:
+        return improvement_pct(self.factor)
+
+
+def improvement_pct(factor: float) -> float:
+    """The guide's "% improvement": time saved, in % of the slower duration."""
+    return (1.0 - 1.0 / factor) * 100.0
+
+
+def paired_gain(m: Measurement | None) -> Gain | str | None:
+    """The compiled cell's own paired speed-up, its failure word, or None (not measured)."""
+    if m is None:
+        return None
+    if not m.ok:
+        return STATUS_WORDS[m.status]
+    if m.speedup is None:
+        return None
+    return Gain(m.speedup, m.speedup_low, m.speedup_high, m.accuracy_failed)
+
+
+def cross_gain(base: Measurement | None, new: Measurement | None) -> Gain | str | None:
+    """new vs base from two processes: base median / new median, with the widest interval
+    the two medians' 95% CIs allow (conservative: no raw samples to pair)."""
+    for m in (base, new):
+        if m is not None and not m.ok:
+            return STATUS_WORDS[m.status]
+    if base is None or new is None or base.median_ms is None or new.median_ms is None:
+        return None
+    return Gain(base.median_ms / new.median_ms, *ratio_interval(base, new))
+
+
+def fmt_ms(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def fmt_factor(gain: Gain) -> str:
+    text = f"{gain.factor:.2f}x"
+    if gain.low is not None and gain.high is not None:
+        text += f" [{gain.low:.2f}, {gain.high:.2f}]"
+    return text
+
+
+def md_cell(kind: str, value: object) -> str:
+    """How a value reads in Markdown."""
+    if kind == "ms":
+        assert isinstance(value, Ms)
+        if value.m is None:
+            return NOT_MEASURED
+        if not value.m.ok:
+            return STATUS_WORDS[value.m.status]
+        assert value.m.mean_ms is not None
+        mark = f" {DAGGER}" if value.compiled and value.m.accuracy_failed else ""
+        return fmt_ms(value.m.mean_ms) + mark
+    if kind == "gain":
+        if value is None:
+            return NOT_MEASURED
+        if isinstance(value, str):
+            return value
+        assert isinstance(value, Gain)
+        return f"{value.pct:.1f}% · {fmt_factor(value)}" + (f" {DAGGER}" if value.flagged else "")
+    if kind == "mb":
+        assert isinstance(value, Mb)
+        if value.m is None:
+            return NOT_MEASURED
+        if not value.m.ok:
+            return STATUS_WORDS[value.m.status]
+        return NOT_MEASURED if value.m.peak_mem_mb is None else f"{value.m.peak_mem_mb:.0f}"
+    if kind == "guide":
+        if value is None:
+            return NOT_MEASURED
+        assert isinstance(value, GuideFigure)
+        if value.erratum:
+            return GUIDE_ERRATUM
+        if value.speedup is None:
+            return "OOM"
+        return f"{improvement_pct(value.speedup):.1f}% · {value.speedup:.2f}x"
+    return str(value)
+
+
+def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
+    """How a value reads in the CSV: plain numbers in their own columns, failures as words."""
+    if kind == "ms":
+        assert isinstance(value, Ms)
+        m = value.m
+        if m is None:
+            return {name: ""}
+        return {name: m.mean_ms if m.ok else STATUS_WORDS[m.status]}
+    if kind == "mb":
+        assert isinstance(value, Mb)
+        m = value.m
+        if m is None:
+            return {name: ""}
+        return {
+            name: (m.peak_mem_mb if m.peak_mem_mb is not None else "") if m.ok else STATUS_WORDS[m.status]
+        }
+    if kind == "gain":
+        pre = f"{name} " if name else ""
+        out: dict[str, object] = {f"{pre}{c}": "" for c in ("improvement %", "speed-up", "CI low", "CI high")}
+        if isinstance(value, str):
+            out[f"{pre}speed-up"] = value
+        elif isinstance(value, Gain):
+            out[f"{pre}improvement %"] = round(value.pct, 2)
+            out[f"{pre}speed-up"] = round(value.factor, 4)
+            out[f"{pre}CI low"] = "" if value.low is None else round(value.low, 4)
+            out[f"{pre}CI high"] = "" if value.high is None else round(value.high, 4)
+        return out
+    if kind == "guide":
+        out = {f"{name} without torch.compile": "", f"{name} with torch.compile": "", f"{name} speed-up": ""}
+        if isinstance(value, GuideFigure):
+            if value.erratum:
+                out[f"{name} speed-up"] = GUIDE_ERRATUM
+            elif value.speedup is None:
+                out.update({k: "OOM" for k in out})
+            else:
+                out[f"{name} without torch.compile"] = value.eager_ms
+                out[f"{name} with torch.compile"] = value.compiled_ms
+                out[f"{name} speed-up"] = round(value.speedup, 4)
+        return out
+    return {name: value}

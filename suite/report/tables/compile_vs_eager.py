@@ -1,0 +1,108 @@
+"""Compile vs eager, the guide's main tables: per GPU, setup, build, batch size and compile
+mode, each model's duration without and with torch.compile and the paired speed-up, beside the
+guide's figure where it has one (inference and training steps alike).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from suite.report.reference import Reference
+from suite.report.study import EAGER, Gpu, Setup, Study
+from suite.report.tables.cells import TRAIN, Ms, legend, paired_gain
+from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
+
+GUIDE_SETUP = "float32 inference of the full (not shrunk) models"
+GUIDE_NOTE = (
+    "Guide: its published means ({table}, torch {build}), speed-up = without / with compile; "
+    "the guide published no spread, so no CI."
+)
+
+
+@dataclass(frozen=True)
+class CompileGroup:
+    """One compile-vs-eager comparison: a GPU, setup, build, batch size and compile mode."""
+
+    gpu: Gpu
+    setup: Setup
+    build: str
+    batch_size: int
+    mode: str
+
+
+def compile_groups(study: Study) -> list[CompileGroup]:
+    """Every (GPU, setup, build, batch size, compiled mode) with at least one row."""
+    groups = {
+        CompileGroup(k.gpu, k.setup, k.build, k.batch_size, k.mode) for k in study.cells if k.mode != EAGER
+    }
+    return sorted(
+        groups,
+        key=lambda g: (
+            study.gpus.index(g.gpu),
+            study.setups.index(g.setup),
+            study.builds.index(g.build),
+            study.modes.index(g.mode),
+            g.batch_size,
+        ),
+    )
+
+
+def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) -> Table:
+    """`Task/Model | no compile | compile | speed-up` (+ the guide's figure when one matches)."""
+    g = group
+    kind = study.kind(g.build)
+    guide_table = reference.table_for(g.gpu.name, kind, g.mode, g.batch_size) if g.setup.guide_like else None
+    columns = [
+        Column("Task/Model", "Task/Model", "text"),
+        Column("no compile (ms)", "without torch.compile", "ms"),
+        Column("compile (ms)", "with torch.compile", "ms"),
+        Column("speed-up", "", "gain"),
+    ]
+    training = g.setup.scenario == TRAIN
+    notes = [legend(g.setup.scenario)]
+    if guide_table is not None:
+        columns.append(Column(f"guide: {guide_table}", "guide", "guide"))
+        guide_build = next(f.build for f in reference.figures if f.table == guide_table)
+        notes.append(GUIDE_NOTE.format(table=f"table '{guide_table}'", build=guide_build))
+    elif not g.setup.guide_like:
+        notes.append(f"No guide comparison: the guide measured {GUIDE_SETUP}, not {g.setup.label}.")
+    table = Table(
+        name=group_stem(
+            study,
+            "train-compile-vs-eager" if training else "compile-vs-eager",
+            gpu_stem(g.gpu),
+            g.build,
+            f"bs{g.batch_size}",
+            g.mode,
+            setup=g.setup,
+        ),
+        section="train compile vs eager" if training else "compile vs eager",
+        title=("Training step · " if training else "")
+        + f"{g.gpu.label} · {study.torch_label(g.build)} · batch size {g.batch_size} · mode {g.mode}",
+        subtitle=f"Build kind: {kind}. Setup: {g.setup.label}.",
+        columns=columns,
+        notes=notes,
+    )
+    for task, model in study.models:
+        eager = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, EAGER)
+        compiled = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, g.mode)
+        if eager is None and compiled is None:
+            continue
+        values: list[object] = [
+            study.model_label(task, model),
+            Ms(eager, False),
+            Ms(compiled, True),
+            paired_gain(compiled),
+        ]
+        if guide_table is not None:
+            values.append(reference.lookup(g.gpu.name, kind, g.mode, g.batch_size, task, model))
+        context = row_context(
+            g.gpu,
+            g.setup,
+            task,
+            model,
+            **{"batch size": g.batch_size, "build": g.build, "mode": g.mode},
+            accuracy=compiled.accuracy if compiled is not None else "",
+        )
+        table.add(context, values)
+    return table
