@@ -511,3 +511,26 @@ def test_plots_of_a_compiled_model_over_twice_as_slow(tmp_path: Path):
     run = write_run(tmp_path / "run", rows)
     assert main(["merge", str(run)]) == 0
     assert len(list((run / "plots").glob("*.png"))) == 2
+
+
+def test_plots_of_an_ok_compiled_row_without_a_speed_up(tmp_path: Path):
+    """An ok compiled row may lack the speed-up (a hand-made or older CSV): the merge accepts it,
+    its table cell reads "—", and its plot said nothing sensible (the merge crashed, exit 3)."""
+    from matplotlib.figure import Figure
+
+    from suite.report.plots import _failed
+    from suite.report.study import measurement_of
+
+    rows = [
+        eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
+        row("stable", A100, "ViT", 1, "default", mean_ms=8.0, median_ms=7.9, ci95_low_ms=7.8, ci95_high_ms=8),
+    ]
+    run = write_run(tmp_path / "run", rows)
+    assert main(["merge", str(run)]) == 0
+    assert len(list((run / "plots").glob("*.png"))) == 2
+    table = (run / "tables" / "compile-vs-eager__nvidia-a100-sxm4-80gb__stable__bs1__default.md").read_text()
+    assert "| Image Classification/ViT | 10.000 | 8.000 | — |" in table
+    compiled_row = next(r for r in load([run]).frame.itertuples(index=False) if r.mode == "default")
+    ax = Figure().add_subplot()
+    _failed(ax, 0, measurement_of(compiled_row), "speed-up: ")
+    assert [t.get_text() for t in ax.texts] == ["speed-up: not measured"]

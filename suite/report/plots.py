@@ -75,7 +75,7 @@ def _figure(study: Study, g: CompileGroup, what: str, n_rows: int) -> tuple[Figu
 
 def _failed(ax: Axes, y: float, m: Measurement | None, prefix: str = "") -> None:
     """A failed or missing cell: its status as text at the axis start, never a bar."""
-    text = "not measured" if m is None else STATUS_WORDS[m.status]
+    text = "not measured" if m is None or m.ok else STATUS_WORDS[m.status]
     ax.text(
         0.01, y, prefix + text, va="center", fontsize=8, color=FAIL_COLOR, transform=ax.get_yaxis_transform()
     )
