@@ -534,3 +534,17 @@ def test_plots_of_an_ok_compiled_row_without_a_speed_up(tmp_path: Path):
     ax = Figure().add_subplot()
     _failed(ax, 0, measurement_of(compiled_row), "speed-up: ")
     assert [t.get_text() for t in ax.texts] == ["speed-up: not measured"]
+
+
+def test_rows_a_resumed_run_set_aside_are_not_read(run: Path):
+    """A resumed run moves the rows of the cells it runs again to RUN/superseded/<name>.csv
+    (suite.run.resume): they are not results, and the merge reads RUN/raw/ only."""
+    from suite.run.resume import superseded_path
+
+    moved = superseded_path(run / "raw" / "stable__cuda-a100.csv")
+    with RowWriter(moved) as w:  # a later start than the raw row of the same cell: it would win
+        w.append({**ROWS[0], "started_at": "2026-06-01T00:00:00+00:00", "mean_ms": 99.0})
+    loaded = load([run])
+    assert moved.parent == run / "superseded" and moved not in loaded.files
+    assert loaded.rows_read == len(ROWS) and not loaded.superseded
+    assert 99.0 not in set(loaded.frame["mean_ms"])

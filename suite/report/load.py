@@ -58,7 +58,7 @@ class Loaded:
 def find_csvs(inputs: Sequence[Path]) -> list[Path]:
     """Raw CSVs of run folders (`RUN/raw/*.csv`) and CSV files given directly.
 
-    `*.superseded.csv` files hold rows a resumed run re-measured: they are not results.
+    Only `raw/` is read: the rows a resumed run set aside (`RUN/superseded/`) are not results.
     """
     if not inputs:
         raise UsageError("", "give at least one run folder or raw CSV")
@@ -68,7 +68,7 @@ def find_csvs(inputs: Sequence[Path]) -> list[Path]:
             found.append(path)
         elif path.is_dir():
             raw = path / "raw"
-            files = sorted(p for p in raw.glob("*.csv") if not p.name.endswith(".superseded.csv"))
+            files = sorted(raw.glob("*.csv"))
             if not files:
                 raise UsageError(str(path), f"no raw CSVs (looked for {raw}/*.csv)")
             found.extend(files)
