@@ -14,7 +14,7 @@ from typing import Any
 from suite.cli.args import default_profile, filters_of
 from suite.errors import UsageError, last_line
 from suite.redact import redact
-from suite.results import read_rows
+from suite.results import OK, read_rows
 from suite.run import preflight, runner
 from suite.run.launch import child_env
 from suite.spec import expand, load_matrix
@@ -44,7 +44,7 @@ def report(cells: list[Cell], rows: list[dict[str, str]], device: str) -> list[s
     ]
     for cell in cells:
         row = by_key.get((cell.model.name, str(cell.batch_size), cell.mode))
-        if row is None or row["status"] != "ok":
+        if row is None or row["status"] != OK:
             lines.append(
                 f"| {cell.model.name} | {cell.batch_size} | {cell.mode} | "
                 f"{row['status'] if row else 'missing'} | | | | |"

@@ -19,7 +19,7 @@ from matplotlib.ticker import ScalarFormatter
 
 from suite.report.reference import Reference
 from suite.report.study import EAGER, Measurement, Study
-from suite.report.tables.cells import DAGGER, improvement_pct
+from suite.report.tables.cells import DAGGER, TRAIN, improvement_pct
 from suite.report.tables.compile_vs_eager import CompileGroup
 from suite.results import STATUS_WORDS
 
@@ -118,7 +118,7 @@ def plot_duration(study: Study, g: CompileGroup, path: Path) -> Path:
         ax.set_xticks([])
     _xlabel(
         ax,
-        f"mean duration per {'training step' if g.setup.scenario == 'train' else 'inference'} "
+        f"mean duration per {'training step' if g.setup.scenario == TRAIN else 'inference'} "
         f"(ms{', log scale' if log else ''}; shorter is better)",
         rows,
         [],

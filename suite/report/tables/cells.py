@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from suite.report.reference import GuideFigure
 from suite.report.study import Measurement, ratio_interval
-from suite.results import OK, STATUS_WORDS, STATUSES
+from suite.results import OK, OOM, STATUS_WORDS, STATUSES
 
 NOT_MEASURED = "—"
 DAGGER = "†"
@@ -151,7 +151,7 @@ def md_cell(kind: str, value: object) -> str:
         if value.erratum:
             return GUIDE_ERRATUM
         if value.speedup is None:
-            return "OOM"
+            return STATUS_WORDS[OOM]  # the guide ran out of memory there
         return f"{improvement_pct(value.speedup):.1f}% · {value.speedup:.2f}x"
     return str(value)
 
@@ -189,7 +189,7 @@ def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
             if value.erratum:
                 out[f"{name} speed-up"] = GUIDE_ERRATUM
             elif value.speedup is None:
-                out.update({k: "OOM" for k in out})
+                out.update({k: STATUS_WORDS[OOM] for k in out})
             else:
                 out[f"{name} without torch.compile"] = value.eager_ms
                 out[f"{name} with torch.compile"] = value.compiled_ms
