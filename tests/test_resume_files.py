@@ -14,10 +14,10 @@ from helpers import stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from suite.run import launch, resume
 from suite.cli import main
 from suite.errors import UsageError
 from suite.results import COLUMNS, CsvFormatError, RowWriter, read_rows
+from suite.run import launch, preflight, resume
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
@@ -130,7 +130,7 @@ def test_damaged_csv_is_repaired_or_refused_and_no_row_is_lost(
 def test_a_bad_row_in_the_middle_stops_the_run_before_any_cell(tmp_path: Path, monkeypatch) -> None:
     """Through the CLI: one line naming file and line, exit 2, the file untouched."""
     monkeypatch.setattr(
-        launch,
+        preflight,
         "probe",
         lambda device, python=None: stub_environment(torch_version="9.9.9"),
     )
