@@ -23,7 +23,9 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 from suite.errors import UsageError
+from suite.redact import is_secret_name
 from suite.run import docker as containers
+from suite.run import venv
 from suite.spec import load_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -391,7 +393,7 @@ def test_dockerfiles_bake_in_no_secret() -> None:
             if instruction in ("ARG", "ENV", "LABEL"):
                 names = re.findall(r"([A-Za-z_][A-Za-z0-9_.-]*)=", line) or line.split()[1:2]
                 for name in names:
-                    assert not containers.SECRET_NAME.search(name.upper()), f"{dockerfile}: {line}"
+                    assert not is_secret_name(name), f"{dockerfile}: {line}"
         text = dockerfile.read_text()
         assert not re.search(r"hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}", text)
         assert "--secret" not in text and "HF_TOKEN" not in text
@@ -654,24 +656,23 @@ def test_the_local_build_has_no_torchvision_to_pair() -> None:
 def test_bench_local_installs_torchvision_like_the_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    noxfile = _load_noxfile()
     stable, nightly = MATRIX.builds["stable"], MATRIX.builds["nightly-current"]
-    monkeypatch.setattr(noxfile, "_reachable", lambda url: True)
-    steps, source = noxfile.torch_steps(stable, tmp_path)
+    monkeypatch.setattr(venv, "reachable", lambda url: True)
+    steps, source = venv.torch_steps(stable, tmp_path)
     assert steps == [["--require-hashes", "--no-deps", "-r", str(tmp_path / "torch-requirement.txt")]]
     args = stable.build_args
     assert (tmp_path / "torch-requirement.txt").read_text() == (
         f"torch @ {args['TORCH_WHEEL_URL']} --hash=sha256:{args['TORCH_WHEEL_SHA256']}\n"
         f"torchvision @ {args['TORCHVISION_WHEEL_URL']} --hash=sha256:{args['TORCHVISION_WHEEL_SHA256']}\n"
     )
-    monkeypatch.setattr(noxfile, "_reachable", lambda url: "torchvision" not in url)
-    steps, source = noxfile.torch_steps(stable, tmp_path)  # both from the index, or both from PyPI
+    monkeypatch.setattr(venv, "reachable", lambda url: "torchvision" not in url)
+    steps, source = venv.torch_steps(stable, tmp_path)  # both from the index, or both from PyPI
     assert steps == [["torch==2.0.1", "torchvision==0.15.2"]] and source.startswith("PyPI")
-    steps, source = noxfile.torch_steps(nightly, tmp_path)
+    steps, source = venv.torch_steps(nightly, tmp_path)
     date, vision = nightly.build_args["TORCH_NIGHTLY_DATE"], nightly.build_args["TORCHVISION_VERSION"]
     assert steps == [["--pre", f"torch=={nightly.torch}.dev{date}", f"torchvision=={vision}.dev{date}",
                       "--index-url", nightly.index_url]]  # fmt: skip
-    assert noxfile.torch_steps(MATRIX.builds["current"], tmp_path)[0] == [["torch==2.13.0"]]
+    assert venv.torch_steps(MATRIX.builds["current"], tmp_path)[0] == [["torch==2.13.0"]]
 
 
 def _verify_torch() -> ModuleType:
