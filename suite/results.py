@@ -18,7 +18,7 @@ from pathlib import Path
 
 from suite.redact import redact
 
-# The contract (DESIGN.md): these columns, in this order, first.
+# The contract (docs/design.md, "The CSV"): these columns, in this order, first.
 CONTRACT_COLUMNS: tuple[str, ...] = (
     "run_id",
     "build",
