@@ -39,11 +39,16 @@ def find_python(version: str) -> str | None:
     (newest first), else python<version> on PATH unless it is a version manager's shim (a
     pyenv shim fails for a version that is not selected), else None."""
     root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    installs = sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"), reverse=True)
+    installs = glob.glob(f"{root}/versions/{version}.*/bin/python{version}")
     if installs:
-        return installs[0]
+        return max(installs, key=lambda exe: _release(Path(exe).parents[1].name))
     on_path = shutil.which(f"python{version}")
     return on_path if on_path and Path(on_path).parent.name != "shims" else None
+
+
+def _release(name: str) -> tuple[int, ...]:
+    """3.10.13 -> (3, 10, 13), so 3.10.13 sorts after 3.10.2 (a pre-release counts as 0)."""
+    return tuple(int(part) if part.isdigit() else 0 for part in name.split("."))
 
 
 def reachable(url: str) -> bool:
