@@ -1,11 +1,18 @@
-"""Keep secrets out of everything the suite writes: CSVs, cell logs, terminal lines.
+"""Keep secrets out of everything the suite writes: CSVs, cell logs, terminal lines, and
+the argument lists of docker commands; the one place that says what a secret is.
 
-A secret is the value of `HF_TOKEN` or of any environment variable whose name ends in
-`_TOKEN`, `_KEY` or `_SECRET` (any case). Such values pass through to the workers (the
-hub needs `HF_TOKEN`), so an error message, a traceback or a print can carry one; every
-string the suite writes goes through `redact` first, which replaces each value with
-`<redacted:NAME>`. Values shorter than `MIN_LENGTH` are left alone: replacing "1" or
-"true" everywhere would corrupt the numbers, and no real token is that short.
+A secret is the value of an environment variable (or the name of a build argument) with a
+secret name: one of its words (split at anything but a letter or a digit), in any case, is
+or ends with TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL, plural too. So HF_TOKEN,
+HUGGING_FACE_HUB_TOKEN, gh_token, OPENAI_API_KEY, APIKEY, AWS_SECRET_ACCESS_KEY,
+SSH_KEY_PATH, PGPASSWORD and GOOGLE_APPLICATION_CREDENTIALS are; KEYBOARD and
+TOKENIZERS_PARALLELISM are not. Such values pass through to the workers (the hub needs
+`HF_TOKEN`), so an error message, a traceback or a print can carry one; every string the
+suite writes goes through `redact` first, which replaces each value with
+`<redacted:NAME>`, and the container sessions refuse a docker command that holds one
+(`suite.run.docker.leaked_secrets`). Values shorter than `MIN_LENGTH` are left alone by
+both: replacing "1", "true" or "none" everywhere would corrupt numbers and command lines
+(`--network none`), and no real token is that short.
 
 Standard library only (imported inside the containers). The environment is read on each
 call, so a variable set after import is still covered.
@@ -15,17 +22,19 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Mapping
 from typing import TextIO
 
-SECRET_NAMES: frozenset[str] = frozenset({"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"})
-SECRET_SUFFIXES: tuple[str, ...] = ("_TOKEN", "_KEY", "_SECRET")
+SECRET_WORDS: tuple[str, ...] = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+_SECRET_WORD = re.compile(f"(?:{'|'.join(SECRET_WORDS)})S?$")
+_WORD_SPLIT = re.compile(r"[^A-Z0-9]+")
 MIN_LENGTH = 8
 
 
 def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return upper in SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+    """Whether a variable (or build argument) of this name holds a secret (see above)."""
+    return any(_SECRET_WORD.search(word) for word in _WORD_SPLIT.split(name.upper()))
 
 
 def secrets_of(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:

@@ -19,11 +19,14 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
+from typing import NoReturn
 
 import pytest
 
 from suite.errors import UsageError
+from suite.redact import is_secret_name
 from suite.run import docker as containers
+from suite.run import venv
 from suite.spec import load_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -265,6 +268,37 @@ def test_build_session_builds_the_named_images(fake: SimpleNamespace) -> None:
     assert args["PYTHON_VERSION"] == "3.11"
 
 
+NO_PROCESS = """
+import importlib.util, os, subprocess, sys
+started = []
+def refuse(name):
+    def start(*args, **kwargs):
+        started.append(f"{name}{args[:1]}")
+        raise RuntimeError(name)
+    return start
+subprocess.Popen = refuse("subprocess.Popen")
+for name in ("system", "fork", "forkpty", "posix_spawn", "posix_spawnp", "execv", "execve", "spawnv"):
+    if hasattr(os, name):
+        setattr(os, name, refuse("os." + name))
+spec = importlib.util.spec_from_file_location("noxfile", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules["noxfile"] = module
+spec.loader.exec_module(module)
+print(started)
+"""
+
+
+def test_importing_the_noxfile_starts_no_process() -> None:
+    """nox imports noxfile.py for every command, `nox -l` included: no interpreter is run to
+    pick the sessions' Pythons (every way of starting a process fails in this child)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_PROCESS, str(ROOT / "noxfile.py")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def test_merge_follows_a_full_run(fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --shard or --no-merge the session queues `nox -s merge` on the run folder
     (run in-process with a stand-in session: the merge itself is tested elsewhere)."""
@@ -391,7 +425,7 @@ def test_dockerfiles_bake_in_no_secret() -> None:
             if instruction in ("ARG", "ENV", "LABEL"):
                 names = re.findall(r"([A-Za-z_][A-Za-z0-9_.-]*)=", line) or line.split()[1:2]
                 for name in names:
-                    assert not containers.SECRET_NAME.search(name.upper()), f"{dockerfile}: {line}"
+                    assert not is_secret_name(name), f"{dockerfile}: {line}"
         text = dockerfile.read_text()
         assert not re.search(r"hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}", text)
         assert "--secret" not in text and "HF_TOKEN" not in text
@@ -654,24 +688,23 @@ def test_the_local_build_has_no_torchvision_to_pair() -> None:
 def test_bench_local_installs_torchvision_like_the_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    noxfile = _load_noxfile()
     stable, nightly = MATRIX.builds["stable"], MATRIX.builds["nightly-current"]
-    monkeypatch.setattr(noxfile, "_reachable", lambda url: True)
-    steps, source = noxfile.torch_steps(stable, tmp_path)
+    monkeypatch.setattr(venv, "reachable", lambda url: True)
+    steps, source = venv.torch_steps(stable, tmp_path)
     assert steps == [["--require-hashes", "--no-deps", "-r", str(tmp_path / "torch-requirement.txt")]]
     args = stable.build_args
     assert (tmp_path / "torch-requirement.txt").read_text() == (
         f"torch @ {args['TORCH_WHEEL_URL']} --hash=sha256:{args['TORCH_WHEEL_SHA256']}\n"
         f"torchvision @ {args['TORCHVISION_WHEEL_URL']} --hash=sha256:{args['TORCHVISION_WHEEL_SHA256']}\n"
     )
-    monkeypatch.setattr(noxfile, "_reachable", lambda url: "torchvision" not in url)
-    steps, source = noxfile.torch_steps(stable, tmp_path)  # both from the index, or both from PyPI
+    monkeypatch.setattr(venv, "reachable", lambda url: "torchvision" not in url)
+    steps, source = venv.torch_steps(stable, tmp_path)  # both from the index, or both from PyPI
     assert steps == [["torch==2.0.1", "torchvision==0.15.2"]] and source.startswith("PyPI")
-    steps, source = noxfile.torch_steps(nightly, tmp_path)
+    steps, source = venv.torch_steps(nightly, tmp_path)
     date, vision = nightly.build_args["TORCH_NIGHTLY_DATE"], nightly.build_args["TORCHVISION_VERSION"]
     assert steps == [["--pre", f"torch=={nightly.torch}.dev{date}", f"torchvision=={vision}.dev{date}",
                       "--index-url", nightly.index_url]]  # fmt: skip
-    assert noxfile.torch_steps(MATRIX.builds["current"], tmp_path)[0] == [["torch==2.13.0"]]
+    assert venv.torch_steps(MATRIX.builds["current"], tmp_path)[0] == [["torch==2.13.0"]]
 
 
 def _verify_torch() -> ModuleType:
@@ -718,3 +751,67 @@ def test_verify_torch_fails_the_build_for_a_torchvision_of_another_torch(
 ) -> None:
     verify = _verify_torch()
     assert verify.torchvision_problems(*torch, *vision, requires, has_ops) == problems
+
+
+# --- the local builds' virtualenvs (suite.run.venv), without nox -----------------------------
+
+
+def test_find_python_takes_the_newest_pyenv_install_and_never_a_shim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "python3.10").write_text("#!/bin/sh\nexit 127\n")
+    (shims / "python3.10").chmod(0o755)
+    monkeypatch.setenv("PATH", str(shims))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    assert venv.find_python("3.10") is None  # only a shim, which may not run
+    for release in ("3.10.2", "3.10.13", "3.10.9"):
+        exe = tmp_path / "pyenv" / "versions" / release / "bin" / "python3.10"
+        exe.parent.mkdir(parents=True)
+        exe.write_text("")
+    assert venv.find_python("3.10") == str(tmp_path / "pyenv/versions/3.10.13/bin/python3.10")
+
+
+def test_build_venv_installs_like_the_image_then_reuses_the_virtualenv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from suite.run.session import Runner
+
+    stable = MATRIX.builds["stable"]
+    lock = tmp_path / stable.container / "requirements.txt"
+    lock.parent.mkdir(parents=True)
+    shutil.copy(ROOT / stable.container / "requirements.txt", lock)
+    commands: list[tuple[str, ...]] = []
+
+    def run(*args: str, **kwargs: object) -> None:
+        commands.append(args)
+        if args[1:3] == ("-m", "venv"):  # what `python -m venv DIR` leaves behind
+            (Path(args[3]) / "bin").mkdir(parents=True)
+            (Path(args[3]) / "bin" / "python").write_text("")
+
+    def error(message: str) -> NoReturn:
+        raise AssertionError(message)
+
+    runner = Runner(run=run, log=lambda message: None, error=error)
+    monkeypatch.setattr(venv, "reachable", lambda url: False)
+    monkeypatch.setattr(venv, "find_python", lambda version: None)
+    with pytest.raises(UsageError, match=r"builds\.stable\.python: no Python 3\.10 found on this machine"):
+        venv.build_venv(runner, stable, tmp_path)
+    assert commands == []
+    monkeypatch.setattr(venv, "find_python", lambda version: f"/pythons/python{version}")
+    python = venv.build_venv(runner, stable, tmp_path)
+    env_dir = tmp_path / ".nox" / "build-stable"
+    assert python == env_dir / "bin" / "python"
+    pip = (str(python), "-m", "pip", "install", "--quiet")
+    assert commands == [
+        ("/pythons/python3.10", "-m", "venv", str(env_dir)),
+        (*pip, "torch==2.0.1", "torchvision==0.15.2"),  # the image's index is not reachable here
+        (*pip, "--require-hashes", "--no-deps", "--only-binary", ":all:", "-r", str(lock)),
+        (str(python), "-m", "pip", "check"),
+    ]
+    commands.clear()
+    assert venv.build_venv(runner, stable, tmp_path) == python and commands == []  # pins unchanged
+    lock.write_text(lock.read_text() + "\n")
+    venv.build_venv(runner, stable, tmp_path)
+    assert commands[0][1:3] == ("-m", "venv")  # the lock changed: a fresh virtualenv

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -15,10 +16,16 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO, TINY, tiny_run_cmd
+from hypothesis import given
+from hypothesis import strategies as st
 
 from suite import redact
 from suite.cli import main
+from suite.errors import UsageError
 from suite.results import read_rows
+from suite.run import docker
+from suite.spec.builds import DERIVED_BUILD_ARGS, read_build
+from suite.spec.fields import Reader
 
 
 def planted() -> dict[str, str]:
@@ -138,3 +145,91 @@ def test_one_line_redacts_before_it_cuts(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("HF_TOKEN", "hf_" + "x" * 40)
     text = one_line("e" * 280 + " hf_" + "x" * 40, limit=300)
     assert "hf_" not in text and "xxxxxxxxxx" not in text
+
+
+# --- one rule for what a secret is (suite.redact): redaction, docker commands, build arguments ---
+
+SECRET_WORD = st.sampled_from(redact.SECRET_WORDS)
+# Variable names made of words: random ones, secret words in any case, and near misses.
+NAME_WORD = st.one_of(
+    st.from_regex(r"[A-Za-z0-9]{1,8}", fullmatch=True),
+    SECRET_WORD,
+    SECRET_WORD.map(str.lower),
+    st.sampled_from(["KEYBOARD", "TOKENIZERS", "SECRETARY", "MONKEY", "HF", "API", "PATH"]),
+)
+ENV_NAME = st.builds(
+    lambda words, sep: sep.join(words),
+    st.lists(NAME_WORD, min_size=1, max_size=4),
+    st.sampled_from(["_", ""]),
+).filter(lambda name: re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None)
+VALUE = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/.", max_size=40)
+
+
+def build_arg_refusal(name: str) -> str | None:
+    """The one-line error for a build argument `name` (None: accepted)."""
+    data = {"kind": "stable", "python": "3.10", "torch": "2.0.1", "container": "containers/x"}
+    try:
+        read_build(Reader("m.yaml", "builds.x", {**data, "build_args": {name: "a-value"}}), "x")
+    except UsageError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "gh_token", "OPENAI_API_KEY", "APIKEY", "AWS_SECRET_ACCESS_KEY",
+     "SSH_KEY_PATH", "PGPASSWORD", "DB_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "apiKeys", "my-secret"],
+)  # fmt: skip
+def test_secret_names(name: str) -> None:
+    assert redact.is_secret_name(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["KEYBOARD", "TOKENIZERS_PARALLELISM", "PATH", "HF_HOME", "TORCH_WHEEL_SHA256", "SECRETARY"]
+)
+def test_names_that_are_not_secrets(name: str) -> None:
+    assert not redact.is_secret_name(name)
+
+
+@given(
+    prefix=st.from_regex(r"[A-Za-z0-9_]{0,16}", fullmatch=True),
+    suffix=st.sampled_from(["_TOKEN", "_KEY", "_SECRET", "_token", "_Key", "_secret"]),
+)
+def test_every_name_the_old_redaction_and_docker_rules_caught_is_still_a_secret(
+    prefix: str, suffix: str
+) -> None:
+    """HF_TOKEN and any name ending in _TOKEN, _KEY or _SECRET, any case (the old redact and
+    docker rules), are secrets."""
+    assert redact.is_secret_name(prefix + suffix)
+
+
+@given(
+    before=st.from_regex(r"([A-Z][A-Z0-9]*_)?[A-Z0-9]{0,6}", fullmatch=True),
+    word=SECRET_WORD,
+    plural=st.booleans(),
+    after=st.from_regex(r"(_[A-Z0-9]{1,8}){0,2}", fullmatch=True),
+)
+def test_a_build_argument_that_looks_like_a_secret_is_refused(
+    before: str, word: str, plural: bool, after: str
+) -> None:
+    """A word that is, or ends with, TOKEN, KEY, SECRET, PASSWORD, PASSWD or CREDENTIAL(S)
+    anywhere in a build argument's name: refused when matrix.yaml loads."""
+    name = before + word + ("S" if plural else "") + after
+    refusal = build_arg_refusal(name)
+    assert refusal is not None and refusal.startswith(f"m.yaml: builds.x.build_args.{name}: ")
+    assert "looks like a secret" in refusal or "upper case" in refusal
+
+
+@given(name=ENV_NAME, value=VALUE)
+def test_redaction_docker_refusal_and_build_arguments_follow_one_rule(name: str, value: str) -> None:
+    """For any variable: its value is redacted exactly when a docker command holding it is
+    refused, exactly when the name is a secret's and the value is long enough; a build
+    argument of that name is refused as a secret exactly when the name is a secret's."""
+    env = {name: value}
+    secret = redact.is_secret_name(name) and len(value) >= redact.MIN_LENGTH
+    assert (redact.redact(f"x {value} y", env) != f"x {value} y") == secret
+    assert (value not in redact.redact(value, env)) == secret
+    assert (docker.leaked_secrets(["docker", "run", f"--label=v{value}"], env) == [name]) == secret
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", name) and name not in DERIVED_BUILD_ARGS:
+        refusal = build_arg_refusal(name)
+        assert (refusal is not None and "looks like a secret" in refusal) == redact.is_secret_name(name)

@@ -9,7 +9,7 @@ from suite.cli.args import default_profile, filters_of, selected
 from suite.errors import UsageError
 from suite.measure import provenance
 from suite.run import preflight, runner
-from suite.spec import expand, load_matrix
+from suite.spec import expand, load_matrix, pick_build
 from suite.spec.cost import estimate_seconds, format_duration
 from suite.spec.shard import assign, select
 
@@ -18,10 +18,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     profile = default_profile(args, "cuda" if args.device == "cuda" else None)
     build = args.build or "(detected at run time)"
-    if args.build and args.build not in matrix.builds:
-        raise UsageError(
-            "--build", f"{args.build!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})"
-        )
+    if args.build:
+        pick_build(matrix, args.build)
     cells = selected(args, expand(matrix, profile, build, filters_of(args)), profile)
     preflight.check_custom(matrix, cells)
     costs = [estimate_seconds(c) for c in cells]
@@ -47,7 +45,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"{s.iterations:>5} {format_duration(costs[i]):>8}"
         )
     total = sum(costs)
-    print(f"estimated total {format_duration(total)} (suite/cost.py: a rough model; the ratios count)")
+    print(f"estimated total {format_duration(total)} (suite/spec/cost.py: a rough model; the ratios count)")
     if args.shard:
         loads = [sum(costs[i] for i in shard) for shard in shards]
         mean = total / len(shards)
@@ -65,10 +63,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     filters = filters_of(args)
-    if args.build and args.build not in matrix.builds:
-        raise UsageError(
-            "--build", f"{args.build!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})"
-        )
+    if args.build:
+        pick_build(matrix, args.build)
     # validate the selection before probing (cheap, and no model is built either way)
     guess = default_profile(args, None)
     planned = expand(matrix, guess, args.build or "?", filters)

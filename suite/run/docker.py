@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite.errors import first_line
+from suite.redact import secrets_of
 from suite.spec.model import BuildSpec
 
 NO_OUTPUT = "(no output)"
@@ -223,11 +224,7 @@ def explain_probe_failure(proc: subprocess.CompletedProcess[str], tag: str) -> s
     return f"{tag}: the GPU probe container failed with status {status}: {first_line(err, NO_OUTPUT)}"
 
 
-SECRET_NAME = re.compile(r"(^HF_TOKEN$|_TOKEN$|_KEY$|_SECRET$)")
-
-
 def leaked_secrets(cmd: Sequence[str], environ: Mapping[str, str]) -> list[str]:
-    """Names of secret-looking variables (HF_TOKEN, *_TOKEN, *_KEY, *_SECRET) whose value
-    appears in `cmd`: the session refuses to run such a command."""
-    secrets = {k: v for k, v in environ.items() if SECRET_NAME.search(k) and len(v) >= 4}
-    return sorted(k for k, v in secrets.items() if any(v in arg for arg in cmd))
+    """Names of the secrets (suite.redact's rule: HF_TOKEN, *_KEY, ...) whose value appears in
+    `cmd`: the container sessions refuse to run such a command."""
+    return sorted({name for value, name in secrets_of(environ) if any(value in arg for arg in cmd)})

@@ -19,6 +19,7 @@ from suite.measure import provenance
 from suite.measure.config_check import Problem
 from suite.results import one_line, slug
 from suite.run.launch import child_env
+from suite.spec.expand import pick_build
 from suite.spec.model import Cell, Matrix, ModelSpec
 
 # Below this much free space where results go, no cell starts (`run --min-free-mb`):
@@ -46,12 +47,7 @@ def resolve_build(matrix: Matrix, requested: str | None, env: provenance.Environ
     torch), else the single matrix build whose torch version is running, else
     `torch<version>`."""
     if requested:
-        if requested not in matrix.builds:
-            raise UsageError(
-                "--build",
-                f"{requested!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})",
-            )
-        spec = matrix.builds[requested]
+        spec = pick_build(matrix, requested)
         if not spec.matches(env.torch_version):
             raise UsageError(
                 "--build",

@@ -22,7 +22,7 @@ class Progress:
     """
 
     total: int
-    estimate_left: float  # suite.cost seconds of the cells not yet done
+    estimate_left: float  # suite.spec.cost seconds of the cells not yet done
     stream: TextIO = field(default_factory=lambda: sys.stderr)
     started: float = field(default_factory=time.monotonic)
     done: int = 0

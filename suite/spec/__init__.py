@@ -4,7 +4,7 @@ and validated where it enters), `expand` (a profile into cells, pure), `shard` a
 The names most callers need are re-exported here.
 """
 
-from suite.spec.expand import Filters, expand, resolve_settings
+from suite.spec.expand import Filters, expand, pick_build, resolve_settings
 from suite.spec.load import load_matrix
 from suite.spec.model import BuildSpec, Cell, ImageSpec, Matrix, ModelSpec, Settings
 
@@ -18,5 +18,6 @@ __all__ = [
     "Settings",
     "expand",
     "load_matrix",
+    "pick_build",
     "resolve_settings",
 ]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from suite.errors import UsageError
-from suite.spec.model import Cell, Matrix, Profile, Settings
+from suite.spec.model import BuildSpec, Cell, Matrix, Profile, Settings
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,16 @@ class Filters:
     modes: tuple[str, ...] | None = None
     scenarios: tuple[str, ...] | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
+
+
+def pick_build(matrix: Matrix, name: str) -> BuildSpec:
+    """The build named on the command line (`--build`), or the one-line error every entry
+    point gives for an unknown one (`suite plan`, `suite run`, the nox sessions)."""
+    if name not in matrix.builds:
+        raise UsageError(
+            "--build", f"{name!r} is not a build of {matrix.path} (known: {', '.join(matrix.builds)})"
+        )
+    return matrix.builds[name]
 
 
 def resolve_settings(matrix: Matrix, profile: Profile, overrides: Mapping[str, Any]) -> Settings:

@@ -7,7 +7,6 @@ model is built. Standard library + PyYAML only (runs inside the containers).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -16,16 +15,15 @@ from typing import Any
 import yaml
 
 from suite.errors import UsageError
+from suite.spec.builds import read_build
 from suite.spec.fields import Reader, kind
 from suite.spec.model import (
-    BUILD_KINDS,
     COMPILE_CACHES,
     DTYPES,
     MODES,
     SCENARIOS,
     TASKS,
     WEIGHTS,
-    BuildSpec,
     ImageSpec,
     Matrix,
     ModelSpec,
@@ -110,87 +108,6 @@ def _read_model(r: Reader, name: str) -> ModelSpec:
     )
 
 
-# Docker build arguments that nox sets from other fields of the build (see suite/docker.py).
-DERIVED_BUILD_ARGS: tuple[str, ...] = (
-    "BUILD_NAME",
-    "TORCH_VERSION",
-    "CUDA_VERSION",
-    "PYTHON_VERSION",
-    "TORCH_INDEX_URL",
-    "SUITE_IMAGE",
-)
-_BUILD_ARG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-# A build argument is stored in the image's history (`docker history`): never a secret.
-_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
-
-
-def _read_build_args(r: Reader) -> dict[str, str]:
-    args = r.mapping("build_args")
-    for key, value in args.items():
-        where = f"build_args.{key}"
-        if not _BUILD_ARG_NAME.match(key):
-            r.fail("a build argument name is upper case letters, digits and '_'", where)
-        if key in DERIVED_BUILD_ARGS:
-            r.fail("is set by nox from the build's other fields; remove it here", where)
-        if _SECRET_NAME.search(key):
-            r.fail(
-                "looks like a secret; build arguments are readable in the image's history: "
-                "pass secrets at run time (docker run -e NAME)",
-                where,
-            )
-        if not isinstance(value, str) or not value.strip():
-            r.fail(f"must be a non-empty string (in quotes), got {kind(value)}", where)
-    # A wheel given by URL is installed with --require-hashes: URL and sha256 come in pairs.
-    for key, value in args.items():
-        where = f"build_args.{key}"
-        if key.endswith("_WHEEL_URL"):
-            if not value.endswith(".whl"):
-                r.fail("must be the URL of a wheel (.whl)", where)
-            if key[: -len("URL")] + "SHA256" not in args:
-                r.fail(f"needs {key[: -len('URL')]}SHA256 beside it (installed with --require-hashes)", where)
-        if key.endswith("_WHEEL_SHA256"):
-            if not _SHA256.match(value):
-                r.fail(f"must be the wheel's sha256 (64 lower-case hex digits), got {value!r}", where)
-            if key[: -len("SHA256")] + "URL" not in args:
-                r.fail(f"goes with a {key[: -len('SHA256')]}URL, which is missing", where)
-    return args
-
-
-def _read_build(r: Reader, name: str) -> BuildSpec:
-    pins = r.raw("pins", [])
-    if not isinstance(pins, list) or not all(isinstance(p, str) and p for p in pins):
-        r.fail("must be a list of requirement strings", "pins")
-    python = r.raw("python")
-    if isinstance(python, float):  # 3.10 written unquoted parses as 3.1
-        r.fail('write the version in quotes, e.g. "3.10"', "python")
-    cuda = r.raw("cuda", "")
-    if isinstance(cuda, float):  # 11.8 unquoted is a number; 12.10 would become 12.1
-        r.fail('write the version in quotes, e.g. "11.8"', "cuda")
-    container = r.str("container") if r.has("container") else ""
-    local = r.bool("local", True)
-    build_args = _read_build_args(r)
-    if build_args and not container:
-        r.fail("build arguments need a `container` folder to build", "build_args")
-    if not local and not container:
-        r.fail("a build that is not local needs a `container` folder, or nothing can run it", "local")
-    spec = BuildSpec(
-        name=name,
-        kind=r.str("kind", choices=BUILD_KINDS),
-        python=r.str("python"),
-        torch=r.str("torch"),
-        container=container,
-        cuda=str(cuda or ""),
-        index_url=r.str("index_url") if r.has("index_url") else "",
-        pins=tuple(pins),
-        description=str(r.raw("description", "") or ""),
-        local=local,
-        build_args=build_args,
-    )
-    r.done()
-    return spec
-
-
 def _names(
     r: Reader, key: str, value: object, known: Iterable[str], everything: Iterable[str] | None = None
 ) -> tuple[str, ...]:
@@ -257,7 +174,7 @@ def load_matrix(path: str | Path) -> Matrix:
     defaults_r.done()
 
     builds_r = top.sub("builds", required=True)
-    builds = {name: _read_build(builds_r.sub(name), name) for name in builds_r.names()}
+    builds = {name: read_build(builds_r.sub(name), name) for name in builds_r.names()}
     if not builds:
         builds_r.fail("must declare at least one build")
     builds_r._seen.update(builds)

@@ -3,7 +3,7 @@
 Each machine of a fan-out (one GitHub Actions job per GPU type x shard) expands the same
 profile and then keeps only its own part, so the split must come out the same
 everywhere: it depends only on the cells (their identity and their cost estimate from
-`suite.cost`), never on their input order, hash seeds or the machine. Greedy longest-
+`suite.spec.cost`), never on their input order, hash seeds or the machine. Greedy longest-
 processing-time: cells from most to least expensive, each to the shard with the least
 estimated cost so far (the lower shard number on a tie). The compile-heavy cells come
 first and so land one per shard before any shard gets a second one.

@@ -1,0 +1,155 @@
+"""What the nox sessions share, without nox: the session's own flags, the builds they pick,
+running the suite, the one-line errors. noxfile.py declares the sessions and hands each
+function here a `Runner` made of its nox session's run/log/error, so all of this runs (and
+is tested) without nox, and importing it starts no process.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+from suite.errors import UsageError
+from suite.run.docker import DockerProblem
+from suite.run.launch import child_env
+from suite.spec import BuildSpec, Matrix, load_matrix, pick_build
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Runner:
+    """What a session does besides computing: run a command (which fails the session if
+    the command fails), log a line, stop with a failed step (exit status 1)."""
+
+    run: Callable[..., object]  # run(*argv, env=None)
+    log: Callable[[str], None]
+    error: Callable[[str], NoReturn]
+
+
+def one_line_errors(session: F) -> F:
+    """Bad input or a missing prerequisite (UsageError, DockerProblem): one line on stderr and
+    exit status 2, before anything is built (nox's own session.error exits 1 and says
+    "Session ... aborted")."""
+
+    @functools.wraps(session)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return session(*args, **kwargs)
+        except (UsageError, DockerProblem) as exc:
+            print(f"nox > error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def matrix_file(root: Path) -> str:
+    """The repository's matrix.yaml, named as seen from here (nox runs in `root`), so the
+    messages say `matrix.yaml: builds.x: ...`."""
+    return os.path.relpath(root / "matrix.yaml")
+
+
+def load(root: Path) -> Matrix:
+    return load_matrix(matrix_file(root))
+
+
+def pick_builds(matrix: Matrix, wanted: str | None, default: Sequence[str]) -> list[BuildSpec]:
+    """The builds of `--build B1,B2` (each checked by suite.spec.pick_build), else `default`."""
+    names = [n.strip() for n in wanted.split(",") if n.strip()] if wanted else list(default)
+    return [pick_build(matrix, name) for name in dict.fromkeys(names)]
+
+
+def no_container(matrix: Matrix, build: BuildSpec) -> UsageError:
+    return UsageError(
+        f"{matrix.path}: builds.{build.name}",
+        f"no container; run it with `nox -s bench-local -- --build {build.name}`",
+    )
+
+
+def pop_flag(args: list[str], flag: str) -> str | None:
+    """Remove `--flag VALUE` / `--flag=VALUE` from args; return VALUE."""
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+            del args[i : i + 2]
+            return value
+        if arg.startswith(flag + "="):
+            del args[i]
+            return arg.split("=", 1)[1]
+        if arg == flag:
+            raise UsageError(flag, "needs a value")
+    return None
+
+
+def pop_switch(args: list[str], flag: str) -> bool:
+    if flag in args:
+        args.remove(flag)
+        return True
+    return False
+
+
+@dataclass
+class BenchArgs:
+    """The session's own flags, taken out of posargs; the rest goes to `python -m suite run`."""
+
+    builds: str | None
+    run_id: str
+    out: Path
+    offline: bool
+    no_merge: bool
+    sharded: bool
+    suite_args: list[str]
+
+
+# Checks a build's selection flags before anything is built (the noxfile runs `suite plan`).
+SelectionCheck = Callable[[BuildSpec, BenchArgs], None]
+
+
+def bench_args(posargs: Sequence[str], prefix: str, root: Path) -> BenchArgs:
+    args = list(posargs)
+    builds = pop_flag(args, "--build")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_id = pop_flag(args, "--run-id") or f"{prefix}-{stamp}"
+    out = Path(pop_flag(args, "--out") or root / "results").resolve()
+    offline = pop_switch(args, "--offline")
+    no_merge = pop_switch(args, "--no-merge")
+    sharded = any(a == "--shard" or a.startswith("--shard=") for a in args)
+    return BenchArgs(builds, run_id, out, offline, no_merge, sharded, args)
+
+
+def run_suite(runner: Runner, cmd: list[str], extra_env: Mapping[str, str] | None = None) -> None:
+    """Run a suite command with the workers' environment (suite.run.launch.child_env: this
+    checkout's suite first on PYTHONPATH); its usage errors (exit 2, one line already
+    printed) stay exit 2."""
+    runner.log(" ".join(cmd))
+    code = subprocess.run(cmd, env=child_env(dict(extra_env or {})), check=False).returncode
+    if code == 2:
+        raise SystemExit(2)
+    if code != 0:
+        runner.error(f"{cmd[0]} exited with status {code}")
+
+
+def merge_target(runner: Runner, bench: BenchArgs) -> str | None:
+    """The run folder to merge after the benchmark, or None (one shard, or --no-merge)."""
+    run_dir = bench.out / bench.run_id
+    if bench.sharded or bench.no_merge:
+        why = "one shard; the workflow's merge job joins them" if bench.sharded else "--no-merge"
+        runner.log(f"raw CSVs: {run_dir}/raw/ (not merged: {why})")
+        return None
+    return str(run_dir)
+
+
+def newest_run(runner: Runner, results: Path) -> str:
+    """The run folder under `results` whose raw CSVs were written last."""
+    runs = [p for p in results.glob("*/raw") if any(p.glob("*.csv"))]
+    if not runs:
+        runner.error("results/: no run folder with raw CSVs; give one: nox -s merge -- RUN_DIR")
+    newest = max(runs, key=lambda raw: max(f.stat().st_mtime for f in raw.glob("*.csv")))
+    return str(newest.parent)

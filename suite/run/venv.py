@@ -1,0 +1,155 @@
+"""The local builds (`nox -s bench-local`, `nox -s tests-stable`): a virtualenv per build,
+pinned like the build's image, and the benchmark run in it.
+
+The virtualenv lives under .nox/build-<name>/ and is reused while its pins are unchanged.
+torch (and torchvision, where the image has one) comes from the image's exact wheels when
+their index is reachable, else from PyPI at the same versions; then the image's hash-locked
+requirements (or the build's `pins`). Finding an interpreter only looks at files, so the
+noxfile can ask for one when it is imported without starting a process.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import shutil
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+from suite.errors import UsageError
+from suite.run.docker import OFFLINE_ENV
+from suite.run.session import (
+    Runner,
+    SelectionCheck,
+    bench_args,
+    load,
+    matrix_file,
+    merge_target,
+    pick_builds,
+    run_suite,
+)
+from suite.spec import BuildSpec
+
+
+def find_python(version: str) -> str | None:
+    """A Python `version` interpreter, found without running one: a pyenv install of it
+    (newest first), else python<version> on PATH unless it is a version manager's shim (a
+    pyenv shim fails for a version that is not selected), else None."""
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    installs = glob.glob(f"{root}/versions/{version}.*/bin/python{version}")
+    if installs:
+        return max(installs, key=lambda exe: _release(Path(exe).parents[1].name))
+    on_path = shutil.which(f"python{version}")
+    return on_path if on_path and Path(on_path).parent.name != "shims" else None
+
+
+def _release(name: str) -> tuple[int, ...]:
+    """3.10.13 -> (3, 10, 13), so 3.10.13 sorts after 3.10.2 (a pre-release counts as 0)."""
+    return tuple(int(part) if part.isdigit() else 0 for part in name.split("."))
+
+
+def reachable(url: str) -> bool:
+    """A quick HEAD request: is the build's own torch index reachable from here?"""
+    try:
+        req = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status < 400
+    except (OSError, ValueError):
+        return False
+
+
+def wheel_version(url: str) -> str:
+    """The public version in a wheel's file name: 0.15.2 for .../torchvision-0.15.2%2Bcu118-...whl."""
+    name = urllib.parse.unquote(url.rsplit("/", 1)[-1])
+    return name.split("-")[1].split("+")[0]
+
+
+def torch_steps(build: BuildSpec, venv: Path) -> tuple[list[list[str]], str]:
+    """pip install arguments for torch (and torchvision, where the image has one) in a
+    build's local virtualenv, and where they come from: the image's exact wheels (URL +
+    sha256) or nightlies when reachable, else PyPI's of the same versions (PyPI's torch
+    2.0.1 and torchvision 0.15.2 pair: both CUDA 11.7 builds, large on a CPU-only machine;
+    the rows still record the torch and CUDA that ran)."""
+    args = build.build_args
+    wheels = [
+        (n, args[f"{n.upper()}_WHEEL_URL"])
+        for n in ("torch", "torchvision")
+        if f"{n.upper()}_WHEEL_URL" in args
+    ]
+    if wheels and all(reachable(url) for _, url in wheels):
+        req = venv / "torch-requirement.txt"
+        req.write_text(
+            "".join(f"{n} @ {url} --hash=sha256:{args[f'{n.upper()}_WHEEL_SHA256']}\n" for n, url in wheels)
+        )
+        return [["--require-hashes", "--no-deps", "-r", str(req)]], " + ".join(url for _, url in wheels)
+    if "TORCH_NIGHTLY_DATE" in args:
+        date = args["TORCH_NIGHTLY_DATE"]
+        pins = [f"torch=={build.torch}.dev{date}"]
+        if "TORCHVISION_VERSION" in args:
+            pins.append(f"torchvision=={args['TORCHVISION_VERSION']}.dev{date}")
+        return [["--pre", *pins, "--index-url", build.index_url]], build.index_url
+    pins = [f"torch=={build.torch}"]
+    if "TORCHVISION_WHEEL_URL" in args:
+        pins.append(f"torchvision=={wheel_version(args['TORCHVISION_WHEEL_URL'])}")
+    return [pins], "PyPI (or pip's configured index)"
+
+
+def lock_file(build: BuildSpec, root: Path) -> Path | None:
+    """The image's hash-locked requirements (containers/<build>/requirements.txt), if any."""
+    lock = root / build.container / "requirements.txt" if build.container else None
+    return lock if lock is not None and lock.is_file() else None
+
+
+def build_venv(runner: Runner, build: BuildSpec, root: Path) -> Path:
+    """The Python of a virtualenv pinned like the build's image, under .nox/, reused while
+    its pins are unchanged: torch as above, then the image's hash-locked requirements
+    (else `pins`)."""
+    venv = root / ".nox" / f"build-{build.name}"
+    lock = lock_file(build, root)
+    digest = hashlib.sha256(repr(build).encode() + (lock.read_bytes() if lock else b"")).hexdigest()
+    marker = venv / ".suite-pins"
+    python = venv / "bin" / "python"
+    if marker.is_file() and marker.read_text() == digest and python.exists():
+        return python
+    interpreter = find_python(build.python)
+    if interpreter is None:
+        raise UsageError(
+            f"{matrix_file(root)}: builds.{build.name}.python",
+            f"no Python {build.python} found on this machine",
+        )
+    shutil.rmtree(venv, ignore_errors=True)
+    runner.run(interpreter, "-m", "venv", str(venv))
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    steps, source = torch_steps(build, venv)
+    vision = any(k.startswith("TORCHVISION_") for k in build.build_args)
+    runner.log(f"{build.name}: torch {build.torch}{' and its torchvision' if vision else ''} from {source}")
+    for step in steps:
+        runner.run(*pip, *step)
+    if lock is not None:
+        runner.run(*pip, "--require-hashes", "--no-deps", "--only-binary", ":all:", "-r", str(lock))
+    else:
+        runner.run(*pip, *[p for p in build.pins if not p.startswith("torch")])
+    runner.run(str(python), "-m", "pip", "check")
+    marker.write_text(digest)
+    return python
+
+
+def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: SelectionCheck) -> str | None:
+    """Each local build (or `--build`) in its pinned virtualenv, on this machine's device;
+    returns the run folder to merge (None: not to be merged). Every build's flags are
+    checked before any virtualenv is made."""
+    matrix = load(root)
+    bench = bench_args(posargs, "local", root)
+    chosen = pick_builds(matrix, bench.builds, [n for n, b in matrix.builds.items() if b.local])
+    for build in chosen:
+        check(build, bench)
+    for build in chosen:
+        python = build_venv(runner, build, root)
+        cmd = [str(python), "-m", "suite", "run", "--build", build.name, "--run-id", bench.run_id]
+        run_suite(
+            runner, [*cmd, "--out", str(bench.out), *bench.suite_args], OFFLINE_ENV if bench.offline else None
+        )
+    return merge_target(runner, bench)

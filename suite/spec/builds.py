@@ -1,0 +1,90 @@
+"""`builds.<name>` of matrix.yaml: read and validated, with the rules for `build_args`
+(upper-case names, none set from other fields, none that looks like a secret, wheels by
+URL and sha256 in pairs). Standard library + the project's own rules only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from suite.redact import is_secret_name
+from suite.spec.fields import Reader, kind
+from suite.spec.model import BUILD_KINDS, BuildSpec
+
+# Docker build arguments set from the build's other fields (suite.run.docker.build_args).
+DERIVED_BUILD_ARGS: tuple[str, ...] = (
+    "BUILD_NAME",
+    "TORCH_VERSION",
+    "CUDA_VERSION",
+    "PYTHON_VERSION",
+    "TORCH_INDEX_URL",
+    "SUITE_IMAGE",
+)
+_BUILD_ARG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _read_build_args(r: Reader) -> dict[str, str]:
+    args = r.mapping("build_args")
+    for key, value in args.items():
+        where = f"build_args.{key}"
+        if not _BUILD_ARG_NAME.match(key):
+            r.fail("a build argument name is upper case letters, digits and '_'", where)
+        if key in DERIVED_BUILD_ARGS:
+            r.fail("is set by nox from the build's other fields; remove it here", where)
+        if is_secret_name(key):  # build arguments stay in the image's history (`docker history`)
+            r.fail(
+                "looks like a secret; build arguments are readable in the image's history: "
+                "pass secrets at run time (docker run -e NAME)",
+                where,
+            )
+        if not isinstance(value, str) or not value.strip():
+            r.fail(f"must be a non-empty string (in quotes), got {kind(value)}", where)
+    # A wheel given by URL is installed with --require-hashes: URL and sha256 come in pairs.
+    for key, value in args.items():
+        where = f"build_args.{key}"
+        if key.endswith("_WHEEL_URL"):
+            if not value.endswith(".whl"):
+                r.fail("must be the URL of a wheel (.whl)", where)
+            if key[: -len("URL")] + "SHA256" not in args:
+                r.fail(f"needs {key[: -len('URL')]}SHA256 beside it (installed with --require-hashes)", where)
+        if key.endswith("_WHEEL_SHA256"):
+            if not _SHA256.match(value):
+                r.fail(f"must be the wheel's sha256 (64 lower-case hex digits), got {value!r}", where)
+            if key[: -len("SHA256")] + "URL" not in args:
+                r.fail(f"goes with a {key[: -len('SHA256')]}URL, which is missing", where)
+    return args
+
+
+def read_build(r: Reader, name: str) -> BuildSpec:
+    pins = r.raw("pins", [])
+    if not isinstance(pins, list) or not all(isinstance(p, str) and p for p in pins):
+        r.fail("must be a list of requirement strings", "pins")
+    python = r.raw("python")
+    if isinstance(python, float):  # 3.10 written unquoted parses as 3.1
+        r.fail('write the version in quotes, e.g. "3.10"', "python")
+    cuda = r.raw("cuda", "")
+    if isinstance(cuda, float):  # 11.8 unquoted is a number; 12.10 would become 12.1
+        r.fail('write the version in quotes, e.g. "11.8"', "cuda")
+    container = r.str("container") if r.has("container") else ""
+    local = r.bool("local", True)
+    build_args = _read_build_args(r)
+    if build_args and not container:
+        r.fail("build arguments need a `container` folder to build", "build_args")
+    if not local and not container:
+        r.fail("a build that is not local needs a `container` folder, or nothing can run it", "local")
+    spec = BuildSpec(
+        name=name,
+        kind=r.str("kind", choices=BUILD_KINDS),
+        python=r.str("python"),
+        torch=r.str("torch"),
+        container=container,
+        cuda=str(cuda or ""),
+        index_url=r.str("index_url") if r.has("index_url") else "",
+        pins=tuple(pins),
+        description=str(r.raw("description", "") or ""),
+        local=local,
+        build_args=build_args,
+    )
+    r.done()
+    return spec
