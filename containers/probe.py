@@ -23,7 +23,7 @@ def _first_line(exc: BaseException) -> str:
 def probe(device: str) -> str:
     """One line of what ran; raises RuntimeError with one line of what broke."""
     import torch
-    import torch._dynamo  # noqa: F401  (torch 2.0.1: not imported by `import torch`)
+    import torch._dynamo  # torch 2.0.1: not imported by `import torch`
 
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(f"torch {torch.__version__} sees no GPU (torch.cuda.is_available() is False)")
