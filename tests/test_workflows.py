@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -292,3 +293,48 @@ def test_cleanup_with_nothing_left_removes_nothing() -> None:
     docker = FakeDocker("", "stable-aaaaaaaaaaaa\t2026-11-20 10:00:00 +0000 UTC\n")
     assert nightly.cleanup("r", docker) == ["nothing to clean up"]
     assert [c[1:3] for c in docker.calls] == [["ps", "--all"], ["image", "ls"], ["image", "prune"]]
+
+
+def _engine_image() -> str | None:
+    """A local image to start a container from, when a Docker engine answers (else None)."""
+    if shutil.which("docker") is None:
+        return None
+    probe = subprocess.run(
+        ["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True
+    )
+    names = [n for n in probe.stdout.split() if n.startswith(("local/debian", "local/ubuntu"))]
+    return names[0] if probe.returncode == 0 and names else None
+
+
+def test_cleanup_stops_a_real_leftover_container_of_this_runner_only() -> None:
+    image = _engine_image()
+    if image is None:
+        pytest.skip("no Docker engine with a local/debian or local/ubuntu image (containers/local-bases.sh)")
+    mine, other = f"test-runner-{os.getpid()}", f"other-runner-{os.getpid()}"
+    started = {}
+    for runner in (mine, other):
+        proc = subprocess.run(
+            [
+                "docker",
+                "run",
+                "--detach",
+                "--label",
+                f"{nightly.CONTAINER_LABEL}={runner}",
+                image,
+                "sleep",
+                "300",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        started[runner] = proc.stdout.strip()
+    try:
+        done = nightly.cleanup(mine, nightly.docker_cli, keep=None)  # leave the images be
+        assert done[0].startswith(f"removed 1 leftover container(s) of runner {mine}")
+        left = subprocess.run(
+            ["docker", "ps", "--all", "--quiet", "--no-trunc"], capture_output=True, text=True
+        )
+        assert started[mine] not in left.stdout and started[other] in left.stdout
+    finally:
+        subprocess.run(["docker", "rm", "--force", *started.values()], capture_output=True)

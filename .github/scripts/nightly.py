@@ -229,9 +229,9 @@ def docker_cli(cmd: list[str]) -> str:
     return proc.stdout
 
 
-def cleanup(runner: str, docker: Docker, keep: int = KEEP_IMAGES) -> list[str]:
-    """Remove this runner's benchmark containers (running or not) and all but the `keep`
-    newest images of each build; return what was done, one line each."""
+def cleanup(runner: str, docker: Docker, keep: int | None = KEEP_IMAGES) -> list[str]:
+    """Remove this runner's benchmark containers (running or not) and, unless `keep` is
+    None, all but the `keep` newest images of each build; return what was done, one line each."""
     done = []
     ids = docker(
         ["docker", "ps", "--all", "--quiet", "--filter", f"label={CONTAINER_LABEL}={runner}"]
@@ -239,6 +239,14 @@ def cleanup(runner: str, docker: Docker, keep: int = KEEP_IMAGES) -> list[str]:
     if ids:
         docker(["docker", "rm", "--force", *ids])
         done.append(f"removed {len(ids)} leftover container(s) of runner {runner}: {' '.join(ids)}")
+    if keep is not None:
+        done += prune_images(docker, keep)
+    return done or ["nothing to clean up"]
+
+
+def prune_images(docker: Docker, keep: int) -> list[str]:
+    """All but the `keep` newest images of each build (by tag prefix), then dangling layers."""
+    done = []
     listing = docker(["docker", "image", "ls", IMAGE_REPOSITORY, "--format", "{{.Tag}}\t{{.CreatedAt}}"])
     by_build: dict[str, list[tuple[str, str]]] = {}
     for row in listing.splitlines():
@@ -251,7 +259,7 @@ def cleanup(runner: str, docker: Docker, keep: int = KEEP_IMAGES) -> list[str]:
         docker(["docker", "image", "rm", *(f"{IMAGE_REPOSITORY}:{t}" for t in sorted(old))])
         done.append(f"removed {len(old)} old image(s): {', '.join(sorted(old))}")
     docker(["docker", "image", "prune", "--force"])
-    return done or ["nothing to clean up"]
+    return done
 
 
 def cmd_cleanup() -> None:
