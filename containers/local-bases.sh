@@ -43,7 +43,7 @@ import_rootfs() {  # import_rootfs ROOT TAG: the root filesystem as an image, ch
   echo "$2: $(docker image inspect --format '{{.Size}}' "$2" | awk '{printf "%.0f MB", $1/1e6}')"
 }
 
-ubuntu() {
+make_ubuntu() {
   local tag=local/ubuntu:22.04
   if docker image inspect "$tag" >/dev/null 2>&1; then echo "$tag: there"; return; fi
   curl -fsS -o "$work/keyring.deb" "$UBUNTU_MIRROR/$UBUNTU_KEYRING_DEB"
@@ -63,7 +63,7 @@ EOF
   import_rootfs "$root" "$tag"
 }
 
-python() {
+make_python() {
   local tag=local/python:3.11-bookworm
   if docker image inspect "$tag" >/dev/null 2>&1; then echo "$tag: there"; return; fi
   local root=$work/bookworm
@@ -75,8 +75,8 @@ python() {
 }
 
 case "${1:-all}" in
-  ubuntu) ubuntu ;;
-  python) python ;;
-  all) ubuntu; python ;;
+  ubuntu) make_ubuntu ;;
+  python) make_python ;;
+  all) make_ubuntu; make_python ;;
   *) die "usage: containers/local-bases.sh [ubuntu|python|all]" ;;
 esac
