@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -134,3 +135,206 @@ def test_collect_fails_when_no_job_delivered(tmp_path: Path) -> None:
     (tmp_path / "artifacts").mkdir()
     with pytest.raises(nightly.Invalid, match="no raw CSV"):
         nightly.collect(tmp_path / "artifacts", tmp_path / "run", ["raw-a100-shard-1-of-1"])
+
+
+# --- the workflows' YAML wiring --------------------------------------------------------------
+
+
+def _workflow(name: str) -> dict:
+    import yaml
+
+    data = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as true
+    return data
+
+
+def test_every_action_is_pinned_by_commit_sha() -> None:
+    for path in WORKFLOWS:
+        for job in _workflow(path.name)["jobs"].values():
+            for step in job["steps"]:
+                if "uses" in step:
+                    ref = step["uses"].split("@", 1)[1]
+                    assert len(ref) == 40 and all(c in "0123456789abcdef" for c in ref), step["uses"]
+
+
+def test_self_hosted_jobs_never_run_for_a_pull_request() -> None:
+    assert set(_workflow("bench-nightly.yml")["on"]) == {"schedule", "workflow_dispatch"}
+
+
+def test_bench_steps_time_out_before_the_job_so_the_upload_runs() -> None:
+    bench = _workflow("bench-nightly.yml")["jobs"]["bench"]
+    steps = bench["steps"]
+    assert all("timeout-minutes" in s for s in steps), [s.get("name", s.get("uses")) for s in steps]
+    (run,) = [s for s in steps if "nox -s bench-nightly" in s.get("run", "")]
+    after = steps[steps.index(run) + 1 :]
+    upload = next(s for s in after if "upload-artifact" in s.get("uses", ""))
+    assert upload["if"].startswith("always()") and upload["with"]["overwrite"] is True
+    # the benchmark step's cap, plus everything that still must run after it, fits the job
+    assert run["timeout-minutes"] + sum(s["timeout-minutes"] for s in after) < bench["timeout-minutes"]
+
+
+def test_re_running_the_merge_replaces_its_artifact() -> None:
+    merge = _workflow("bench-nightly.yml")["jobs"]["merge"]
+    uploads = [s for s in merge["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert uploads and all(s["with"]["overwrite"] is True for s in uploads)
+
+
+def test_plan_and_merge_jobs_run_where_an_input_says() -> None:
+    wf = _workflow("bench-nightly.yml")
+    assert "host_labels" in wf["on"]["workflow_dispatch"]["inputs"]
+    for name in ("setup", "merge"):
+        runs_on = wf["jobs"][name]["runs-on"]
+        assert "inputs.host_labels" in runs_on and "vars.BENCH_HOST_LABELS" in runs_on, runs_on
+        assert "ubuntu-latest" in runs_on  # the default when neither is given
+
+
+def test_bench_jobs_clean_up_before_and_after_and_pass_the_nightly_date() -> None:
+    wf = _workflow("bench-nightly.yml")
+    steps = wf["jobs"]["bench"]["steps"]
+    names = [s.get("run", "") for s in steps]
+    run_at = next(i for i, r in enumerate(names) if "nox -s bench-nightly" in r)
+    cleanups = [i for i, r in enumerate(names) if "nightly.py cleanup" in r]
+    assert any(i < run_at for i in cleanups) and any(i > run_at for i in cleanups)
+    assert all(steps[i]["if"] == "always()" for i in cleanups if i > run_at)
+    assert "nightly_date" in wf["jobs"]["setup"]["outputs"]
+    pin = next(s for s in steps if "nightly_pin.py bump --date" in s.get("run", ""))
+    assert "needs.setup.outputs.nightly_date" in pin["if"] + pin["env"]["NIGHTLY_DATE"]
+
+
+def test_ci_runs_python_3_10_on_the_stable_pins() -> None:
+    legs = _workflow("ci.yml")["jobs"]["tests"]["strategy"]["matrix"]["include"]
+    by_python = {leg["python"]: leg["session"] for leg in legs}
+    # transformers 5.x (the current build) needs Python >= 3.11; 3.10 runs what the images run
+    assert by_python == {"3.11": "tests", "3.10": "tests-stable"}
+
+
+# --- nightly.py price -----------------------------------------------------------------------
+
+
+def test_each_shard_is_priced_for_every_build_it_runs() -> None:
+    asked: list[list[str]] = []
+
+    def plan(args: list[str]) -> str:
+        asked.append(args)
+        per = {"stable": "0:10:00, 1/2 0:09:00", "nightly": "0:20:00, 1/2 1 day, 0:00:05"}[args[3]]
+        first, second = per.split(", 1/2 ")
+        return (
+            f"profile full: 7 cell(s), build {args[3]}\n...\n"
+            f"estimated per shard: 1/2 {first} (this one), 2/2 {second}; largest/mean 1.05\n"
+        )
+
+    builds = nightly.shard_builds(["stable"], "nightly")
+    assert builds == ["stable", "nightly"]
+    lines = nightly.price("full", builds, 2, plan)
+    assert [a[3] for a in asked] == ["stable", "nightly"] and all(a[-1] == "1/2" for a in asked)
+    assert lines[-3] == "| **each shard** | | 1/2 0:30:00, 2/2 24:09:05 |"
+    assert "| `stable` | 7 | 0:10:00, 0:09:00 |" in lines
+
+
+def test_shard_builds_keep_the_stable_build_first_and_once() -> None:
+    assert nightly.shard_builds(["stable"], "stable,nightly-current") == ["stable", "nightly-current"]
+    assert nightly.shard_builds(["stable"], " nightly , nightly-current") == [
+        "stable",
+        "nightly",
+        "nightly-current",
+    ]
+    with pytest.raises(nightly.Invalid, match="builds: empty"):
+        nightly.shard_builds(["stable"], " , ")
+
+
+# --- nightly.py cleanup ---------------------------------------------------------------------
+
+
+class FakeDocker:
+    """Records docker commands; answers `ps` and `image ls` with canned output."""
+
+    def __init__(self, containers: str, images: str) -> None:
+        self.calls: list[list[str]] = []
+        self.answers = {"ps": containers, "ls": images}
+
+    def __call__(self, cmd: list[str]) -> str:
+        self.calls.append(cmd)
+        return self.answers.get(cmd[1] if cmd[1] == "ps" else cmd[2] if len(cmd) > 2 else "", "")
+
+
+IMAGES = "\n".join(
+    [
+        "stable-aaaaaaaaaaaa\t2026-11-20 10:00:00 +0000 UTC",
+        "stable-bbbbbbbbbbbb\t2026-11-21 10:00:00 +0000 UTC",
+        "stable-cccccccccccc\t2026-11-22 10:00:00 +0000 UTC",
+        "nightly-current-dddddddddddd\t2026-11-01 10:00:00 +0000 UTC",
+        "nightly-current-eeeeeeeeeeee\t2026-11-02 10:00:00 +0000 UTC",
+        "nightly-ffffffffffff\t2026-10-01 10:00:00 +0000 UTC",
+    ]
+)
+
+
+def test_cleanup_removes_only_this_runners_containers_and_keeps_the_newest_images() -> None:
+    docker = FakeDocker("c1\nc2\n", IMAGES)
+    done = nightly.cleanup("gpu-host-1", docker)
+    ps, rm, ls, image_rm, prune = docker.calls
+    assert ps == [
+        "docker",
+        "ps",
+        "--all",
+        "--quiet",
+        "--filter",
+        f"label={nightly.CONTAINER_LABEL}=gpu-host-1",
+    ]
+    assert rm == ["docker", "rm", "--force", "c1", "c2"]
+    assert ls[:4] == ["docker", "image", "ls", nightly.IMAGE_REPOSITORY]
+    # two newest per build stay; never --force on images (one a container uses stays)
+    assert image_rm == ["docker", "image", "rm", "torch-compile-suite:stable-aaaaaaaaaaaa"]
+    assert prune == ["docker", "image", "prune", "--force"]
+    assert done[0].startswith("removed 2 leftover container(s) of runner gpu-host-1")
+
+
+def test_cleanup_with_nothing_left_removes_nothing() -> None:
+    docker = FakeDocker("", "stable-aaaaaaaaaaaa\t2026-11-20 10:00:00 +0000 UTC\n")
+    assert nightly.cleanup("r", docker) == ["nothing to clean up"]
+    assert [c[1:3] for c in docker.calls] == [["ps", "--all"], ["image", "ls"], ["image", "prune"]]
+
+
+def _engine_image() -> str | None:
+    """A local image to start a container from, when a Docker engine answers (else None)."""
+    if shutil.which("docker") is None:
+        return None
+    probe = subprocess.run(
+        ["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True
+    )
+    names = [n for n in probe.stdout.split() if n.startswith(("local/debian", "local/ubuntu"))]
+    return names[0] if probe.returncode == 0 and names else None
+
+
+def test_cleanup_stops_a_real_leftover_container_of_this_runner_only() -> None:
+    image = _engine_image()
+    if image is None:
+        pytest.skip("no Docker engine with a local/debian or local/ubuntu image (containers/local-bases.sh)")
+    mine, other = f"test-runner-{os.getpid()}", f"other-runner-{os.getpid()}"
+    started = {}
+    for runner in (mine, other):
+        proc = subprocess.run(
+            [
+                "docker",
+                "run",
+                "--detach",
+                "--label",
+                f"{nightly.CONTAINER_LABEL}={runner}",
+                image,
+                "sleep",
+                "300",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        started[runner] = proc.stdout.strip()
+    try:
+        done = nightly.cleanup(mine, nightly.docker_cli, keep=None)  # leave the images be
+        assert done[0].startswith(f"removed 1 leftover container(s) of runner {mine}")
+        left = subprocess.run(
+            ["docker", "ps", "--all", "--quiet", "--no-trunc"], capture_output=True, text=True
+        )
+        assert started[mine] not in left.stdout and started[other] in left.stdout
+    finally:
+        subprocess.run(["docker", "rm", "--force", *started.values()], capture_output=True)

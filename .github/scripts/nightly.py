@@ -1,15 +1,22 @@
 """Helpers of the nightly benchmark workflow (.github/workflows/bench-nightly.yml).
 
     python .github/scripts/nightly.py matrix                      # setup job: run id + job matrix
+    python .github/scripts/nightly.py price                       # setup job: each shard's cost
+    python .github/scripts/nightly.py cleanup                     # bench job: leftovers, old images
     python .github/scripts/nightly.py collect ARTIFACTS RUN_DIR   # merge job: gather raw CSVs
 
 `matrix` reads GPU_LABELS (a JSON list of runner label sets) and SHARDS from the
 environment, so no workflow input is ever pasted into a script, and writes `run_id`,
-`matrix` and `shards` to $GITHUB_OUTPUT. `collect` gathers the downloaded artifacts'
-raw CSVs into RUN_DIR/raw/, refusing two files of one name (two label sets that reach
-the same GPU model would overwrite each other's results), and reports on the job
-summary which jobs delivered. Standard library only: it runs before anything is
-installed. Errors are one `::error::` line and exit status 1.
+`matrix` and `shards` to $GITHUB_OUTPUT. `price` checks PROFILE and BUILDS and writes
+to the job summary what one shard costs: every build it runs (the stable build first, as
+`nox -s bench-nightly` does, then BUILDS), priced by `python -m suite plan`. `cleanup`
+removes the benchmark containers this runner left (a cancelled job can leave one holding
+the GPU) and all but the newest images of each build. `collect` gathers the downloaded
+artifacts' raw CSVs into RUN_DIR/raw/, refusing two files of one name (two label sets that
+reach the same GPU model would overwrite each other's results), and reports on the job
+summary which jobs delivered. Standard library only (`price` runs the suite, which reads
+matrix.yaml with PyYAML): it runs before anything is installed. Errors are one `::error::`
+line and exit status 1.
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,6 +36,13 @@ GENERIC_LABELS = frozenset({"self-hosted", "linux", "x64", "gpu"})
 MAX_JOBS = 256  # GitHub's limit for one matrix
 _SLUG = re.compile(r"[^a-z0-9.]+")
 EXAMPLE = '[["self-hosted", "linux", "gpu", "a100"], ["self-hosted", "linux", "gpu", "t4"]]'
+# The benchmark containers carry this label, its value the runner that started them
+# (RUNNER_NAME; `local` outside Actions): the clean-up stops only its own runner's, so
+# runners that share a host (one per GPU) leave each other's running jobs alone.
+CONTAINER_LABEL = "io.torch-compile-suite.runner"
+IMAGE_REPOSITORY = "torch-compile-suite"  # tags <build>-<12 hex digest of the inputs>
+KEEP_IMAGES = 2  # per build: the newest (the one in use) and the one before it
+_DURATION = re.compile(r"(?:(\d+) day[s]?, )?(\d+):(\d\d):(\d\d)")
 
 
 class Invalid(ValueError):
@@ -110,6 +126,150 @@ def cmd_matrix() -> None:
         print(f"{k}: {v}")
 
 
+# --- price: what one shard costs, every build it runs -------------------------------------
+
+
+def shard_builds(stable: Sequence[str], builds: str) -> list[str]:
+    """The builds each bench job runs, in order: `nox -s bench-nightly` runs the stable
+    build's cells first (the tables compare against it), then the chosen ones."""
+    chosen = [b.strip() for b in builds.split(",") if b.strip()]
+    if not chosen:
+        raise Invalid("builds: empty; give a comma list of builds of matrix.yaml")
+    return [b for b in stable if b not in chosen] + chosen
+
+
+def seconds(text: str) -> int:
+    """suite/cost.py's format_duration back to seconds ("1:02:03", "2 days, 0:00:10")."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise Invalid(f"cannot read the duration {text!r} in `suite plan`'s output")
+    days, h, m, s = (int(g or 0) for g in match.groups())
+    return ((days * 24 + h) * 60 + m) * 60 + s
+
+
+def hms(total: int) -> str:
+    return f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d}"
+
+
+def shard_costs(plan_output: str) -> list[int]:
+    """The per-shard estimates from `suite plan --shard i/n`'s last line."""
+    line = next((ln for ln in plan_output.splitlines() if ln.startswith("estimated per shard:")), "")
+    found = re.findall(r"\d+/\d+ ((?:\d+ days?, )?\d+:\d\d:\d\d)", line)
+    if not found:
+        raise Invalid("`suite plan` printed no per-shard estimate")
+    return [seconds(t) for t in found]
+
+
+def price(profile: str, builds: list[str], shards: int, plan: Callable[[list[str]], str]) -> list[str]:
+    """Summary lines: each build's cells and per-shard estimate, then the shard totals."""
+    runs = ", ".join(f"`{b}`" for b in builds)
+    lines = [
+        f"## Plan: profile `{profile}`, {shards} shard(s); each shard runs {runs}",
+        "",
+        "| build | cells | estimated per shard |",
+        "| --- | --- | --- |",
+    ]
+    totals = [0] * shards
+    for build in builds:
+        out = plan(["--profile", profile, "--build", build, "--shard", f"1/{shards}"])
+        costs = shard_costs(out)
+        totals = [t + c for t, c in zip(totals, costs, strict=True)]
+        cells = out.splitlines()[0].split(": ", 1)[-1].split(" cell")[0] if out else "?"
+        lines.append(f"| `{build}` | {cells} | {', '.join(hms(c) for c in costs)} |")
+    lines.append(
+        f"| **each shard** | | {', '.join(f'{i}/{shards} {hms(t)}' for i, t in enumerate(totals, 1))} |"
+    )
+    lines.append("")
+    lines.append(
+        "Estimates from suite/cost.py (A100-order guesses; the ratios count); image builds come on top."
+    )
+    return lines
+
+
+def run_plan(args: list[str]) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite", "plan", *args], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise Invalid(f"suite plan {' '.join(args)}: {detail}")
+    return proc.stdout
+
+
+def stable_builds(matrix: Path = Path("matrix.yaml")) -> list[str]:
+    """The stable builds with a container (`suite plan` has checked the file already)."""
+    import yaml  # installed by the step that runs `price`
+
+    builds = yaml.safe_load(matrix.read_text(encoding="utf-8"))["builds"]
+    return [name for name, b in builds.items() if b.get("kind") == "stable" and b.get("container")]
+
+
+def cmd_price() -> None:
+    shards = shard_count(os.environ.get("SHARDS", ""))
+    profile = os.environ.get("PROFILE", "") or "full"
+    builds = shard_builds(stable_builds(), os.environ.get("BUILDS", ""))
+    text = "\n".join(price(profile, builds, shards, run_plan)) + "\n"
+    print(text)
+    with open(os.environ.get("GITHUB_STEP_SUMMARY", os.devnull), "a", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+# --- cleanup: this runner's leftover containers, old images --------------------------------
+
+Docker = Callable[[list[str]], str]
+
+
+def docker_cli(cmd: list[str]) -> str:
+    """Run one docker command; its stdout (a failure is reported, not raised: clean-up
+    must never fail the job it protects)."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        detail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        print(f"::warning::{' '.join(cmd[:3])}: {detail}")
+    return proc.stdout
+
+
+def cleanup(runner: str, docker: Docker, keep: int | None = KEEP_IMAGES) -> list[str]:
+    """Remove this runner's benchmark containers (running or not) and, unless `keep` is
+    None, all but the `keep` newest images of each build; return what was done, one line each."""
+    done = []
+    ids = docker(
+        ["docker", "ps", "--all", "--quiet", "--filter", f"label={CONTAINER_LABEL}={runner}"]
+    ).split()
+    if ids:
+        docker(["docker", "rm", "--force", *ids])
+        done.append(f"removed {len(ids)} leftover container(s) of runner {runner}: {' '.join(ids)}")
+    if keep is not None:
+        done += prune_images(docker, keep)
+    return done or ["nothing to clean up"]
+
+
+def prune_images(docker: Docker, keep: int) -> list[str]:
+    """All but the `keep` newest images of each build (by tag prefix), then dangling layers."""
+    done = []
+    listing = docker(["docker", "image", "ls", IMAGE_REPOSITORY, "--format", "{{.Tag}}\t{{.CreatedAt}}"])
+    by_build: dict[str, list[tuple[str, str]]] = {}
+    for row in listing.splitlines():
+        tag, _, created = row.partition("\t")
+        if "-" in tag and created:
+            by_build.setdefault(tag.rsplit("-", 1)[0], []).append((created[:25], tag))
+    old = [tag for images in by_build.values() for _, tag in sorted(images, reverse=True)[keep:]]
+    if old:
+        # without --force: an image a running container uses stays
+        docker(["docker", "image", "rm", *(f"{IMAGE_REPOSITORY}:{t}" for t in sorted(old))])
+        done.append(f"removed {len(old)} old image(s): {', '.join(sorted(old))}")
+    docker(["docker", "image", "prune", "--force"])
+    return done
+
+
+def cmd_cleanup() -> None:
+    for line in cleanup(os.environ.get("RUNNER_NAME", "local"), docker_cli):
+        print(line)
+
+
+# --- collect: the merge job's raw CSVs --------------------------------------------------------
+
+
 def collect(artifacts: Path, run_dir: Path, expected: list[str]) -> list[str]:
     """Copy every `<artifact>/raw/*.csv` into run_dir/raw/; return summary lines."""
     raw = run_dir / "raw"
@@ -147,10 +307,14 @@ def main(argv: list[str]) -> int:
     try:
         if argv == ["matrix"]:
             cmd_matrix()
+        elif argv == ["price"]:
+            cmd_price()
+        elif argv == ["cleanup"]:
+            cmd_cleanup()
         elif len(argv) == 3 and argv[0] == "collect":
             cmd_collect(argv[1], argv[2])
         else:
-            print("usage: nightly.py matrix | nightly.py collect ARTIFACTS RUN_DIR", file=sys.stderr)
+            print("usage: nightly.py matrix | price | cleanup | collect ARTIFACTS RUN_DIR", file=sys.stderr)
             return 2
     except Invalid as exc:
         print(f"::error::{exc}")
