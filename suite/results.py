@@ -70,7 +70,9 @@ CONTRACT_COLUMNS: tuple[str, ...] = (
 
 # Extra columns the suite adds after the contract (allowed: "more may follow").
 EXTRA_COLUMNS: tuple[str, ...] = (
-    "warmup",  # warm-up iterations per timed function
+    # warm-up calls that ran (untimed) before the timed ones: an eager cell's eager function's, a
+    # compiled cell's compiled function's after its compiling first call; empty unless ok (README)
+    "warmup",
     "tolerance",  # accuracy tolerance used for the pass/fail check
     "compile_cache",  # cold (fresh inductor/triton cache per cell) or run (shared)
     "variant",  # "smoke" for a shrunk model; a custom config's base model

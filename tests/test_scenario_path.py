@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import stub_environment
 
 from suite.measure.scenarios import SCENARIOS, base
 from suite.measure.timing import TimingLoop
+from suite.run.runner import build_row
 from suite.spec import Cell, expand, load_matrix
 
 TINY = Path(__file__).resolve().parent / "data" / "tiny-matrix.yaml"
@@ -175,3 +177,12 @@ def test_every_scenario_supplies_its_own_calls() -> None:
     for kind in SCENARIOS.values():
         assert issubclass(kind, base.Scenario)
         assert kind.compile is not base.Scenario.compile and kind.accuracy is not base.Scenario.accuracy
+
+
+def test_the_csv_gets_the_warmup_that_ran_not_the_setting() -> None:
+    cell = tiny_cell("default", warmup=0)
+    args = (stub_environment(), "r")
+    ok = build_row(cell, *args, {"status": "ok", "error": "", "warmup": 3}, "t0", 1.0, "log", "")
+    assert ok["warmup"] == 3
+    failed = build_row(cell, *args, {"status": "error", "error": "x"}, "t0", 1.0, "log", "")
+    assert failed["warmup"] is None  # not known to have run: empty, not the setting
