@@ -95,7 +95,13 @@ TABLE: tuple[Column, ...] = (
     Column("started_at"),
     Column("wall_s", NUMBER, "s"),
     # the suite's extras
-    Column("warmup", INT, contract=False, doc="warm-up iterations per timed function"),
+    Column(
+        "warmup",
+        INT,
+        contract=False,
+        doc="warm-up calls that ran (untimed) before the timed ones: an eager cell's eager function's, "
+        "a compiled cell's compiled function's after its compiling first call; empty unless ok",
+    ),
     Column("tolerance", NUMBER, contract=False, doc="accuracy tolerance of the pass/fail check"),
     Column(
         "compile_cache", contract=False, doc="cold (fresh inductor/triton cache per cell) or run (shared)"

@@ -18,6 +18,7 @@ from helpers import check_latency, check_speedup, known, num
 
 from suite.results import COLUMNS, key_of, read_rows
 from suite.spec import expand, load_matrix
+from suite.spec.warmup import warmup_calls
 
 REPO = Path(__file__).resolve().parent.parent
 COMPILED = {"default", "reduce-overhead"}
@@ -130,3 +131,16 @@ def test_compiled_cells_have_a_paired_speedup_and_pass_accuracy(smoke) -> None:
 def test_progress_is_shown(smoke) -> None:
     _, stderr = smoke
     assert "[36/36]" in stderr and "ETA" in stderr and "elapsed" in stderr
+
+
+def test_the_warmup_column_holds_the_calls_that_ran(smoke) -> None:
+    """Not the setting (2 in the smoke profile): a compiled function gets at least 3 calls."""
+    rows, _ = smoke
+    (setting,) = {c.settings.warmup for c in expand(load_matrix(REPO / "matrix.yaml"), "smoke", "x")}
+    for r in rows:
+        label = f"{r['model']} {r['mode']}"
+        if r["status"] != "ok":
+            assert r["warmup"] == "", label
+            continue
+        assert int(r["warmup"]) == warmup_calls(setting, compiled=r["mode"] != "eager"), label
+    assert {r["warmup"] for r in rows if r["mode"] in COMPILED and r["status"] == "ok"} == {"3"}

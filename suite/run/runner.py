@@ -57,7 +57,7 @@ def build_row(
         **env.columns(),
         "started_at": started_at,
         "wall_s": round(wall, 3),
-        "warmup": s.warmup,
+        "warmup": fields.get("warmup"),  # the calls that ran (suite.measure.timing), not the setting
         "tolerance": s.tolerance,
         "compile_cache": s.compile_cache,
         "variant": cell.variant,
