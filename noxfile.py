@@ -47,6 +47,8 @@ CORE_TESTS = [
     "tests/test_smoke_e2e.py",
     "tests/test_models.py",
     "tests/test_worker.py",
+    "tests/test_timing.py",
+    "tests/test_scenario_path.py",
     "tests/test_isolation.py",
     "tests/test_faults.py",
     "tests/test_lifeline.py",
