@@ -41,9 +41,18 @@ class Column:
     doc: str = ""
 
 
-def _timed(name: str, unit: str = "ms", positive: bool = True, required: str = "", doc: str = "") -> Column:
+def _timed(
+    name: str,
+    unit: str = "ms",
+    positive: bool = True,
+    required: str = "",
+    doc: str = "",
+    contract: bool = True,
+) -> Column:
     """A measured number: emptied on a failed row."""
-    return Column(name, NUMBER, unit, required=required, timing=True, positive=positive, doc=doc)
+    return Column(
+        name, NUMBER, unit, contract=contract, required=required, timing=True, positive=positive, doc=doc
+    )
 
 
 # The contract's columns, in this order, first; then the suite's extras ("more may follow").
@@ -111,6 +120,33 @@ TABLE: tuple[Column, ...] = (
     Column("cpu_name", contract=False, doc="host CPU model (latency on CPU, launch overhead on GPU)"),
     Column("torch_threads", INT, contract=False, doc="torch.get_num_threads() in the worker"),
     Column("host_load", NUMBER, contract=False, doc="1-minute load average as the cell ended: contention"),
+    # machine health while the calls were timed (suite.measure.health): empty where not measured
+    # (a failed cell's worker returns none of them)
+    Column("gpu_sm_clock_mhz_min", NUMBER, "MHz", contract=False, doc="NVML: lowest SM clock"),
+    Column("gpu_sm_clock_mhz_max", NUMBER, "MHz", contract=False, doc="NVML: highest SM clock"),
+    Column("gpu_temp_c_max", NUMBER, "C", contract=False, doc="NVML: hottest GPU reading"),
+    Column("gpu_power_w_mean", NUMBER, "W", contract=False, doc="NVML: mean power draw"),
+    Column(
+        "gpu_throttle",
+        contract=False,
+        doc="NVML: active clock-event reasons but idle (sw_power,hw_slowdown,...); empty: none",
+    ),
+    Column("gpu_other_processes", INT, contract=False, doc="other compute processes on the GPU"),
+    Column("cpu_steal_pct", NUMBER, "%", contract=False, doc="CPU time the hypervisor took"),
+    Column(
+        "cpu_wait_pct",
+        NUMBER,
+        "%",
+        contract=False,
+        doc="time some runnable task waited for a CPU (Linux PSI): the load was above the cores",
+    ),
+    Column(
+        "health",
+        contract=False,
+        doc="ok, or the flags that make a figure suspect (throttled, clock-varied, shared-gpu, steal, busy)",
+    ),
+    Column("eager_ci95_low_ms", NUMBER, "ms", contract=False, positive=True, doc="95% CI of eager_median_ms"),
+    Column("eager_ci95_high_ms", NUMBER, "ms", contract=False, positive=True),
     Column("shard", contract=False, doc='"i/n" when the run was sharded, else empty'),
     Column("log_file", contract=False, doc="the cell's worker log, relative to the run folder"),
 )

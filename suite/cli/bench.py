@@ -104,7 +104,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
     )
     counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
-    print(f"done: {counts}; {report.resumed} already recorded -> {report.csv}", file=sys.stderr)
+    print(
+        f"done: {counts}{report.health_note()}; {report.resumed} already recorded -> {report.csv}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -41,8 +41,11 @@ def compiled_fields(
     speed = Speedup.of(eager, compiled)
     breaks, after_first, at_end = graphs
     max_diff, passed = accuracy
+    paired_eager = Summary.of(eager)
     return {
-        "eager_median_ms": Summary.of(eager).median,
+        "eager_median_ms": paired_eager.median,
+        "eager_ci95_low_ms": paired_eager.ci95_low,
+        "eager_ci95_high_ms": paired_eager.ci95_high,
         "speedup": speed.ratio,
         "speedup_ci95_low": speed.ci95_low,
         "speedup_ci95_high": speed.ci95_high,

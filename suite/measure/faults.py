@@ -1,6 +1,8 @@
 """Test-only fault injection: `SUITE_FAULT=<kind>[:<model name>]` makes a worker fail on purpose
 (an exception, an OOM, a hang, an abort, a segfault, a leak of secrets), so the tests can show
-that every failure still ends in exactly one row. Does nothing when the variable is unset.
+that every failure still ends in exactly one row; `SUITE_FAULT=slow:<factor>[:<model name>]`
+makes every compiled call take `factor` times as long, so the regression gate can be shown to
+catch a real slow-down. Does nothing when the variable is unset.
 """
 
 from __future__ import annotations
@@ -8,18 +10,29 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
+from typing import Any
 
-FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak")
+FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak", "slow")
+
+
+def _fault(model_name: str) -> tuple[str, str]:
+    """(kind, argument) of SUITE_FAULT when it applies to this model, else ("", "")."""
+    spec = os.environ.get("SUITE_FAULT", "")
+    if not spec:
+        return "", ""
+    kind, _, rest = spec.partition(":")
+    arg = ""
+    if kind == "slow":  # slow:<factor>[:<model>]
+        arg, _, rest = rest.partition(":")
+    if rest and rest.lower() != model_name.lower():
+        return "", ""
+    return kind, arg
 
 
 def inject_fault(model_name: str) -> None:
     """Fail on purpose, when the tests ask for it through SUITE_FAULT."""
-    spec = os.environ.get("SUITE_FAULT", "")
-    if not spec:
-        return
-    kind, _, target = spec.partition(":")
-    if target and target.lower() != model_name.lower():
-        return
+    kind, _ = _fault(model_name)
     if kind == "raise":
         raise RuntimeError("injected fault: exception in forward")
     if kind == "oom":
@@ -38,3 +51,29 @@ def inject_fault(model_name: str) -> None:
         print(f"environment: {dict(os.environ)}", flush=True)
         os.write(2, f"HF_TOKEN on fd 2: {os.environ.get('HF_TOKEN', '')}\n".encode())
         raise RuntimeError(f"401 Unauthorized: token {os.environ.get('HF_TOKEN', '')} rejected")
+
+
+def slowed(fn: Callable[[], Any], model_name: str, sync: Callable[[], None]) -> Callable[[], Any]:
+    """`fn`, or, under SUITE_FAULT=slow:<factor>, `fn` followed by a busy wait that makes each
+    call last `factor` times its own (synchronized) duration: a slow-down of known size for the
+    regression gate's detection test. A busy wait, not a sleep: sleeping overshoots sub-ms waits."""
+    kind, arg = _fault(model_name)
+    if kind != "slow":
+        return fn
+    try:
+        factor = float(arg)
+    except ValueError:
+        raise ValueError(f"SUITE_FAULT=slow:{arg}: the factor must be a number, e.g. slow:1.2") from None
+    if not factor >= 1.0:
+        raise ValueError(f"SUITE_FAULT=slow:{arg}: the factor must be >= 1")
+
+    def slow() -> Any:
+        start = time.perf_counter()
+        out = fn()
+        sync()
+        until = start + (time.perf_counter() - start) * factor
+        while time.perf_counter() < until:
+            pass
+        return out
+
+    return slow

@@ -53,6 +53,8 @@ class Progress:
             detail = f"median {float(row['median_ms']):.2f} ms"
             if row.get("speedup") not in (None, ""):
                 detail += f", speed-up x{float(row['speedup']):.2f}"
+            if row.get("health") not in (None, "", "ok"):  # the figures are suspect: say why
+                detail += f"; machine {row['health']}"
         else:
             detail = str(row.get("error", ""))[:120]
         width = len(str(self.total))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
+from suite.measure import health
 from suite.measure.provenance import Environment
 from suite.results import TIMING_COLUMNS, RowWriter, key_of
 from suite.run import launch, preflight, resume
@@ -36,6 +37,15 @@ class RunReport:
     ran: int = 0
     resumed: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
+    unhealthy: int = 0  # cells timed on an unhealthy machine (suite.measure.health)
+    flags: dict[str, int] = field(default_factory=dict)  # health flag -> cells timed with it
+
+    def health_note(self) -> str:
+        """`; 3 cell(s) timed on an unhealthy machine (busy 3): ...` for the done line, or ""."""
+        if not self.unhealthy:
+            return ""
+        flags = ", ".join(f"{f} {n}" for f, n in sorted(self.flags.items()))
+        return f"; {self.unhealthy} cell(s) timed on an unhealthy machine ({flags}): see the health column"
 
 
 def build_row(
@@ -69,6 +79,7 @@ def build_row(
     if row["status"] != "ok":
         for col in TIMING_COLUMNS:
             row[col] = None
+    row["health"] = health.verdict(row, env.cpu_count)  # ok, or why the figures are suspect
     return row
 
 
@@ -132,6 +143,10 @@ def run_cells(
                     ) from None
                 report.ran += 1
                 report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
+                flags = health.flags_of(row.get("health"))
+                report.unhealthy += bool(flags)
+                for flag in flags:
+                    report.flags[flag] = report.flags.get(flag, 0) + 1
                 progress.finish(cell, row, wall)
         shutil.rmtree(paths.scratch, ignore_errors=True)
     return report

@@ -16,7 +16,8 @@ from typing import Any
 
 from suite.measure import cell as parts
 from suite.measure.counters import dynamo_counts
-from suite.measure.faults import inject_fault
+from suite.measure.faults import inject_fault, slowed
+from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
 from suite.measure.timing import TimingLoop, synchronizer
 from suite.spec.model import Cell
@@ -76,8 +77,10 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
 def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[str, Any]:
     with PeakMemory(device) as mem:
         warmup = scenario.warm_up_eager(loop)
-    (samples,) = loop.interleaved([scenario.eager], scenario.cell.settings.iterations)
-    return {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
+    with Health(device) as health:  # the machine's health while timed (suite.measure.health)
+        (samples,) = loop.interleaved([scenario.eager], scenario.cell.settings.iterations)
+    row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
+    return {**row, **health.fields()}
 
 
 def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[str, Any]:
@@ -89,12 +92,15 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[st
     compiled = scenario.compile()
     first_ms = scenario.first_compiled_call(loop, compiled)
     breaks, graphs_after_first = dynamo_counts()
+    compiled = slowed(compiled, scenario.cell.model.name, loop.sync)  # test-only (faults)
     with PeakMemory(device) as mem:
         warmup = loop.warm_up(compiled, compiled=True)
     accuracy = scenario.accuracy(compiled)
-    eager_samples, samples = loop.interleaved([scenario.eager, compiled], s.iterations)
+    with Health(device) as health:
+        eager_samples, samples = loop.interleaved([scenario.eager, compiled], s.iterations)
     _, graphs_end = dynamo_counts()
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
+    row.update(health.fields())
     return row

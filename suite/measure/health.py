@@ -1,0 +1,288 @@
+"""Health of the machine while a cell's calls were timed: was the GPU throttled, its clock
+steady, shared with another process; did the CPU's hypervisor steal time, did other tasks
+compete for the cores? A figure taken on a sick machine is suspect, so every row says so.
+
+`Health` is a context manager put around the timed loop (suite.measure.scenarios.base): it
+reads the CPU counters of /proc at its start and end, and samples the GPU through NVML
+(`pynvml`, NVIDIA's own binding, package nvidia-ml-py) from a thread every `interval_s`.
+Every source is optional: without NVML, off Linux, or without a GPU, its columns are left
+empty, never guessed. `verdict` turns the columns into the `health` column's flags (the
+runner calls it, since one fallback needs the load it reads). Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# NVML's clock-event ("throttle") reason bits (nvml.h, nvmlClocksEventReason*), by the name
+# the gpu_throttle column uses. GPU idle (0x1) is left out: an idle GPU is not a slow one.
+THROTTLE_BITS: tuple[tuple[int, str], ...] = (
+    (0x2, "applications_clocks"),
+    (0x4, "sw_power"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal"),
+    (0x40, "hw_thermal"),
+    (0x80, "hw_power_brake"),
+    (0x100, "display_clocks"),
+)
+# The reasons that slow the clock below what was asked for (the others are settings).
+SLOWDOWNS: frozenset[str] = frozenset(
+    {"sw_power", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"}
+)
+
+# The flags of the `health` column, each with the rule that raises it (README, "Machine health").
+THROTTLED, CLOCK_VARIED, SHARED_GPU, STEAL, BUSY = "throttled", "clock-varied", "shared-gpu", "steal", "busy"
+HEALTHY = "ok"
+CLOCK_VARIATION = 0.02  # (max - min) / max of the SM clock while timed
+STEAL_PCT = 2.0  # % of CPU time taken by the hypervisor while timed
+WAIT_PCT = 10.0  # % of the time some runnable task waited for a CPU (PSI), while timed
+LOAD_PER_CORE = 1.5  # without PSI: the 1-minute load as the cell ended, per core
+
+COLUMNS: tuple[str, ...] = (
+    "gpu_sm_clock_mhz_min",
+    "gpu_sm_clock_mhz_max",
+    "gpu_temp_c_max",
+    "gpu_power_w_mean",
+    "gpu_throttle",
+    "gpu_other_processes",
+    "cpu_steal_pct",
+    "cpu_wait_pct",
+)
+
+
+def throttle_names(bits: int) -> list[str]:
+    """NVML's reason bits as the column's names, in NVML's order."""
+    return [name for bit, name in THROTTLE_BITS if bits & bit]
+
+
+def _num(value: object) -> float | None:
+    if value in (None, ""):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def verdict(row: Mapping[str, Any], cores: int) -> str:
+    """`ok`, or the comma-joined flags that make the row's figures suspect; empty when the row
+    has no health figures at all (a failed cell, or a CSV from before these columns)."""
+    if all(row.get(c) in (None, "") for c in COLUMNS):
+        return ""
+    flags = []
+    throttle = str(row.get("gpu_throttle") or "")
+    if any(r in SLOWDOWNS for r in throttle.split(",")):
+        flags.append(THROTTLED)
+    lo, hi = _num(row.get("gpu_sm_clock_mhz_min")), _num(row.get("gpu_sm_clock_mhz_max"))
+    if lo is not None and hi and (hi - lo) / hi > CLOCK_VARIATION:
+        flags.append(CLOCK_VARIED)
+    others = _num(row.get("gpu_other_processes"))
+    if others:
+        flags.append(SHARED_GPU)
+    steal = _num(row.get("cpu_steal_pct"))
+    if steal is not None and steal >= STEAL_PCT:
+        flags.append(STEAL)
+    wait = _num(row.get("cpu_wait_pct"))
+    load = _num(row.get("host_load"))
+    if wait is not None:
+        if wait >= WAIT_PCT:
+            flags.append(BUSY)
+    elif load is not None and cores > 0 and load > LOAD_PER_CORE * cores:
+        flags.append(BUSY)
+    return ",".join(flags) or HEALTHY
+
+
+def flags_of(value: object) -> list[str]:
+    """The flags of a `health` value (none for `ok` or empty)."""
+    text = "" if value is None else str(value)
+    return [f for f in text.split(",") if f and f != HEALTHY]
+
+
+# ---------------------------------------------------------------------------------------
+# CPU: /proc/stat (steal) and /proc/pressure/cpu (PSI: time some task waited for a CPU).
+
+
+def _cpu_times(path: str = "/proc/stat") -> tuple[int, int] | None:
+    """(steal, total) jiffies of all CPUs, or None off Linux."""
+    try:
+        with open(path) as fh:
+            fields = fh.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return (values[7] if len(values) > 7 else 0), sum(values)
+
+
+def _cpu_wait_us(path: str = "/proc/pressure/cpu") -> int | None:
+    """Microseconds some runnable task waited for a CPU since boot (PSI 'some'), or None."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                if line.startswith("some "):
+                    return int(line.rsplit("total=", 1)[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# GPU: NVML, sampled from a thread.
+
+
+def _nvml() -> Any | None:
+    """pynvml, initialised; None without the package or a driver."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # NVMLError: no driver, no device
+        return None
+    return pynvml
+
+
+def _handle(nvml: Any) -> Any:
+    """The NVML handle of the GPU torch uses (device 0 of the visible ones). NVML ignores
+    CUDA_VISIBLE_DEVICES, so the GPU is found by its UUID where torch gives it."""
+    try:
+        import torch
+
+        uuid = str(getattr(torch.cuda.get_device_properties(0), "uuid", "") or "")
+        if uuid:
+            return nvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+    except Exception:
+        pass
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if first.startswith("GPU-"):
+        return nvml.nvmlDeviceGetHandleByUUID(first)
+    return nvml.nvmlDeviceGetHandleByIndex(int(first) if first.isdigit() else 0)
+
+
+@dataclass
+class GpuSamples:
+    clocks: list[float] = field(default_factory=list)
+    temps: list[float] = field(default_factory=list)
+    powers: list[float] = field(default_factory=list)
+    throttle: int = 0
+    pids: set[int] = field(default_factory=set)
+    processes_max: int = 0
+
+
+def _sample(nvml: Any, handle: Any, into: GpuSamples) -> None:
+    """One reading of each figure; a figure this GPU or driver does not report is skipped."""
+    readers: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("clock", lambda: nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+        ("temp", lambda: nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
+        ("power", lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0),
+        ("throttle", lambda: _reasons(nvml, handle)),
+        ("pids", lambda: [p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)]),
+    )
+    for name, read in readers:
+        try:
+            value = read()
+        except Exception:  # NVMLError_NotSupported and friends
+            continue
+        if name == "clock":
+            into.clocks.append(float(value))
+        elif name == "temp":
+            into.temps.append(float(value))
+        elif name == "power":
+            into.powers.append(float(value))
+        elif name == "throttle":
+            into.throttle |= int(value)
+        else:
+            into.pids.update(value)
+            into.processes_max = max(into.processes_max, len(value))
+
+
+def _reasons(nvml: Any, handle: Any) -> int:
+    """The active clock-event reasons (the function's newer name first)."""
+    read = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    if read is None:  # nvidia-ml-py before the rename
+        read = nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return int(read(handle))
+
+
+def other_processes(pids: set[int], most_at_once: int, me: int) -> int:
+    """Compute processes on the GPU besides this one. In a container NVML reports the host's
+    process ids, where this process has another id: it is then one of those seen."""
+    if me in pids:
+        return len(pids - {me})
+    return max(0, min(len(pids), most_at_once) - 1) if pids else 0
+
+
+class Health:
+    """Sample the machine's health while the block runs; `fields()` gives the CSV columns."""
+
+    def __init__(self, device: str, interval_s: float = 0.1, nvml: Callable[[], Any] = _nvml) -> None:
+        self.device, self.interval_s, self._open_nvml = device, interval_s, nvml
+        self._nvml: Any = None
+        self._handle: Any = None
+        self._gpu = GpuSamples()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._cpu0: tuple[int, int] | None = None
+        self._cpu1: tuple[int, int] | None = None
+        self._wait0: int | None = None
+        self._wait1: int | None = None
+        self._t0 = self._t1 = 0.0
+
+    def __enter__(self) -> Health:
+        if self.device == "cuda":
+            self._nvml = self._open_nvml()
+            if self._nvml is not None:
+                try:
+                    self._handle = _handle(self._nvml)
+                except Exception:
+                    self._handle = None
+            if self._handle is not None:
+                _sample(self._nvml, self._handle, self._gpu)
+                self._thread = threading.Thread(target=self._run, name="health", daemon=True)
+                self._thread.start()
+        self._cpu0, self._wait0, self._t0 = _cpu_times(), _cpu_wait_us(), time.monotonic()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            _sample(self._nvml, self._handle, self._gpu)
+
+    def __exit__(self, *exc: object) -> None:
+        self._cpu1, self._wait1, self._t1 = _cpu_times(), _cpu_wait_us(), time.monotonic()
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            _sample(self._nvml, self._handle, self._gpu)
+        if self._nvml is not None:
+            with contextlib.suppress(Exception):
+                self._nvml.nvmlShutdown()
+
+    def fields(self) -> dict[str, Any]:
+        """The health columns; None (an empty cell) for every figure not measured."""
+        out: dict[str, Any] = dict.fromkeys(COLUMNS)
+        g = self._gpu
+        if g.clocks:
+            out["gpu_sm_clock_mhz_min"], out["gpu_sm_clock_mhz_max"] = min(g.clocks), max(g.clocks)
+        if g.temps:
+            out["gpu_temp_c_max"] = max(g.temps)
+        if g.powers:
+            out["gpu_power_w_mean"] = round(sum(g.powers) / len(g.powers), 1)
+        if self._handle is not None:
+            out["gpu_throttle"] = ",".join(throttle_names(g.throttle))
+            out["gpu_other_processes"] = other_processes(g.pids, g.processes_max, os.getpid())
+        if self._cpu0 and self._cpu1 and self._cpu1[1] > self._cpu0[1]:
+            steal = self._cpu1[0] - self._cpu0[0]
+            out["cpu_steal_pct"] = round(100.0 * steal / (self._cpu1[1] - self._cpu0[1]), 2)
+        wall_us = (self._t1 - self._t0) * 1e6
+        if self._wait0 is not None and self._wait1 is not None and wall_us > 0:
+            out["cpu_wait_pct"] = round(min(100.0, 100.0 * (self._wait1 - self._wait0) / wall_us), 2)
+        return out
