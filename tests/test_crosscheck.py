@@ -3,6 +3,7 @@ model (random weights, offline), and the ways it refuses to run."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -30,6 +31,9 @@ profiles:
   p:
     settings: {weights: random, iterations: 20, warmup: 2, timeout_s: 300}
     select: [{models: all, batch_sizes: [1], modes: [eager]}]
+  compiled:
+    settings: {weights: random, iterations: 20, warmup: 2, timeout_s: 300}
+    select: [{models: all, batch_sizes: [1], modes: [default]}]
 """
 
 
@@ -44,17 +48,44 @@ def _crosscheck(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_crosscheck_prints_both_medians_and_their_ratio(tmp_path: Path) -> None:
-    proc = _crosscheck(tmp_path)
+    proc = _crosscheck(tmp_path, "--rounds", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ToyViT ")]
     cols = [c.strip() for c in line.strip("|").split("|")]
-    assert cols[:3] == ["ToyViT", "1", "eager"]
-    ours, theirs, ratio = (float(c) for c in cols[3:6])
+    assert cols[:5] == ["ToyViT", "1", "eager", "eager", "3"]
+    ours, theirs = float(cols[5]), float(cols[6])
     assert ours > 0 and theirs > 0
-    assert ratio == pytest.approx(ours / theirs, rel=0.01)
-    assert cols[6:] == ["", ""]  # no CUDA events on a CPU
+    ratio, spread = cols[7].split(" ", 1)
+    low, high = (float(x) for x in spread.strip("()").split("-"))
+    assert low <= float(ratio) <= high
+    # the ratio is a median of the rounds' ratios, so it lies near the ratio of the medians
+    assert float(ratio) == pytest.approx(ours / theirs, rel=max(0.01, high / low - 1))
+    assert cols[8:10] == ["", ""]  # no CUDA events on a CPU
+    assert cols[10] in ("yes", "NO")
     report = (tmp_path / "out" / "r" / "crosscheck.md").read_text()
-    assert line in report and (tmp_path / "out" / "r" / "raw").is_dir()
+    assert line in report and "1-minute load" in report
+    figures = json.loads((tmp_path / "out" / "r" / "crosscheck.json").read_text())
+    (item,) = figures["results"]
+    assert item["rounds"] == 3 and item["vs_benchmark"]["ratio"] == pytest.approx(float(ratio), abs=1e-3)
+    assert (tmp_path / "out" / "r" / "logs").is_dir()
+
+
+def test_a_compiled_cell_checks_both_of_its_functions(tmp_path: Path) -> None:
+    """A compiled cell's row holds two medians (compiled, and the eager one interleaved with
+    it): both are checked, each against its own independent timing."""
+    proc = _crosscheck(tmp_path, "--rounds", "2", "--profile", "compiled")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    timed = [ln.split("|")[4].strip() for ln in proc.stdout.splitlines() if ln.startswith("| ToyViT ")]
+    assert timed == ["eager", "default"]
+
+
+def test_a_crosscheck_child_that_hangs_is_killed_at_the_cell_timeout(tmp_path: Path) -> None:
+    """The child runs under the runner's launcher: the cell's timeout applies, and the report
+    says so instead of waiting for ever."""
+    proc = _crosscheck(tmp_path, "--rounds", "100000", "--timeout", "20")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ToyViT ")]
+    assert "timeout: no result after 20 s (worker killed)" in line
 
 
 def test_crosscheck_refuses_training_cells_in_one_line(tmp_path: Path) -> None:
@@ -85,8 +116,43 @@ def test_independent_timing_uses_the_workers_threads(monkeypatch: pytest.MonkeyP
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        out = crosscheck.independent_timing(cell, "cpu")
+        out = crosscheck.crosscheck_rounds(cell, "cpu", rounds=2)
     finally:
         torch.set_num_threads(before)
     assert seen["num_threads"] == 2
-    assert out["torch_benchmark_median_ms"] > 0
+    assert len(out["eager"]["benchmark"]) == len(out["eager"]["suite"]) == 2
+    assert all(ms > 0 for ms in out["eager"]["benchmark"])
+    assert out["eager"]["events"] == []  # no CUDA here
+
+
+def test_rounds_alternate_the_order_of_the_two_halves(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Round 1: the suite's loop, then the independent timer; round 2 the other way round; so a
+    drift of the machine's load hits both alike."""
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(TOY, encoding="utf-8")
+    monkeypatch.chdir(REPO)
+    (cell,) = expand(load_matrix(matrix), "p", "any", Filters())
+    order: list[str] = []
+    real_interleaved = crosscheck.TimingLoop.interleaved
+
+    def interleaved(self, fns, iterations):  # type: ignore[no-untyped-def]
+        order.append("suite")
+        return real_interleaved(self, fns, iterations)
+
+    monkeypatch.setattr(crosscheck.TimingLoop, "interleaved", interleaved)
+    monkeypatch.setattr(
+        crosscheck, "_benchmark_ms", lambda fn, seconds, threads: order.append("timer") or 1.0
+    )
+    crosscheck.crosscheck_rounds(cell, "cpu", rounds=4)
+    assert order == ["suite", "timer", "timer", "suite", "suite", "timer", "timer", "suite"]
+
+
+def test_ratio_over_rounds() -> None:
+    from suite.run.crosscheck import Ratio
+
+    r = Ratio.of([10.0, 10.2, 9.9], [10.0, 10.0, 10.0])
+    assert r is not None and (r.value, r.low, r.high) == pytest.approx((1.0, 0.99, 1.02))
+    assert r.within(0.03) and not Ratio(1.031, 1.0, 1.1).within(0.03)
+    assert Ratio.of([], []) is None and Ratio.of([1.0], []) is None

@@ -17,6 +17,7 @@ from suite.cli.args import (
     Parser,
     add_run_args,
     add_selection_args,
+    count,
     threshold,
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
@@ -24,6 +25,7 @@ from suite.cli.crosscheck import cmd_crosscheck
 from suite.cli.report import cmd_compare, cmd_merge
 from suite.errors import UsageError
 from suite.redact import RedactingStream
+from suite.run.crosscheck import DEFAULT_ROUNDS
 
 
 def build_parser() -> Parser:
@@ -46,6 +48,12 @@ def build_parser() -> Parser:
         help="time a few cells with the suite and independently (torch.utils.benchmark, CUDA events)",
     )
     add_selection_args(p)
+    p.add_argument(
+        "--rounds",
+        type=count("--rounds"),
+        default=DEFAULT_ROUNDS,
+        help="rounds of suite loop + independent timers, alternating (default: %(default)s)",
+    )
     p.set_defaults(func=cmd_crosscheck)
 
     p = sub.add_parser("env", help="print the environment (torch, CUDA, GPU, driver, versions)")

@@ -247,3 +247,18 @@ def threshold(text: str) -> float:
     if not 0 <= value < 1:
         raise UsageError("--threshold", f"must be a fraction in [0, 1), e.g. 0.05 for 5%, got {text}")
     return value
+
+
+def count(flag: str) -> Callable[[str], int]:
+    """A count of rounds or repetitions: an integer >= 2 (a spread needs two)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(flag, f"{text!r} is not an integer") from None
+        if value < 2:
+            raise UsageError(flag, f"must be >= 2 (a spread needs two), got {text}")
+        return value
+
+    return parse

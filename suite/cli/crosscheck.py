@@ -1,94 +1,54 @@
-"""`python -m suite crosscheck`: run a few cells through the suite, then time each again in a
-separate process with code that shares none of the suite's timing loop
-(suite.measure.crosscheck), and print both medians and their ratio.
-"""
+"""`python -m suite crosscheck`: the suite's timing loop against timers that share none of its
+code, in alternating rounds in one child process per cell (suite.run.crosscheck), and each
+ratio with its spread against the target (±3% on a CPU, ±2% on CUDA)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from suite.cli.args import default_profile, filters_of
-from suite.errors import UsageError, last_line
+from suite.cli.args import default_profile, filters_of, selected
+from suite.errors import UsageError
 from suite.redact import redact
-from suite.results import OK, read_rows
-from suite.run import preflight, runner
-from suite.run.launch import child_env
+from suite.run import crosscheck, preflight, runner
+from suite.run.launch import RunPaths
 from suite.spec import expand, load_matrix
-from suite.spec.model import Cell
 
-
-def run_child(cell: Cell, device: str, python: str = sys.executable) -> dict[str, Any]:
-    proc = subprocess.run(
-        [python, "-m", "suite.measure.crosscheck", cell.to_json(), device],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        check=False,
-    )
-    if proc.returncode != 0:
-        return {"error": last_line(proc.stderr, "no output")}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def report(cells: list[Cell], rows: list[dict[str, str]], device: str) -> list[str]:
-    """Run the independent measurement for each cell and format suite vs independent."""
-    by_key = {(r["model"], r["batch_size"], r["mode"]): r for r in rows}
-    lines = [
-        "| model | batch | mode | suite median ms | torch.utils.benchmark ms | ratio"
-        " | CUDA events ms | ratio |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for cell in cells:
-        row = by_key.get((cell.model.name, str(cell.batch_size), cell.mode))
-        if row is None or row["status"] != OK:
-            lines.append(
-                f"| {cell.model.name} | {cell.batch_size} | {cell.mode} | "
-                f"{row['status'] if row else 'missing'} | | | | |"
-            )
-            continue
-        ours = float(row["median_ms"])
-        other = run_child(cell, device)
-        if "error" in other:
-            lines.append(
-                f"| {cell.model.name} | {cell.batch_size} | {cell.mode} | {ours:.3f} | "
-                f"error: {other['error'][:60]} | | | |"
-            )
-            continue
-        tb = other["torch_benchmark_median_ms"]
-        ev = other.get("cuda_events_mean_ms")
-        ev_cols = f"{ev:.3f} | {ours / ev:.3f}" if ev else " | "
-        lines.append(
-            f"| {cell.model.name} | {cell.batch_size} | {cell.mode} | {ours:.3f} | {tb:.3f} | "
-            f"{ours / tb:.3f} | {ev_cols} |"
-        )
-    return lines
+MAX_CELLS = 12
 
 
 def cmd_crosscheck(args: Any) -> int:
-    """`python -m suite crosscheck`: run the cells, then measure them independently."""
+    """Cross-check the selected cells; the report goes to stdout and <out>/<run-id>/crosscheck.md."""
     matrix = load_matrix(args.matrix)
     filters = filters_of(args)
     preflight.check_writable(args.out)
     environment = preflight.probe(args.device)
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)
-    cells = expand(matrix, profile, build, filters)
+    cells = selected(args, expand(matrix, profile, build, filters), profile)
     preflight.check_custom(matrix, cells)
     if any(c.scenario != "inference" for c in cells):
         raise UsageError("--scenarios", "the cross-check times forward passes: inference cells only")
-    if len(cells) > 12:
-        raise UsageError("--models", f"{len(cells)} cells selected; a cross-check takes at most 12")
+    if len(cells) > MAX_CELLS:
+        raise UsageError("--models", f"{len(cells)} cells selected; a cross-check takes at most {MAX_CELLS}")
     run_id = args.run_id or "crosscheck-" + runner.new_run_id()
-    result = runner.run_cells(cells, environment, args.out, run_id)
-    rows = read_rows(result.csv).rows
-    lines = report(cells, rows, environment.device_type)
-    text = "\n".join([f"Cross-check on {environment.gpu_name}, torch {environment.torch_version}", *lines])
+    paths = RunPaths.make(args.out, run_id, build, environment.device)
+    before = os.getloadavg()[0]
+    results = crosscheck.run(cells, environment.device_type, paths, args.rounds)
+    load = (before, os.getloadavg()[0])
+    title = (
+        f"Cross-check on {environment.gpu_name}, torch {environment.torch_version}, profile {profile}, "
+        f"{cells[0].settings.iterations} iterations per round"
+    )
+    text = "\n".join(crosscheck.render(results, environment.device_type, title, load))
     print(text)
-    target = Path(args.out) / run_id / "crosscheck.md"
-    target.write_text(redact(text) + "\n")
-    print(f"written to {target}", file=sys.stderr)
+    folder = Path(args.out) / run_id
+    (folder / "crosscheck.md").write_text(redact(text) + "\n", encoding="utf-8")
+    figures: dict[str, Any] = {"device": environment.device_type, "load": load}
+    figures["results"] = crosscheck.as_json(results)
+    (folder / "crosscheck.json").write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+    print(f"written to {folder / 'crosscheck.md'} and crosscheck.json", file=sys.stderr)
     return 0

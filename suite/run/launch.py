@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,9 @@ def _pump(source: Any, log: Any) -> None:
         pass
 
 
-def _result_fields(path: Path) -> dict[str, Any]:
-    """The worker's result, checked: a garbled one becomes an error, never a crash of the sweep."""
+def _result_fields(path: Path, keep: Collection[str] = COLUMNS) -> dict[str, Any]:
+    """The worker's result, checked: a garbled one becomes an error, never a crash of the sweep.
+    Only the fields in `keep` (the CSV's columns, for the worker) are kept."""
     try:
         fields = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -111,16 +113,26 @@ def _result_fields(path: Path) -> dict[str, Any]:
     if not isinstance(fields, dict) or fields.get("status") not in STATUSES:
         status = fields.get("status") if isinstance(fields, dict) else None
         return {"status": "error", "error": f"worker result has no valid status (got {status!r})"}
-    unknown = sorted(set(fields) - set(COLUMNS))
+    unknown = sorted(set(fields) - set(keep))
     if unknown:
         print(f"warning: worker result columns outside the CSV contract dropped: {unknown}", file=sys.stderr)
-    return {k: v for k, v in fields.items() if k in COLUMNS}
+    return {k: v for k, v in fields.items() if k in keep}
 
 
 def run_worker(
-    cell: Cell, device_type: str, paths: RunPaths, index: int, python: str = sys.executable
+    cell: Cell,
+    device_type: str,
+    paths: RunPaths,
+    index: int,
+    python: str = sys.executable,
+    module: str = WORKER_MODULE,
+    args: Sequence[str] = (),
+    keep: Collection[str] = COLUMNS,
 ) -> tuple[dict[str, Any], float, str]:
-    """Run one cell in a child process. Returns (worker fields, wall seconds, log path)."""
+    """Run one cell in a child process. Returns (worker fields, wall seconds, log path).
+
+    `module` is run as `python -m MODULE CELL_JSON RESULT_JSON DEVICE [ARGS...]` (the worker by
+    default; the cross-check's child too), and the fields in `keep` are taken from its result."""
     paths.logs.mkdir(parents=True, exist_ok=True)
     paths.scratch.mkdir(parents=True, exist_ok=True)
     stem = f"{index:03d}-{slug(cell.model.name)}-bs{cell.batch_size}-{cell.mode}-{cell.scenario}"
@@ -137,7 +149,7 @@ def run_worker(
         cache = paths.run_dir / ".compile-cache"
     extra["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
     extra["TRITON_CACHE_DIR"] = str(cache / "triton")
-    cmd = [python, "-m", WORKER_MODULE, str(cell_path), str(result_path), device_type]
+    cmd = [python, "-m", module, str(cell_path), str(result_path), device_type, *args]
     start = time.monotonic()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
@@ -169,7 +181,7 @@ def run_worker(
             "error": f"no result after {cell.settings.timeout_s:g} s (worker killed)",
         }
     elif result_path.exists():
-        fields = _result_fields(result_path)
+        fields = _result_fields(result_path, keep)
         result_path.unlink(missing_ok=True)
     else:
         tail = last_log_line(log_path)
