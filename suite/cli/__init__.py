@@ -22,6 +22,7 @@ from suite.cli.args import (
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
+from suite.cli.repeat import cmd_repeat
 from suite.cli.report import cmd_compare, cmd_merge
 from suite.errors import UsageError
 from suite.redact import RedactingStream
@@ -55,6 +56,13 @@ def build_parser() -> Parser:
         help="rounds of suite loop + independent timers, alternating (default: %(default)s)",
     )
     p.set_defaults(func=cmd_crosscheck)
+
+    p = sub.add_parser(
+        "repeat", help="run the same cells N times back to back; print each cell's spread of medians"
+    )
+    add_selection_args(p)
+    p.add_argument("--times", type=count("--times"), default=3, help="repetitions (default: %(default)s)")
+    p.set_defaults(func=cmd_repeat)
 
     p = sub.add_parser("env", help="print the environment (torch, CUDA, GPU, driver, versions)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
@@ -95,7 +103,7 @@ def build_parser() -> Parser:
     return parser
 
 
-VERBS = ("plan", "run", "crosscheck", "env", "merge", "compare")
+VERBS = ("plan", "run", "crosscheck", "repeat", "env", "merge", "compare")
 
 
 def printable(text: str) -> str:
