@@ -55,6 +55,9 @@ def eager(build, gpu, model, bs, mean, median, lo, hi):
 
 
 def compiled(build, gpu, model, bs, mode, mean, median, lo, hi, s, s_lo, s_hi, accuracy="pass"):
+    """A compiled cell's row, as the worker writes it: its paired eager median is median x speed-up
+    (the speed-up is that ratio), with a 95% CI of +-0.1 ms."""
+    paired_eager = round(median * s, 6)
     return row(
         build,
         gpu,
@@ -69,6 +72,9 @@ def compiled(build, gpu, model, bs, mode, mean, median, lo, hi, s, s_lo, s_hi, a
         speedup_ci95_low=s_lo,
         speedup_ci95_high=s_hi,
         accuracy=accuracy,
+        eager_median_ms=paired_eager,
+        eager_ci95_low_ms=round(paired_eager - 0.1, 6),
+        eager_ci95_high_ms=round(paired_eager + 0.1, 6),
     )
 
 
@@ -123,42 +129,86 @@ def tables_by_title(study: Study):
 
 def test_compile_vs_eager_a100_stable_batch_1(study: Study):
     t = tables_by_title(study)[f"{A100} · stable (torch 2.0.1+cu118) · batch size 1 · mode default"]
-    assert [c.md for c in t.columns] == [
+    assert [c.md for c in t.columns if c.markdown] == [
         "Task/Model",
         "no compile (ms)",
         "compile (ms)",
         "speed-up",
+        "mean, no compile (ms)",
+        "mean, compile (ms)",
         "guide: A100 (batch size: 1)",
     ]
+    # durations: the compiled cell's paired medians (7.9 x 1.25 = 9.875 and 7.9), whose ratio is the
+    # speed-up beside them; then each cell's mean (the guide's statistic) beside the guide's figure
     assert t.markdown_rows() == [
         # guide: 9.325 -> 7.584 ms and 34.619 -> 19.040 ms
-        ["Image Classification/ViT", "10.000", "8.000", "20.0% · 1.25x [1.20, 1.30]", "18.7% · 1.23x"],
-        ["Object Detection/DETR", "40.000", "20.000 †", "50.0% · 2.00x [1.90, 2.10] †", "45.0% · 1.82x"],
+        [
+            "Image Classification/ViT",
+            "9.875",
+            "7.900",
+            "20.0% · 1.25x [1.20, 1.30]",
+            "10.000",
+            "8.000",
+            "18.7% · 1.23x",
+        ],
+        [
+            "Object Detection/DETR",
+            "39.000",
+            "19.500 †",
+            "50.0% · 2.00x [1.90, 2.10] †",
+            "40.000",
+            "20.000 †",
+            "45.0% · 1.82x",
+        ],
     ]
     assert "† compiled output differs from eager" in t.markdown()
+    assert "mean, no compile / compile: each cell's own mean" in t.markdown()
 
 
 def test_compile_vs_eager_failures_print_their_status(study: Study):
     tables = tables_by_title(study)
     oom = tables[f"{A100} · stable (torch 2.0.1+cu118) · batch size 16 · mode default"]
-    assert oom.markdown_rows() == [["Object Detection/DETR", "OOM", "OOM", "OOM", "1.5% · 1.02x"]]
-    ro = tables[f"{A100} · stable (torch 2.0.1+cu118) · batch size 1 · mode reduce-overhead"]
-    assert [c.md for c in ro.columns][-1] == "speed-up"  # the guide ran reduce-overhead on nightly only
-    assert ro.markdown_rows() == [
-        ["Image Classification/ViT", "10.000", "6.000", "37.5% · 1.60x [1.50, 1.70]"],
-        ["Object Detection/DETR", "40.000", "error", "error"],
+    assert oom.markdown_rows() == [
+        ["Object Detection/DETR", "OOM", "OOM", "OOM", "OOM", "OOM", "1.5% · 1.02x"]
     ]
+    ro = tables[f"{A100} · stable (torch 2.0.1+cu118) · batch size 1 · mode reduce-overhead"]
+    assert [c.md for c in ro.columns if c.markdown][
+        -1
+    ] == "speed-up"  # the guide ran reduce-overhead on nightly only
+    assert ro.markdown_rows() == [
+        ["Image Classification/ViT", "9.440", "5.900", "37.5% · 1.60x [1.50, 1.70]"],
+        # no pair: the eager cell's own median, marked
+        ["Object Detection/DETR", "39.000 ‡", "error", "error"],
+    ]
+    assert "‡ no paired eager median" in ro.markdown()
     nightly = tables[f"{A100} · nightly (torch 2.1.0.dev20230605+cu118) · batch size 1 · mode default"]
     assert nightly.columns[-1].md == "guide: PyTorch Nightly: A100"
     assert nightly.markdown_rows() == [
-        ["Image Classification/ViT", "9.000", "11.000", "-25.0% · 0.80x [0.75, 0.85]", "—"],
-        ["Object Detection/DETR", "timeout", "18.000", "33.3% · 1.50x [1.40, 1.60]", "50.1% · 2.00x"],
+        [
+            "Image Classification/ViT",
+            "8.800",
+            "11.000",
+            "-25.0% · 0.80x [0.75, 0.85]",
+            "9.000",
+            "11.000",
+            "—",
+        ],
+        # the eager cell timed out, but the compiled cell's own eager calls were timed
+        [
+            "Object Detection/DETR",
+            "26.250",
+            "17.500",
+            "33.3% · 1.50x [1.40, 1.60]",
+            "timeout",
+            "18.000",
+            "50.1% · 2.00x",
+        ],
     ]
     t4 = tables[f"{T4} · stable (torch 2.0.1+cu118) · batch size 1 · mode default"]
     assert t4.columns[-1].md == "guide: T4 (batch size: 1)"
     assert t4.markdown_rows() == [
-        ["Image Classification/ViT", "16.000", "OOM", "OOM", "4.4% · 1.05x"],
-        ["Object Detection/DETR", "skipped", "—", "—", "26.1% · 1.35x"],
+        ["Image Classification/ViT", "15.900 ‡", "OOM", "OOM", "16.000", "OOM", "4.4% · 1.05x"],
+        ["Object Detection/DETR", "skipped", "—", "—", "skipped", "—", "26.1% · 1.35x"],
     ]
 
 
@@ -179,7 +229,8 @@ def test_compile_vs_eager_csv_keeps_numbers_and_failure_words(study: Study):
         "build": "stable",
         "mode": "default",
     }
-    assert (first["without torch.compile"], first["with torch.compile"]) == (10.0, 8.0)
+    assert (first["without torch.compile"], first["with torch.compile"]) == (9.875, 7.9)  # the pair
+    assert (first["eager cell mean (ms)"], first["compiled cell mean (ms)"]) == (10.0, 8.0)  # the guide's
     assert (first["speed-up"], first["CI low"], first["CI high"], first["improvement %"]) == (
         1.25,
         1.2,
@@ -207,30 +258,30 @@ def test_stable_vs_nightly(study: Study):
         "nightly vs stable, compile",
     ]
     assert t.markdown_rows() == [
-        # no compile: 9.8 / 8.8 = 1.114 in [9.7 / 8.9, 9.9 / 8.7];
+        # no compile: the paired eager medians, 9.875 / 8.8 = 1.122 in [9.775 / 8.9, 9.975 / 8.7];
         # compile: 7.9 / 11.0 = 0.718 in [7.8 / 11.1, 8.0 / 10.9]
         [
             "Image Classification/ViT",
             "1",
-            "10.000",
-            "8.000",
-            "9.000",
+            "9.875",
+            "7.900",
+            "8.800",
             "11.000",
             "20.0% · 1.25x [1.20, 1.30]",
             "-25.0% · 0.80x [0.75, 0.85]",
-            "10.2% · 1.11x [1.09, 1.14]",
+            "10.9% · 1.12x [1.10, 1.15]",
             "-39.2% · 0.72x [0.70, 0.73]",
         ],
         [
             "Object Detection/DETR",
             "1",
-            "40.000",
-            "20.000 †",
-            "timeout",
-            "18.000",
+            "39.000",
+            "19.500 †",
+            "26.250",
+            "17.500",
             "50.0% · 2.00x [1.90, 2.10] †",
             "33.3% · 1.50x [1.40, 1.60]",
-            "timeout",
+            "32.7% · 1.49x [1.48, 1.50]",
             "10.3% · 1.11x [1.06, 1.18]",
         ],
         ["Object Detection/DETR", "16", "OOM", "OOM", "—", "—", "OOM", "—", "OOM", "OOM"],
@@ -243,40 +294,44 @@ def test_compile_modes(study: Study):
         f"{A100} · stable (torch 2.0.1+cu118) · modes default, reduce-overhead"
     ]
     t = tables[0]
+    # each mode: its own cell's paired eager and compiled medians, and their ratio
     assert [c.md for c in t.columns] == [
         "Task/Model",
         "Batch Size",
-        "no compile (ms)",
-        "default (ms)",
-        "reduce-overhead (ms)",
+        "default: no compile (ms)",
+        "default: compile (ms)",
         "default speed-up",
+        "reduce-overhead: no compile (ms)",
+        "reduce-overhead: compile (ms)",
         "reduce-overhead speed-up",
     ]
     assert t.markdown_rows() == [
         [
             "Image Classification/ViT",
             "1",
-            "10.000",
-            "8.000",
-            "6.000",
+            "9.875",
+            "7.900",
             "20.0% · 1.25x [1.20, 1.30]",
+            "9.440",
+            "5.900",
             "37.5% · 1.60x [1.50, 1.70]",
         ],
         [
             "Object Detection/DETR",
             "1",
-            "40.000",
-            "20.000 †",
-            "error",
+            "39.000",
+            "19.500 †",
             "50.0% · 2.00x [1.90, 2.10] †",
+            "39.000 ‡",
+            "error",
             "error",
         ],
-        ["Object Detection/DETR", "16", "OOM", "OOM", "—", "OOM", "—"],
+        ["Object Detection/DETR", "16", "OOM", "OOM", "OOM", "OOM", "—", "—"],
     ]
 
 
 def test_summary_geomeans_and_pass_rate(study: Study):
-    rows = {(r[0], r[1], r[2], r[3]): r[5:] for r in summary_table(study).markdown_rows()}
+    rows = {(r[0], r[1], r[2], r[3]): r[5:9] for r in summary_table(study).markdown_rows()}
     # stable default on A100, batch 1: sqrt(1.25 * 2.0) = 1.581, one accuracy failure
     assert rows["stable", "default", A100, "1"] == ["2/2 (100%)", "1", "1.581x (n=2)", "1.581x (n=2)"]
     assert rows["stable", "reduce-overhead", A100, "1"] == ["1/2 (50%)", "0", "1.600x (n=1)", "1.600x (n=1)"]
@@ -497,7 +552,7 @@ def test_other_setups_get_their_own_tables_without_the_guide(tmp_path: Path):
     ]
     fp16, fp32 = (next(t for name, t in tables.items() if dtype in name) for dtype in ("float16", "float32"))
     assert fp32.columns[-1].md == "guide: A100 (batch size: 1)"
-    assert fp16.columns[-1].md == "speed-up"
+    assert [c.md for c in fp16.columns if c.markdown][-1] == "speed-up"
     assert "No guide comparison: the guide measured float32 inference" in fp16.markdown()
 
 
@@ -529,7 +584,7 @@ def test_plots_of_an_ok_compiled_row_without_a_speed_up(tmp_path: Path):
     assert main(["merge", str(run)]) == 0
     assert len(list((run / "plots").glob("*.png"))) == 2
     table = (run / "tables" / "compile-vs-eager__nvidia-a100-sxm4-80gb__stable__bs1__default.md").read_text()
-    assert "| Image Classification/ViT | 10.000 | 8.000 | — |" in table
+    assert "| Image Classification/ViT | 9.800 ‡ | 7.900 | — |" in table  # no pair: each cell's median
     compiled_row = next(r for r in load([run]).frame.itertuples(index=False) if r.mode == "default")
     ax = Figure().add_subplot()
     _failed(ax, 0, measurement_of(compiled_row), "speed-up: ")

@@ -2,15 +2,18 @@
 intervals), the guide's figures, failures; in Markdown and in CSV.
 
 Host side only. What the cells show, and why:
-- durations are the mean per inference (or per training step) over the timed iterations, the
-  guide's statistic ("the mean of 300 inferences"), so they can be laid next to its tables;
-- a speed-up is the paired one: eager median / compiled median, both timed interleaved in
-  the compiled cell's own process, with its 95% CI. It is printed as the guide's
-  "% improvement" (the share of time saved, (1 - 1/speed-up) x 100) and as the factor with
-  its CI. Medians of interleaved runs are robust to outliers and to drift between processes;
-  a ratio of the two means shown would mix two processes;
+- the durations of a row are the compiled cell's paired medians (suite.report.study.
+  paired_durations): its eager and compiled calls, timed interleaved in one process. The
+  speed-up beside them is their ratio (eager median / compiled median, with its paired 95%
+  CI), so a row's durations and its % agree. It is printed as the guide's "% improvement"
+  (the share of time saved, (1 - 1/speed-up) x 100) and as the factor with its CI. Where the
+  compiled cell has no such pair (it failed), the eager duration is the eager cell's own
+  median, marked with a double dagger;
+- the guide's statistic, each cell's mean over its timed calls ("the mean of 300 inferences"),
+  stays in the CSV tables and stands beside the guide's figures, labelled as such;
 - a failed cell prints its status (OOM, error, timeout, skipped), never a number;
-- a compiled output that failed the accuracy check is marked with a dagger.
+- a compiled output that failed the accuracy check is marked with a dagger; a figure timed on
+  an unhealthy machine (its `health` flags: busy, steal, throttled, ...) with a section sign.
 """
 
 from __future__ import annotations
@@ -18,28 +21,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from suite.report.reference import GuideFigure
-from suite.report.study import Measurement, ratio_interval
+from suite.report.study import Measurement, paired_durations
 from suite.results import OK, OOM, STATUS_WORDS, STATUSES
 
 NOT_MEASURED = "—"
 DAGGER = "†"
+DOUBLE_DAGGER = "‡"  # an eager duration from the eager cell's own process: not the paired one
+SECTION = "§"  # timed on an unhealthy machine
 GUIDE_ERRATUM = "erratum"
 # How a failed or skipped cell reads: "OOM", "error", "timeout", "skipped".
 FAILURE_WORDS: tuple[str, ...] = tuple(STATUS_WORDS[s] for s in STATUSES if s != OK)
 LEGEND = (
-    "Durations: mean per inference in ms over the timed iterations (the guide's statistic). "
-    "Speed-up: % improvement (time saved, (1 - 1/speed-up) x 100) · eager median / compiled median "
-    "[95% CI], paired within the compiled cell's process. "
+    "Durations: median per inference in ms of the compiled cell's eager and compiled calls, timed "
+    "interleaved in its one process (the paired medians). Speed-up: % improvement (time saved, "
+    "(1 - 1/speed-up) x 100) · eager median / compiled median [95% CI]: the ratio of the two durations "
+    "beside it. "
     f"{' / '.join(FAILURE_WORDS)}: the cell failed (reason in the raw CSV); {NOT_MEASURED}: not measured."
 )
 TRAIN_LEGEND = (
-    "Durations: mean per training step in ms (forward + loss + backward + AdamW step) over the timed "
-    "iterations. Speed-up: % improvement (time saved, (1 - 1/speed-up) x 100) · eager median / compiled "
-    "median [95% CI], paired within the compiled cell's process. "
-    f"{' / '.join(FAILURE_WORDS)}: the cell failed or has no training step (reason in the raw CSV); "
-    f"{NOT_MEASURED}: not measured."
+    "Durations: median per training step in ms (forward + loss + backward + AdamW step) of the compiled "
+    "cell's eager and compiled steps, timed interleaved in its one process. Speed-up: % improvement "
+    "(time saved, (1 - 1/speed-up) x 100) · eager median / compiled median [95% CI]: the ratio of the "
+    f"two durations beside it. {' / '.join(FAILURE_WORDS)}: the cell failed or has no training step "
+    f"(reason in the raw CSV); {NOT_MEASURED}: not measured."
 )
 DAGGER_NOTE = f"{DAGGER} compiled output differs from eager beyond the tolerance (accuracy check failed)."
+STANDALONE_NOTE = (
+    f"{DOUBLE_DAGGER} no paired eager median (the compiled cell failed, is missing, or its row has none): "
+    "the eager cell's own median, from another process, so the % beside it is not their ratio."
+)
+HEALTH_NOTE = (
+    f"{SECTION} timed on an unhealthy machine (the raw CSV's `health`: busy = other tasks waited for a CPU, "
+    "steal = the hypervisor took CPU time, throttled / clock-varied = the GPU's clock dropped or moved, "
+    "shared-gpu = another process used the GPU): the figure is suspect; run it again on a quiet machine."
+)
+MEANS_NOTE = (
+    "mean, no compile / compile: each cell's own mean over its timed calls (the eager cell's, the "
+    "compiled cell's): the guide's statistic, for its figures beside them; two processes, so their ratio "
+    "is not the speed-up."
+)
 TRAIN_DAGGER_NOTE = (
     f"{DAGGER} the first compiled step's loss differs from the eager loss at the same weights, inputs and "
     "dropout masks beyond the tolerance (accuracy check failed)."
@@ -61,6 +81,43 @@ class Ms:
 
 
 @dataclass(frozen=True)
+class Dur:
+    """A duration cell of a row (suite.report.study.paired_durations): a median with its 95% CI
+    and its marks, or, without a figure, the word of the failure that left none ("" for none)."""
+
+    ms: float | None
+    low: float | None = None
+    high: float | None = None
+    word: str = ""
+    marks: str = ""
+
+    @property
+    def unhealthy(self) -> bool:
+        return SECTION in self.marks
+
+
+def durations(eager: Measurement | None, compiled: Measurement | None) -> tuple[Dur, Dur]:
+    """The no-compile and compile durations of a row, by the study's one rule."""
+    d = paired_durations(eager, compiled)
+    unpaired = "" if d.paired else DOUBLE_DAGGER
+    return (
+        _dur(d.eager_ms, d.eager_low, d.eager_high, d.source_eager, unpaired),
+        _dur(d.compiled_ms, d.compiled_low, d.compiled_high, d.source_compiled, "", compiled=True),
+    )
+
+
+def _dur(
+    ms: float | None, low: float | None, high: float | None, m: Measurement | None, mark: str, compiled=False
+) -> Dur:
+    if m is None:
+        return Dur(None)
+    if ms is None:
+        return Dur(None, word="" if m.ok else STATUS_WORDS[m.status])
+    dagger = DAGGER if compiled and m.accuracy_failed else ""
+    return Dur(ms, low, high, marks=dagger + mark + (SECTION if m.unhealthy else ""))
+
+
+@dataclass(frozen=True)
 class Mb:
     """A peak-memory cell: one measurement (or none)."""
 
@@ -75,6 +132,7 @@ class Gain:
     low: float | None
     high: float | None
     flagged: bool = False  # accuracy check failed
+    unhealthy: bool = False  # timed on an unhealthy machine
 
     @property
     def pct(self) -> float:
@@ -94,18 +152,21 @@ def paired_gain(m: Measurement | None) -> Gain | str | None:
         return STATUS_WORDS[m.status]
     if m.speedup is None:
         return None
-    return Gain(m.speedup, m.speedup_low, m.speedup_high, m.accuracy_failed)
+    return Gain(m.speedup, m.speedup_low, m.speedup_high, m.accuracy_failed, m.unhealthy)
 
 
-def cross_gain(base: Measurement | None, new: Measurement | None) -> Gain | str | None:
-    """new vs base from two processes: base median / new median, with the widest interval
-    the two medians' 95% CIs allow (conservative: no raw samples to pair)."""
-    for m in (base, new):
-        if m is not None and not m.ok:
-            return STATUS_WORDS[m.status]
-    if base is None or new is None or base.median_ms is None or new.median_ms is None:
+def cross_gain(base: Dur, new: Dur) -> Gain | str | None:
+    """new vs base from two processes: base duration / new duration (the two shown beside it),
+    with the widest interval the two medians' 95% CIs allow (conservative: no samples to pair)."""
+    for d in (base, new):
+        if d.word:
+            return d.word
+    if base.ms is None or new.ms is None:
         return None
-    return Gain(base.median_ms / new.median_ms, *ratio_interval(base, new))
+    interval: tuple[float | None, float | None] = (None, None)
+    if None not in (base.low, base.high, new.low, new.high):
+        interval = (base.low / new.high, base.high / new.low)  # type: ignore[operator]
+    return Gain(base.ms / new.ms, *interval, unhealthy=base.unhealthy or new.unhealthy)
 
 
 def fmt_ms(value: float) -> str:
@@ -130,13 +191,19 @@ def md_cell(kind: str, value: object) -> str:
         assert value.m.mean_ms is not None
         mark = f" {DAGGER}" if value.compiled and value.m.accuracy_failed else ""
         return fmt_ms(value.m.mean_ms) + mark
+    if kind == "dur":
+        assert isinstance(value, Dur)
+        if value.ms is None:
+            return value.word or NOT_MEASURED
+        return fmt_ms(value.ms) + (f" {value.marks}" if value.marks else "")
     if kind == "gain":
         if value is None:
             return NOT_MEASURED
         if isinstance(value, str):
             return value
         assert isinstance(value, Gain)
-        return f"{value.pct:.1f}% · {fmt_factor(value)}" + (f" {DAGGER}" if value.flagged else "")
+        marks = (DAGGER if value.flagged else "") + (SECTION if value.unhealthy else "")
+        return f"{value.pct:.1f}% · {fmt_factor(value)}" + (f" {marks}" if marks else "")
     if kind == "mb":
         assert isinstance(value, Mb)
         if value.m is None:
@@ -164,6 +231,9 @@ def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
         if m is None:
             return {name: ""}
         return {name: m.mean_ms if m.ok else STATUS_WORDS[m.status]}
+    if kind == "dur":
+        assert isinstance(value, Dur)
+        return {name: value.ms if value.ms is not None else value.word}
     if kind == "mb":
         assert isinstance(value, Mb)
         m = value.m

@@ -1,6 +1,8 @@
 """Compile vs eager, the guide's main tables: per GPU, setup, build, batch size and compile
-mode, each model's duration without and with torch.compile and the paired speed-up, beside the
-guide's figure where it has one (inference and training steps alike).
+mode, each model's duration without and with torch.compile and the paired speed-up (the two
+durations are the compiled cell's paired medians, so they and the % agree), beside the guide's
+figure and our means, the guide's statistic, where it has one (inference and training alike).
+A column is one `Column` and one value per row: add one in both lists.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 
 from suite.report.reference import Reference
 from suite.report.study import EAGER, Gpu, Setup, Study
-from suite.report.tables.cells import TRAIN, Ms, legend, paired_gain
+from suite.report.tables.cells import MEANS_NOTE, TRAIN, Ms, durations, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 
 GUIDE_SETUP = "float32 inference of the full (not shrunk) models"
@@ -52,15 +54,20 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
     g = group
     kind = study.kind(g.build)
     guide_table = reference.table_for(g.gpu.name, kind, g.mode, g.batch_size) if g.setup.guide_like else None
+    beside_guide = guide_table is not None
     columns = [
         Column("Task/Model", "Task/Model", "text"),
-        Column("no compile (ms)", "without torch.compile", "ms"),
-        Column("compile (ms)", "with torch.compile", "ms"),
+        Column("no compile (ms)", "without torch.compile", "dur"),
+        Column("compile (ms)", "with torch.compile", "dur"),
         Column("speed-up", "", "gain"),
+        # the guide's statistic: in the CSV always, in Markdown beside the guide's figures
+        Column("mean, no compile (ms)", "eager cell mean (ms)", "ms", markdown=beside_guide),
+        Column("mean, compile (ms)", "compiled cell mean (ms)", "ms", markdown=beside_guide),
     ]
     training = g.setup.scenario == TRAIN
     notes = [legend(g.setup.scenario)]
     if guide_table is not None:
+        notes.append(MEANS_NOTE)
         columns.append(Column(f"guide: {guide_table}", "guide", "guide"))
         guide_build = next(f.build for f in reference.figures if f.table == guide_table)
         notes.append(GUIDE_NOTE.format(table=f"table '{guide_table}'", build=guide_build))
@@ -90,9 +97,10 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
             continue
         values: list[object] = [
             study.model_label(task, model),
+            *durations(eager, compiled),
+            paired_gain(compiled),
             Ms(eager, False),
             Ms(compiled, True),
-            paired_gain(compiled),
         ]
         if guide_table is not None:
             values.append(reference.lookup(g.gpu.name, kind, g.mode, g.batch_size, task, model))

@@ -6,14 +6,15 @@ build against the stable one (from separate processes, with a conservative inter
 from __future__ import annotations
 
 from suite.report.study import EAGER, Gpu, Setup, Study
-from suite.report.tables.cells import Ms, cross_gain, legend, paired_gain
+from suite.report.tables.cells import cross_gain, durations, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 
 
 def cross_note(base: str, new: str) -> str:
     return (
-        f"`{new} vs {base}`: {base}'s median / {new}'s median (> 1x: {new} is faster), from separate "
-        "processes; its interval runs from the lowest to the highest ratio the two medians' 95% CIs allow."
+        f"`{new} vs {base}`: {base}'s duration / {new}'s duration, the two shown (> 1x: {new} is faster), "
+        "from separate processes; its interval runs from the lowest to the highest ratio the two medians' "
+        "95% CIs allow."
     )
 
 
@@ -44,10 +45,10 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
     columns = [
         Column("Task/Model", "Task/Model", "text"),
         Column("Batch Size", "Batch Size", "text"),
-        Column(f"{s} no compile (ms)", f"{s} without torch.compile", "ms"),
-        Column(f"{s} compile (ms)", f"{s} with torch.compile", "ms"),
-        Column(f"{b} no compile (ms)", f"{b} without torch.compile", "ms"),
-        Column(f"{b} compile (ms)", f"{b} with torch.compile", "ms"),
+        Column(f"{s} no compile (ms)", f"{s} without torch.compile", "dur"),
+        Column(f"{s} compile (ms)", f"{s} with torch.compile", "dur"),
+        Column(f"{b} no compile (ms)", f"{b} without torch.compile", "dur"),
+        Column(f"{b} compile (ms)", f"{b} with torch.compile", "dur"),
         Column(f"{s} speed-up", f"{s}", "gain"),
         Column(f"{b} speed-up", f"{b}", "gain"),
         Column(f"{b} vs {s}, no compile", f"{b} vs {s} without torch.compile", "gain"),
@@ -70,17 +71,19 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
             }
             if all(v is None for v in cells.values()):
                 continue
+            s_eager, s_compiled = durations(cells[s, EAGER], cells[s, mode])
+            b_eager, b_compiled = durations(cells[b, EAGER], cells[b, mode])
             values: list[object] = [
                 study.model_label(task, model),
                 str(bs),
-                Ms(cells[s, EAGER], False),
-                Ms(cells[s, mode], True),
-                Ms(cells[b, EAGER], False),
-                Ms(cells[b, mode], True),
+                s_eager,
+                s_compiled,
+                b_eager,
+                b_compiled,
                 paired_gain(cells[s, mode]),
                 paired_gain(cells[b, mode]),
-                cross_gain(cells[s, EAGER], cells[b, EAGER]),
-                cross_gain(cells[s, mode], cells[b, mode]),
+                cross_gain(s_eager, b_eager),
+                cross_gain(s_compiled, b_compiled),
             ]
             table.add(row_context(gpu, setup, task, model, **{"batch size": bs, "mode": mode}), values)
     return table

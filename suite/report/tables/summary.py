@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
-from suite.report.tables.cells import FAILURE_WORDS, NOT_MEASURED
+from suite.report.tables.cells import FAILURE_WORDS, NOT_MEASURED, SECTION
 from suite.report.tables.table import Column, Table
 
 
@@ -30,6 +30,7 @@ class SummaryRow:
     ok: int
     accuracy_fail: int
     speedups: tuple[float, ...]
+    unhealthy: int = 0  # ok cells timed on an unhealthy machine
 
     @property
     def pass_rate(self) -> float:
@@ -63,6 +64,7 @@ def summary_rows(study: Study) -> list[SummaryRow]:
                 ok=sum(m.ok for m in ms),
                 accuracy_fail=sum(m.ok and m.accuracy_failed for m in ms),
                 speedups=tuple(m.speedup for m in ms if m.ok and m.speedup is not None and mode != EAGER),
+                unhealthy=sum(m.unhealthy for m in ms),
             )
         )
     order = (study.builds, study.modes, study.gpus, study.setups)
@@ -91,6 +93,7 @@ def summary_table(study: Study) -> Table:
         Column("accuracy fails", "accuracy fails", "text"),
         Column("geomean speed-up", "geomean speed-up", "text"),
         Column("geomean speed-up, clipped at 1x", "geomean speed-up clipped", "text"),
+        Column(f"unhealthy {SECTION}", "unhealthy", "text"),
     ]
     table = Table(
         name="summary",
@@ -103,6 +106,8 @@ def summary_table(study: Study) -> Table:
             "geomean speed-up: geometric mean of the paired speed-ups (eager median / compiled median) of "
             "the ok cells, n = how many; clipped: each speed-up floored at 1x first (keep eager where "
             "compile loses). Eager rows have no speed-up.",
+            f"unhealthy {SECTION}: ok cells timed on an unhealthy machine (their `health` flags, in the raw "
+            "CSV: busy, steal, throttled, clock-varied, shared-gpu); their figures are suspect.",
         ],
     )
     for r in summary_rows(study):
@@ -124,6 +129,7 @@ def summary_table(study: Study) -> Table:
                 "speed-ups": n,
                 "geomean speed-up": "" if gm is None else round(gm, 4),
                 "geomean speed-up clipped": "" if gmc is None else round(gmc, 4),
+                "unhealthy": r.unhealthy,
             },
             [
                 r.build,
@@ -135,6 +141,7 @@ def summary_table(study: Study) -> Table:
                 str(r.accuracy_fail) if r.mode != EAGER else NOT_MEASURED,
                 f"{gm:.3f}x (n={n})" if gm is not None else NOT_MEASURED,
                 f"{gmc:.3f}x (n={n})" if gmc is not None else NOT_MEASURED,
+                str(r.unhealthy),
             ],
         )
     return table

@@ -15,7 +15,11 @@ from suite.report.study import Gpu, Setup, Study
 from suite.report.tables.cells import (
     DAGGER,
     DAGGER_NOTE,
+    DOUBLE_DAGGER,
+    HEALTH_NOTE,
     LEGEND,
+    SECTION,
+    STANDALONE_NOTE,
     TRAIN_DAGGER_NOTE,
     TRAIN_LEGEND,
     csv_cells,
@@ -28,7 +32,8 @@ from suite.results import slug
 class Column:
     md: str  # Markdown header
     csv: str  # CSV column name (or prefix, for gain and guide columns)
-    kind: str  # text | ms | mb | gain | guide
+    kind: str  # text | dur | ms | mb | gain | guide
+    markdown: bool = True  # False: in the CSV table only
 
 
 @dataclass
@@ -47,7 +52,10 @@ class Table:
         self.rows.append(values)
 
     def markdown_rows(self) -> list[list[str]]:
-        return [[md_cell(c.kind, v) for c, v in zip(self.columns, row, strict=True)] for row in self.rows]
+        return [
+            [md_cell(c.kind, v) for c, v in zip(self.columns, row, strict=True) if c.markdown]
+            for row in self.rows
+        ]
 
     def frame(self) -> pd.DataFrame:
         records = []
@@ -61,10 +69,11 @@ class Table:
 
     def markdown(self, heading: str = "###", legend: bool = True) -> str:
         """The table under its title, then its notes (the legend left out where the page has it)."""
-        flagged = any(DAGGER in cell for row in self.markdown_rows() for cell in row)
+        cells = [cell for row in self.markdown_rows() for cell in row]
         dagger = TRAIN_DAGGER_NOTE if TRAIN_LEGEND in self.notes else DAGGER_NOTE
         notes = [n for n in self.notes if legend or n not in (LEGEND, TRAIN_LEGEND)]
-        notes += [dagger] if flagged else []
+        for mark, note in ((DAGGER, dagger), (DOUBLE_DAGGER, STANDALONE_NOTE), (SECTION, HEALTH_NOTE)):
+            notes += [note] if any(mark in cell for cell in cells) else []
         lines = [f"{heading} {self.title}", "", self.subtitle, "", *markdown_table(self)]
         lines += ["", *(f"- {n}" for n in notes)] if notes else []
         return "\n".join(lines) + "\n"
@@ -74,8 +83,9 @@ def markdown_table(table: Table) -> list[str]:
     def esc(text: str) -> str:
         return text.replace("|", "\\|")
 
-    align = ["---" if c.kind == "text" else "---:" for c in table.columns]
-    lines = ["| " + " | ".join(esc(c.md) for c in table.columns) + " |", "|" + "|".join(align) + "|"]
+    shown = [c for c in table.columns if c.markdown]
+    align = ["---" if c.kind == "text" else "---:" for c in shown]
+    lines = ["| " + " | ".join(esc(c.md) for c in shown) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(esc(cell) for cell in row) + " |" for row in table.markdown_rows()]
     return lines
 
