@@ -1,11 +1,17 @@
 """Regressions between two runs: for each cell both ran, the ratio of medians new / base with an
-interval, judged against a threshold.
+interval, the paired speed-up's change and the compile time's, each judged against a threshold.
 
 Host side only. The raw CSVs keep each cell's median and its 95% CI, not the samples, so the
 ratio's interval is built from the two CIs: [new low / base high, new high / base low]. If the
 two runs are independent and each CI covers its true median with probability 0.95, both do with
-probability >= 0.9025, and then the true ratio lies inside; in practice the interval is wider
-than a paired one would be, so a regression it flags is a real one.
+probability >= 0.9025, and then the true ratio lies inside. The CIs cover the noise within a
+run, not the machine's drift between runs: the threshold is the floor for that, and a cell
+timed on an unhealthy machine (suite.measure.health: busy, steal, throttled, ...) in either
+run is not judged slower, only listed ("suspect"). The paired speed-up (eager / compiled,
+timed interleaved in one process) cancels the machine's drift, so its change is judged in
+every cell: a compiled function slowed against its own eager calls fails the gate even on a
+busy machine. Compile time is one sample per cell: its own, wider threshold and a floor in
+seconds. The rates this rule gives on A/A and slowed runs: docs/merge.md, `suite calibrate`.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from suite.results import CELL_COLUMNS, FAILED_STATUSES, STATUS_WORDS
 MATCH_COLUMNS: tuple[str, ...] = tuple(c for c in CELL_COLUMNS if c != "build")
 
 REGRESSION = "regression"
+LESS_SPEEDUP = "less speed-up"
+COMPILE_REGRESSION = "slower compile"
+SUSPECT = "suspect"
 ACCURACY_REGRESSION = "accuracy regression"
 NEWLY_FAILING = "newly failing"
 IMPROVEMENT = "improvement"
@@ -30,9 +39,29 @@ UNCHANGED = "unchanged"
 NO_INTERVAL = "no interval"
 NOT_COMPARABLE = "not comparable"
 # Verdicts that make `compare` exit 1.
-FAILING_VERDICTS: tuple[str, ...] = (REGRESSION, ACCURACY_REGRESSION, NEWLY_FAILING)
+FAILING_VERDICTS: tuple[str, ...] = (
+    REGRESSION,
+    LESS_SPEEDUP,
+    COMPILE_REGRESSION,
+    ACCURACY_REGRESSION,
+    NEWLY_FAILING,
+)
+THRESHOLD = 0.05  # medians and speed-ups
+COMPILE_THRESHOLD = 0.25  # compile time: one sample per cell, so a wider band
+COMPILE_FLOOR_S = 1.0  # and at least this many seconds more
 SECTIONS: tuple[tuple[str, str], ...] = (
     (REGRESSION, "Regressions (slower beyond the threshold, interval above 1)"),
+    (
+        LESS_SPEEDUP,
+        "Less speed-up (compiled slower against its own eager calls: the paired speed-up fell beyond "
+        "the threshold, interval above 1)",
+    ),
+    (COMPILE_REGRESSION, "Slower compile (beyond the compile threshold and floor)"),
+    (
+        SUSPECT,
+        "Suspect: slower, but timed on an unhealthy machine in either run (not counted; run again on a "
+        "quiet machine)",
+    ),
     (
         NEWLY_FAILING,
         f"Newly failing (ok in base, {' / '.join(STATUS_WORDS[s] for s in FAILED_STATUSES)} in new)",
@@ -44,6 +73,15 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     (NOT_COMPARABLE, "Not comparable (failed or skipped in both, or skipped in one)"),
     (UNCHANGED, "Unchanged (within the threshold, or the interval includes 1)"),
 )
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The gate's thresholds (docs/merge.md gives the rates they were chosen from)."""
+
+    threshold: float = THRESHOLD
+    compile_threshold: float = COMPILE_THRESHOLD
+    compile_floor_s: float = COMPILE_FLOOR_S
 
 
 @dataclass(frozen=True)
@@ -60,6 +98,10 @@ class CellChange:
     high: float | None
     verdict: str
 
+    @property
+    def unhealthy(self) -> bool:
+        return self.base.unhealthy or self.new.unhealthy
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -68,6 +110,7 @@ class Comparison:
     only_new: tuple[tuple[str, ...], ...]
     key_columns: tuple[str, ...]
     threshold: float
+    rule: Rule = Rule()
 
     @property
     def failed(self) -> bool:
@@ -77,10 +120,30 @@ class Comparison:
         return sum(c.verdict == verdict for c in self.changes)
 
 
+def speedup_change(base: Measurement, new: Measurement) -> tuple[float, float, float] | None:
+    """base speed-up / new speed-up (> 1: compiled lost ground against eager), with the interval
+    the two paired CIs allow; None where either has no speed-up with a CI."""
+    figures = (base.speedup, base.speedup_low, base.speedup_high)
+    figures += (new.speedup, new.speedup_low, new.speedup_high)
+    if any(f is None or f <= 0 for f in figures):
+        return None
+    b, b_lo, b_hi, n, n_lo, n_hi = figures  # type: ignore[misc]
+    return b / n, b_lo / n_hi, b_hi / n_lo
+
+
+def compile_change(base: Measurement, new: Measurement, rule: Rule) -> bool:
+    """Compile time beyond its threshold and its floor in seconds."""
+    b, n = base.compile_s, new.compile_s
+    if b is None or n is None or b <= 0:
+        return False
+    return n / b > 1 + rule.compile_threshold and n - b > rule.compile_floor_s
+
+
 def judge(
-    base: Measurement, new: Measurement, threshold: float
+    base: Measurement, new: Measurement, threshold: float, rule: Rule | None = None
 ) -> tuple[str, float | None, float | None, float | None]:
     """The verdict for one cell, with the ratio new/base and its interval when both are ok."""
+    rule = rule or Rule(threshold=threshold)
     if base.ok and new.status in FAILED_STATUSES:
         return NEWLY_FAILING, None, None, None
     if new.ok and base.status in FAILED_STATUSES:
@@ -91,10 +154,17 @@ def judge(
     low, high = ratio_interval(new, base)
     if new.accuracy_failed and not base.accuracy_failed:
         return ACCURACY_REGRESSION, ratio, low, high
+    pair = speedup_change(base, new)
+    if pair is not None and pair[0] > 1 + threshold and pair[1] > 1:  # paired: drift cancels
+        return LESS_SPEEDUP, ratio, low, high
+    slower = low is not None and ratio > 1 + threshold and low > 1
+    compile_slower = compile_change(base, new, rule)
+    if slower or compile_slower:
+        if base.unhealthy or new.unhealthy:
+            return SUSPECT, ratio, low, high
+        return (REGRESSION if slower else COMPILE_REGRESSION), ratio, low, high
     if low is None or high is None:
         return NO_INTERVAL, ratio, low, high
-    if ratio > 1 + threshold and low > 1:
-        return REGRESSION, ratio, low, high
     if ratio < 1 - threshold and high < 1:
         return IMPROVEMENT, ratio, low, high
     return UNCHANGED, ratio, low, high
@@ -107,15 +177,16 @@ def _index(loaded: Loaded, columns: Sequence[str]) -> dict[tuple[str, ...], tupl
     return out
 
 
-def compare(base: Loaded, new: Loaded, threshold: float) -> Comparison:
+def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = None) -> Comparison:
     """Match cells (ignoring the build when each run has one build, else by build too) and judge."""
+    rule = rule or Rule(threshold=threshold)
     one_build_each = base.frame["build"].nunique() == 1 and new.frame["build"].nunique() == 1
     columns = MATCH_COLUMNS if one_build_each else ("build", *MATCH_COLUMNS)
     b, n = _index(base, columns), _index(new, columns)
     changes = []
     for key in b.keys() & n.keys():
         (bb, bm), (nb, nm) = b[key], n[key]
-        verdict, ratio, low, high = judge(bm, nm, threshold)
+        verdict, ratio, low, high = judge(bm, nm, threshold, rule)
         changes.append(CellChange(key, bb, nb, bm, nm, ratio, low, high, verdict))
     bs = columns.index("batch_size")
 
@@ -129,6 +200,7 @@ def compare(base: Loaded, new: Loaded, threshold: float) -> Comparison:
         only_new=tuple(sorted(n.keys() - b.keys(), key=order)),
         key_columns=columns,
         threshold=threshold,
+        rule=rule,
     )
 
 
@@ -169,6 +241,28 @@ def _change(c: CellChange) -> str:
     return "—" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
 
 
+def _speedups(c: CellChange) -> str:
+    b, n = c.base.speedup, c.new.speedup
+    if b is None or n is None or not (c.base.ok and c.new.ok):
+        return "—"
+    pair = speedup_change(c.base, c.new)
+    interval = f" [{pair[1]:.3f}, {pair[2]:.3f}]" if pair else ""
+    return f"{b:.2f}x -> {n:.2f}x ({b / n:.3f}{interval})"
+
+
+def _compile(c: CellChange) -> str:
+    b, n = c.base.compile_s, c.new.compile_s
+    if b is None or n is None or not (c.base.ok and c.new.ok):
+        return "—"
+    return f"{b:.1f} -> {n:.1f}" + (f" ({n / b - 1:+.0%})" if b > 0 else "")
+
+
+def _health(c: CellChange) -> str:
+    if not (c.base.health or c.new.health):
+        return "—"
+    return f"{c.base.health or '—'} / {c.new.health or '—'}"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     return lines + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
@@ -180,7 +274,9 @@ def verdict_line(cmp: Comparison) -> str:
     return (
         f"{'REGRESSED' if cmp.failed else 'OK'}: {regressed} failing change(s) "
         f"({cmp.count(REGRESSION)} slower, {cmp.count(NEWLY_FAILING)} newly failing, "
-        f"{cmp.count(ACCURACY_REGRESSION)} accuracy); {cmp.count(IMPROVEMENT)} improvement(s), "
+        f"{cmp.count(ACCURACY_REGRESSION)} accuracy), {cmp.count(LESS_SPEEDUP)} less speed-up, "
+        f"{cmp.count(COMPILE_REGRESSION)} slower compile; {cmp.count(SUSPECT)} suspect (unhealthy "
+        f"machine, not counted); {cmp.count(IMPROVEMENT)} improvement(s), "
         f"{cmp.count(FIXED)} fixed, {cmp.count(UNCHANGED)} unchanged; {len(cmp.changes)} cell(s) matched, "
         f"{len(cmp.only_base)} only in base, {len(cmp.only_new)} only in new"
     )
@@ -190,7 +286,8 @@ def render(
     cmp: Comparison, base_inputs: Sequence[Path], new_inputs: Sequence[Path], base: Loaded, new: Loaded
 ) -> str:
     """The report: a verdict line, then one section per kind of change, then unmatched cells."""
-    t = cmp.threshold
+    t, r = cmp.threshold, cmp.rule
+    unhealthy = sum(c.unhealthy for c in cmp.changes)
     lines = [
         "# Regression report",
         "",
@@ -202,11 +299,18 @@ def render(
         f"lies above 1; an improvement, below {1 - t:.3f} with the interval below 1.",
         "- Interval: [new CI low / base CI high, new CI high / base CI low] from each median's 95% CI "
         "(conservative; the CSVs keep no samples).",
+        f"- Less speed-up: base speed-up / new speed-up above {1 + t:.3f} with its interval above 1 (the "
+        "speed-ups are paired within each run, so the machine's drift cancels: judged on any machine).",
+        f"- Slower compile: compile_s up by more than {r.compile_threshold:.0%} and {r.compile_floor_s:g} s.",
+        f"- Health: {unhealthy} matched cell(s) timed on an unhealthy machine in either run (busy, steal, "
+        "throttled, clock-varied, shared-gpu): slower medians or compiles there are 'suspect', not "
+        "regressions.",
         "",
         f"**{verdict_line(cmp)}**",
     ]
     header = [*_label_header(cmp.key_columns), "base median (ms) [95% CI]", "new median (ms) [95% CI]"]
-    header += ["new / base [interval]", "change"]
+    header += ["new / base [interval]", "change", "speed-up base -> new (ratio [interval])"]
+    header += ["compile s base -> new", "health base / new"]
     for verdict, title in SECTIONS:
         rows = [c for c in cmp.changes if c.verdict == verdict]
         if not rows:
@@ -215,7 +319,16 @@ def render(
         lines += _table(
             header,
             [
-                [*_cell_label(cmp.key_columns, c.key), _median(c.base), _median(c.new), _ratio(c), _change(c)]
+                [
+                    *_cell_label(cmp.key_columns, c.key),
+                    _median(c.base),
+                    _median(c.new),
+                    _ratio(c),
+                    _change(c),
+                    _speedups(c),
+                    _compile(c),
+                    _health(c),
+                ]
                 for c in rows
             ],
         )

@@ -17,6 +17,7 @@ from suite.cli.args import (
     Parser,
     add_run_args,
     add_selection_args,
+    compile_threshold,
     count,
     threshold,
 )
@@ -95,8 +96,14 @@ def build_parser() -> Parser:
     p.add_argument(
         "--threshold",
         type=threshold,
-        default=0.05,
-        help="slow-down that counts, as a fraction (default: %(default)s = 5%%)",
+        default=None,
+        help="slow-down (median, or paired speed-up) that counts, as a fraction (default: 0.05)",
+    )
+    p.add_argument(
+        "--compile-threshold",
+        type=compile_threshold,
+        default=None,
+        help="compile-time growth that counts (and 1 s or more), as a fraction (default: 0.25)",
     )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)

@@ -262,3 +262,13 @@ def count(flag: str) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def compile_threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError("--compile-threshold", f"{text!r} is not a number") from None
+    if not 0 <= value < 100:
+        raise UsageError("--compile-threshold", f"must be a fraction >= 0, e.g. 0.25 for 25%, got {text}")
+    return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from suite.cli.args import DEFAULT_MATRIX
 from suite.errors import UsageError
@@ -48,7 +49,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from suite.compare import compare, render, verdict_line
+    from suite.compare import Rule, compare, render, verdict_line
     from suite.report.load import load
 
     base, new = load([args.base]), load([args.new])
@@ -56,7 +57,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "compare",
         [f"base: {line}" for line in base.report()[1:]] + [f"new: {line}" for line in new.report()[1:]],
     )
-    result = compare(base, new, args.threshold)
+    rule = Rule()  # the defaults (the help text names them: tests/test_gate.py checks they agree)
+    if args.threshold is not None:
+        rule = replace(rule, threshold=args.threshold)
+    if args.compile_threshold is not None:
+        rule = replace(rule, compile_threshold=args.compile_threshold)
+    result = compare(base, new, rule.threshold, rule)
     text = render(result, [args.base], [args.new], base, new)
     if args.output:
         try:

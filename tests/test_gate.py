@@ -1,0 +1,97 @@
+"""The regression gate's rule (suite.compare): a paired speed-up that fell is judged on any machine,
+a slower median only where both runs were healthy (else "suspect", not counted), compile time
+with its own threshold and floor; and the CLI's defaults are the rule's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_compare import cell, write
+
+from suite.cli import build_parser, main
+from suite.compare import (
+    COMPILE_REGRESSION,
+    LESS_SPEEDUP,
+    REGRESSION,
+    SUSPECT,
+    UNCHANGED,
+    Rule,
+    judge,
+)
+from suite.report.study import Measurement
+
+BASE = Measurement(
+    "ok", "", 10, 10, 9.9, 10.1, 2.0, 1.95, 2.05, "pass", None, "x", compile_s=10.0, health="ok"
+)
+
+
+def test_a_paired_speed_up_that_fell_fails_even_on_a_busy_machine() -> None:
+    # compiled 25% slower against its own eager calls: 2.0 / 1.6 = 1.25, interval [1.95 / 1.65, 2.05 / 1.55]
+    new = replace(BASE, speedup=1.6, speedup_low=1.55, speedup_high=1.65, health="busy")
+    verdict, *_ = judge(BASE, new, 0.05)
+    assert verdict == LESS_SPEEDUP
+    # within the noise of the two intervals: not judged a change
+    noisy = replace(BASE, speedup=1.8, speedup_low=1.5, speedup_high=2.1)
+    assert judge(BASE, noisy, 0.05)[0] == UNCHANGED
+
+
+def test_a_slower_median_on_an_unhealthy_machine_is_suspect_not_a_regression() -> None:
+    slower = replace(BASE, median_ms=12, ci_low_ms=11.9, ci_high_ms=12.1)
+    assert judge(BASE, slower, 0.05)[0] == REGRESSION
+    for side in ("base", "new"):
+        b, n = (
+            (replace(BASE, health="busy"), slower)
+            if side == "base"
+            else (BASE, replace(slower, health="steal"))
+        )
+        assert judge(b, n, 0.05)[0] == SUSPECT
+    # a row without health figures (an older CSV) is judged as before
+    assert judge(replace(BASE, health=""), replace(slower, health=""), 0.05)[0] == REGRESSION
+
+
+@pytest.mark.parametrize(
+    ("base_s", "new_s", "verdict"),
+    [
+        (10.0, 14.0, COMPILE_REGRESSION),  # +40% and +4 s
+        (10.0, 12.0, UNCHANGED),  # +20%: under the 25% threshold
+        (0.5, 1.2, UNCHANGED),  # +140% but 0.7 s: under the floor
+        (None, 14.0, UNCHANGED),  # eager cells have no compile time
+    ],
+)
+def test_compile_time_has_its_own_threshold_and_floor(base_s, new_s, verdict) -> None:
+    assert judge(replace(BASE, compile_s=base_s), replace(BASE, compile_s=new_s), 0.05)[0] == verdict
+
+
+def test_a_slower_compile_on_an_unhealthy_machine_is_suspect() -> None:
+    assert judge(BASE, replace(BASE, compile_s=20.0, health="busy"), 0.05)[0] == SUSPECT
+
+
+def test_the_cli_defaults_are_the_rules(capsys) -> None:
+    help_text = " ".join(
+        build_parser()._subparsers._group_actions[0].choices["compare"].format_help().split()
+    )
+    rule = Rule()
+    assert f"as a fraction (default: {rule.threshold})" in help_text
+    assert f"as a fraction (default: {rule.compile_threshold})" in help_text
+    assert f"and {rule.compile_floor_s:g} s or more" in help_text
+
+
+def test_compare_exits_0_on_suspects_and_1_on_less_speed_up(tmp_path: Path) -> None:
+    base = write(tmp_path / "base", [cell("ViT", 10, 9.9, 10.1, speedup=2.0, speedup_ci95_low=1.95,
+                                          speedup_ci95_high=2.05, health="ok")])  # fmt: skip
+    busy = write(tmp_path / "busy", [cell("ViT", 14, 13.9, 14.1, speedup=2.0, speedup_ci95_low=1.95,
+                                          speedup_ci95_high=2.05, health="busy")])  # fmt: skip
+    report = tmp_path / "r.md"
+    assert main(["compare", str(base), str(busy), "-o", str(report)]) == 0
+    text = report.read_text()
+    assert "**OK: 0 failing change(s)" in text and "1 suspect (unhealthy machine, not counted)" in text
+    assert "## Suspect: slower, but timed on an unhealthy machine in either run" in text
+    assert "| ok / busy |" in text
+    lost = write(tmp_path / "lost", [cell("ViT", 10, 9.9, 10.1, speedup=1.6, speedup_ci95_low=1.55,
+                                          speedup_ci95_high=1.65, health="busy")])  # fmt: skip
+    assert main(["compare", str(base), str(lost), "-o", str(report)]) == 1
+    text = report.read_text()
+    assert "## Less speed-up (compiled slower against its own eager calls" in text
+    assert "| 2.00x -> 1.60x (1.250 [1.182, 1.323]) |" in text
