@@ -95,3 +95,51 @@ def test_compare_exits_0_on_suspects_and_1_on_less_speed_up(tmp_path: Path) -> N
     text = report.read_text()
     assert "## Less speed-up (compiled slower against its own eager calls" in text
     assert "| 2.00x -> 1.60x (1.250 [1.182, 1.323]) |" in text
+
+
+def _run(folder: Path, scale: float, health: str = "ok") -> Path:
+    """Two cells of one model: eager, and default with its paired speed-up; compiled calls
+    `scale` times as long (the slow fault)."""
+    return write(
+        folder,
+        [
+            cell("ViT", 10, 9.9, 10.1, mode="eager", health=health),
+            cell(
+                "ViT",
+                5 * scale,
+                4.95 * scale,
+                5.05 * scale,
+                speedup=2 / scale,
+                speedup_ci95_low=1.95 / scale,
+                speedup_ci95_high=2.05 / scale,
+                compile_s=10.0,
+                health=health,
+            ),
+        ],
+    )
+
+
+def test_calibrate_counts_false_positives_and_detections(tmp_path: Path, capsys) -> None:
+    aa = [_run(tmp_path / f"a{i}", 1.0) for i in (1, 2, 3)]
+    slowed = [_run(tmp_path / "s1", 1.2, health="busy")]
+    out = tmp_path / "cal.md"
+    args = ["calibrate", "--aa", *map(str, aa), "--slowed", *map(str, slowed), "-o", str(out)]
+    assert main(args) == 0
+    text = out.read_text()
+    assert text == capsys.readouterr().out
+    # 6 ordered A/A comparisons of 2 cells: nothing flagged; the slowed compiled cell is caught in
+    # each of its 3 comparisons, by its paired speed-up (the run was busy: its median is suspect)
+    assert (
+        "| 5% | 25% + 1 s | 0/12 (0.0%) | 0/6 (0.0%) | 0/12 (0.0%) | 3/3 (100.0%) | less speed-up 3 " in text
+    )
+    assert "| 3/3 (100.0%) | 0/3 (0.0%) |" in text  # every slowed compare exits 1; eager untouched
+    assert "| speed-up base / new (paired) | 1.000 / 1.000 / 1.000 (n=6) |" in text
+
+
+def test_calibrate_needs_two_aa_runs(tmp_path: Path, capsys) -> None:
+    one = _run(tmp_path / "a1", 1.0)
+    assert main(["calibrate", "--aa", str(one)]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == "suite calibrate: error: --aa: needs two or more runs of the same cells"
+    )

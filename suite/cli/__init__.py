@@ -24,7 +24,7 @@ from suite.cli.args import (
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
 from suite.cli.repeat import cmd_repeat
-from suite.cli.report import cmd_compare, cmd_merge
+from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.errors import UsageError
 from suite.redact import RedactingStream
 from suite.run.crosscheck import DEFAULT_ROUNDS
@@ -107,10 +107,20 @@ def build_parser() -> Parser:
     )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "calibrate", help="compare's false-positive and detection rates, from A/A runs and slowed runs"
+    )
+    p.add_argument("--aa", nargs="+", type=Path, required=True, help="two or more runs of the same cells")
+    p.add_argument(
+        "--slowed", nargs="*", type=Path, default=[], help="runs made with SUITE_FAULT=slow:<factor>"
+    )
+    p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
+    p.set_defaults(func=cmd_calibrate)
     return parser
 
 
-VERBS = ("plan", "run", "crosscheck", "repeat", "env", "merge", "compare")
+VERBS = ("plan", "run", "crosscheck", "repeat", "env", "merge", "compare", "calibrate")
 
 
 def printable(text: str) -> str:

@@ -74,3 +74,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 1 if result.failed else 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """`calibrate`: the gate's rates from A/A and slowed runs (suite.cli.calibrate; pandas)."""
+    from suite.cli.calibrate import calibrate
+
+    for path in [*args.aa, *args.slowed]:
+        if not path.exists():
+            raise UsageError(str(path), "no such file or folder")
+    if len(args.aa) < 2:
+        raise UsageError("--aa", "needs two or more runs of the same cells")
+    return calibrate(args)

@@ -1,0 +1,153 @@
+"""`python -m suite calibrate --aa RUN RUN [RUN...] [--slowed RUN...]`: the regression gate's
+false-positive and detection rates, measured.
+
+A/A: every ordered pair of runs of the same cells on the same build and machine is compared;
+any failing verdict there is a false positive (per cell, and per comparison: the exit status
+`compare` would give). Detection: each run made with `SUITE_FAULT=slow:<factor>` (compiled
+calls slowed by a known factor, suite.measure.faults) is compared with each A/A run: its
+compiled cells must be flagged; its eager cells, untouched, are more null cases. The rates are
+given for several thresholds, with the spread of the A/A ratios they are set against.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from itertools import permutations
+from pathlib import Path
+
+from suite.compare import FAILING_VERDICTS, SUSPECT, Comparison, Rule, compare, speedup_change
+from suite.report.load import Loaded, load
+
+THRESHOLDS = (0.02, 0.05, 0.10)
+
+
+@dataclass
+class Tally:
+    """What one rule did to the A/A comparisons and to the slowed ones."""
+
+    rule: Rule
+    aa_comparisons: int = 0
+    aa_failed: int = 0  # comparisons that would exit 1
+    aa_cells: int = 0
+    aa_flagged: int = 0
+    aa_suspect: int = 0
+    slowed_comparisons: int = 0
+    slowed_failed: int = 0
+    slowed_cells: int = 0  # compiled cells of slowed runs, ok in both
+    detected: int = 0
+    detected_by: Counter[str] = field(default_factory=Counter)
+    untouched_cells: int = 0  # eager cells of slowed runs
+    untouched_flagged: int = 0
+
+
+def _mode(cmp: Comparison, key: tuple[str, ...]) -> str:
+    return key[cmp.key_columns.index("mode")]
+
+
+def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule) -> Tally:
+    t = Tally(rule)
+    for i, j in permutations(range(len(aa)), 2):
+        cmp = compare(aa[i], aa[j], rule.threshold, rule)
+        t.aa_comparisons += 1
+        t.aa_failed += cmp.failed
+        t.aa_cells += len(cmp.changes)
+        t.aa_flagged += sum(c.verdict in FAILING_VERDICTS for c in cmp.changes)
+        t.aa_suspect += cmp.count(SUSPECT)
+    for base in aa:
+        for new in slowed:
+            cmp = compare(base, new, rule.threshold, rule)
+            t.slowed_comparisons += 1
+            t.slowed_failed += cmp.failed
+            for c in cmp.changes:
+                if not (c.base.ok and c.new.ok):
+                    continue
+                if _mode(cmp, c.key) == "eager":
+                    t.untouched_cells += 1
+                    t.untouched_flagged += c.verdict in FAILING_VERDICTS
+                else:
+                    t.slowed_cells += 1
+                    t.detected += c.verdict in FAILING_VERDICTS
+                    t.detected_by[c.verdict] += 1
+    return t
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n}/{d} ({n / d:.1%})" if d else "—"
+
+
+def _quantiles(values: list[float]) -> str:
+    if not values:
+        return "—"
+    s = sorted(values)
+
+    def q(p: float) -> float:
+        return s[min(len(s) - 1, round(p * (len(s) - 1)))]
+
+    return f"{q(0.5):.3f} / {q(0.95):.3f} / {s[-1]:.3f} (n={len(s)})"
+
+
+def spreads(aa: Sequence[Loaded]) -> list[str]:
+    """How far apart A/A runs are: new/base medians (healthy cells, and all), base/new speed-ups,
+    new/base compile times; the median, 95th percentile and maximum of each, as the ratio >= 1."""
+    healthy: list[float] = []
+    every: list[float] = []
+    speed: list[float] = []
+    comp: list[float] = []
+    for i, j in permutations(range(len(aa)), 2):
+        for c in compare(aa[i], aa[j], 0.0).changes:
+            if c.ratio is not None:
+                every.append(c.ratio)
+                if not c.unhealthy:
+                    healthy.append(c.ratio)
+            pair = speedup_change(c.base, c.new)
+            if pair is not None:
+                speed.append(pair[0])
+            if c.base.ok and c.new.ok and c.base.compile_s and c.new.compile_s:
+                comp.append(c.new.compile_s / c.base.compile_s)
+    return [
+        "| A/A ratio | median / 95th percentile / max |",
+        "|---|---|",
+        f"| median new / base, cells healthy in both runs | {_quantiles(healthy)} |",
+        f"| median new / base, every cell | {_quantiles(every)} |",
+        f"| speed-up base / new (paired) | {_quantiles(speed)} |",
+        f"| compile_s new / base | {_quantiles(comp)} |",
+    ]
+
+
+def render(tallies: Sequence[Tally], aa: Sequence[Path], slowed: Sequence[Path], spread: list[str]) -> str:
+    lines = [
+        "# Regression gate: measured false-positive and detection rates",
+        "",
+        f"- A/A runs: {', '.join(map(str, aa))} (every ordered pair compared)",
+        f"- Slowed runs: {', '.join(map(str, slowed)) or 'none'} (each compared with each A/A run)",
+        "",
+        "| threshold | compile threshold | A/A cells flagged | A/A compares exiting 1 | A/A suspect "
+        "| slowed compiled cells flagged | by verdict | slowed compares exiting 1 | untouched eager cells "
+        "flagged |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in tallies:
+        by = ", ".join(f"{v} {n}" for v, n in sorted(t.detected_by.items())) or "—"
+        lines.append(
+            f"| {t.rule.threshold:.0%} | {t.rule.compile_threshold:.0%} + {t.rule.compile_floor_s:g} s "
+            f"| {_pct(t.aa_flagged, t.aa_cells)} | {_pct(t.aa_failed, t.aa_comparisons)} "
+            f"| {_pct(t.aa_suspect, t.aa_cells)} | {_pct(t.detected, t.slowed_cells)} | {by} "
+            f"| {_pct(t.slowed_failed, t.slowed_comparisons)} "
+            f"| {_pct(t.untouched_flagged, t.untouched_cells)} |"
+        )
+    lines += ["", "How far apart the A/A runs are (each ratio as measured):", "", *spread]
+    return "\n".join(lines) + "\n"
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    aa = [load([p]) for p in args.aa]
+    slowed = [load([p]) for p in args.slowed]
+    tallies = [tally(aa, slowed, replace(Rule(), threshold=th)) for th in THRESHOLDS]
+    text = render(tallies, args.aa, args.slowed, spreads(aa))
+    print(text, end="")
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    return 0
