@@ -23,7 +23,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on this side)
 
-from suite.run import containers, requirements, venv  # noqa: E402
+from suite.run import containers, requirements, trust, venv  # noqa: E402
 from suite.run.session import BenchArgs, Runner, load, newest_run, one_line_errors  # noqa: E402
 from suite.spec import BuildSpec  # noqa: E402
 
@@ -165,6 +165,43 @@ def lint(session: nox.Session) -> None:
     dockerfiles = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("containers/*/Dockerfile"))
     session.run("hadolint", "--config", "containers/hadolint.yaml", *dockerfiles)
     session.run("actionlint", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(".github/workflows/*.yml")))
+
+
+@nox.session(python=False)
+@one_line_errors
+def crosscheck(session: nox.Session) -> None:
+    """Benchmark (not in `tests`): the suite's timing loop against torch.utils.benchmark (and CUDA
+    events on a GPU), alternating in rounds, on the full-size ResNet-50 and ViT-B/16 at batch 1,
+    eager and default; prints each ratio with its spread (target: 3% on a CPU, 2% on CUDA).
+
+    `nox -s crosscheck [-- --build B --iterations N --rounds R ...]`.
+    """
+    trust.crosscheck(runner(session), session.posargs, ROOT)
+
+
+@nox.session(python=False)
+@one_line_errors
+def repeat(session: nox.Session) -> None:
+    """Benchmark: the same cells (ResNet-50 and ViT-B/16, batch 1, eager and default) three times
+    back to back, and each cell's spread of medians (target: 3% on a CPU, 1.5% on an H100).
+
+    `nox -s repeat [-- --build B --times N --models ...]`.
+    """
+    trust.repeat(runner(session), session.posargs, ROOT)
+
+
+@nox.session(python=MERGE_PYTHON)
+@one_line_errors
+def gate(session: nox.Session) -> None:
+    """Calibration of `compare`: three A/A runs of the smoke cells and two with the compiled calls
+    slowed by 20% (SUITE_FAULT=slow:1.2), then the gate's false-positive and detection rates
+    (results/<run>/calibration.md). Hours on a 2-core CPU.
+
+    `nox -s gate [-- --build B --run-id ID ...]`.
+    """
+    session.install("pandas", "matplotlib", "pyyaml")
+    report = trust.gate(runner(session), session.posargs, ROOT, host_python=str(Path(session.bin) / "python"))
+    session.log(f"calibration: {report}")
 
 
 @nox.session(python=False)

@@ -1,0 +1,63 @@
+"""The sessions that check the suite's own figures (benchmarks, not part of `nox -s tests`):
+`crosscheck` (the timing loop against independent timers), `repeat` (the spread of medians
+over back-to-back runs) and `gate` (compare's false-positive and detection rates). Each runs
+in a build's pinned virtualenv (suite.run.venv; `--build B`, default `current`) on this
+machine's device, with defaults for the full-size ResNet-50 and ViT-B/16 at batch 1 (random
+weights: each checkpoint's own architecture, offline); arguments after `--` are added after
+the defaults, so they override them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from suite.run.session import Runner, load, pick_builds, pop_flag, run_suite
+from suite.run.venv import build_venv
+
+DEFAULT_BUILD = "current"
+FULL_SIZE = ["--profile", "full", "--weights", "random", "--models", "ResNet,ViT", "--batch-sizes", "1"]
+CROSSCHECK = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "50", "--rounds", "5"]
+REPEAT = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "100", "--times", "3"]
+# The gate's rates: A/A runs of the smoke cells, and runs whose compiled calls are 20% slower.
+GATE_AA = ["--profile", "smoke", "--times", "3"]
+GATE_SLOWED = ["--profile", "smoke", "--times", "2"]
+SLOW_FAULT = "slow:1.2"
+
+
+def _python(runner: Runner, posargs: Sequence[str], root: Path) -> tuple[str, str, list[str]]:
+    """The build's virtualenv Python, the build's name, and the arguments left."""
+    args = list(posargs)
+    (build,) = pick_builds(load(root), pop_flag(args, "--build"), [DEFAULT_BUILD])
+    return str(build_venv(runner, build, root)), build.name, args
+
+
+def crosscheck(runner: Runner, posargs: Sequence[str], root: Path) -> None:
+    python, build, args = _python(runner, posargs, root)
+    run_suite(runner, [python, "-m", "suite", "crosscheck", "--build", build, *CROSSCHECK, *args])
+
+
+def repeat(runner: Runner, posargs: Sequence[str], root: Path) -> None:
+    python, build, args = _python(runner, posargs, root)
+    run_suite(runner, [python, "-m", "suite", "repeat", "--build", build, *REPEAT, *args])
+
+
+def gate(runner: Runner, posargs: Sequence[str], root: Path, host_python: str = sys.executable) -> Path:
+    """A/A runs, then slowed runs (SUITE_FAULT=slow:1.2), then `calibrate` on them (in the host
+    Python, which has pandas); returns the calibration report."""
+    python, build, args = _python(runner, posargs, root)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_id = pop_flag(args, "--run-id") or f"gate-{stamp}"
+    out = Path(pop_flag(args, "--out") or root / "results")
+    base = [python, "-m", "suite", "repeat", "--build", build, "--out", str(out)]
+    run_suite(runner, [*base, *GATE_AA, "--run-id", run_id, *args])
+    slowed = f"{run_id}-slowed"
+    run_suite(runner, [*base, *GATE_SLOWED, "--run-id", slowed, *args], {"SUITE_FAULT": SLOW_FAULT})
+    report = out / run_id / "calibration.md"
+    aa = sorted(str(p) for p in (out / run_id).glob("rep-*"))
+    slow = sorted(str(p) for p in (out / slowed).glob("rep-*"))
+    cmd = [host_python, "-m", "suite", "calibrate", "--aa", *aa, "--slowed", *slow, "-o", str(report)]
+    run_suite(runner, cmd)
+    return report
