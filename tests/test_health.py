@@ -230,3 +230,16 @@ def test_the_done_summary_counts_unhealthy_cells() -> None:
         "; 3 cell(s) timed on an unhealthy machine (busy 3, steal 1): see the health column"
     )
     assert RunReport(csv=Path("x.csv")).health_note() == ""
+
+
+def test_throttle_reasons_fall_back_to_the_older_call() -> None:
+    """A binding with the newer call on a driver without its symbol: the older call answers."""
+
+    class OldDriver:
+        def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:
+            raise RuntimeError("NVMLError_FunctionNotFound")
+
+        def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: str) -> int:
+            return 0x8
+
+    assert health._reasons(OldDriver(), "gpu0") == 0x8

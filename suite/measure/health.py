@@ -206,11 +206,16 @@ def _sample(nvml: Any, handle: Any, into: GpuSamples) -> None:
 
 
 def _reasons(nvml: Any, handle: Any) -> int:
-    """The active clock-event reasons (the function's newer name first)."""
-    read = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
-    if read is None:  # nvidia-ml-py before the rename
-        read = nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-    return int(read(handle))
+    """The active clock-event reasons: the function's newer name first (an older binding lacks
+    it, an older driver lacks its symbol), then the older one."""
+    names = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+    readers = [getattr(nvml, n) for n in names if hasattr(nvml, n)]
+    for read in readers[:-1]:
+        try:
+            return int(read(handle))
+        except Exception:
+            continue
+    return int(readers[-1](handle))
 
 
 def other_processes(pids: set[int], most_at_once: int, me: int) -> int:
