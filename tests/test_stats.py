@@ -86,3 +86,55 @@ def test_errors_on_empty_input() -> None:
         stats.median_ci([])
     with pytest.raises(ValueError):
         stats.bootstrap_ratio_ci([1.0], [])
+
+
+# --- against scipy (host-side: the container code keeps its own small implementation) ---
+
+
+@pytest.mark.parametrize("n", [*range(6, 80), 100, 101, 299, 300, 301, 1000])
+@pytest.mark.parametrize("confidence", [0.90, 0.95, 0.99])
+def test_median_ci_order_statistics_are_scipys_binomial_quantiles(n: int, confidence: float) -> None:
+    """The interval's ranks: k - 1 is the largest j with P(X <= j) <= alpha/2, X ~ Bin(n, 1/2),
+    read off scipy.stats.binom's quantile function; the interval is [x(k), x(n-k+1)]."""
+    binom = pytest.importorskip("scipy.stats").binom
+    alpha = 1 - confidence
+    j = int(binom.ppf(alpha / 2, n, 0.5))  # smallest j with P(X <= j) >= alpha/2
+    if binom.cdf(j, n, 0.5) > alpha / 2 + 1e-12:
+        j -= 1  # then the largest with P(X <= j) <= alpha/2 is one below
+    k = j + 1
+    xs = [float(i) for i in range(1, n + 1)]  # x(i) = i
+    lo, hi = stats.median_ci(xs, confidence)
+    if k >= 1:
+        assert (lo, hi) == (float(k), float(n - k + 1))
+        # and its coverage, by scipy: P(x(k) <= median <= x(n-k+1)) = 1 - 2 P(X <= k - 1)
+        assert 1 - 2 * binom.cdf(k - 1, n, 0.5) >= confidence
+    else:
+        assert (lo, hi) == (1.0, float(n))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_paired_bootstrap_matches_scipys(seed: int) -> None:
+    """scipy.stats.bootstrap (paired, percentile) of median(eager) / median(compiled) on the same
+    samples: the interval ends agree within Monte-Carlo error (10% of the interval's width;
+    2000 resamples here, 9999 there)."""
+    np = pytest.importorskip("numpy")
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = random.Random(seed)
+    drift = [1 + 0.3 * i / 150 for i in range(150)]  # shared by each pair: only pairing cancels it
+    eager = [10 * d * rng.lognormvariate(0, 0.08) for d in drift]
+    compiled = [e / 1.3 * rng.lognormvariate(0, 0.04) for e in eager]
+    ours = stats.Speedup.of(eager, compiled)
+    ref = scipy_stats.bootstrap(
+        (np.array(eager), np.array(compiled)),
+        lambda a, b: np.median(a) / np.median(b),
+        paired=True,
+        vectorized=False,
+        method="percentile",
+        confidence_level=0.95,
+        n_resamples=9999,
+        random_state=seed,
+    ).confidence_interval
+    width = ref.high - ref.low
+    assert abs(ours.ci95_low - ref.low) <= 0.1 * width
+    assert abs(ours.ci95_high - ref.high) <= 0.1 * width
+    assert ours.ratio == pytest.approx(float(np.median(eager) / np.median(compiled)))
