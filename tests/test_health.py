@@ -243,3 +243,35 @@ def test_throttle_reasons_fall_back_to_the_older_call() -> None:
             return 0x8
 
     assert health._reasons(OldDriver(), "gpu0") == 0x8
+
+
+def test_a_real_cpu_run_fills_the_cpu_columns_and_leaves_the_gpu_ones_empty(tmp_path: Path) -> None:
+    import subprocess
+
+    from helpers import REPO, tiny_run_cmd
+
+    from suite.results import read_rows
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("SUITE_FAULT", None)
+    proc = subprocess.run(
+        tiny_run_cmd(tmp_path, "h"),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (csv,) = (tmp_path / "h" / "raw").glob("*.csv")
+    rows = read_rows(csv).rows
+    assert len(rows) == 2
+    for row in rows:
+        assert all(row[c] == "" for c in health.COLUMNS if c.startswith("gpu_")), row  # no GPU: empty
+        assert 0 <= float(row["cpu_steal_pct"]) <= 100
+        if Path("/proc/pressure/cpu").exists():
+            assert 0 <= float(row["cpu_wait_pct"]) <= 100
+        assert row["health"] == verdict(row, os.cpu_count() or 1)
+    flagged = [r for r in rows if r["health"] != "ok"]
+    assert ("cell(s) timed on an unhealthy machine" in proc.stderr) == bool(flagged)
