@@ -193,9 +193,9 @@ def repeat(session: nox.Session) -> None:
 @nox.session(python=MERGE_PYTHON)
 @one_line_errors
 def gate(session: nox.Session) -> None:
-    """Calibration of `compare`: three A/A runs of the smoke cells and two with the compiled calls
-    slowed by 20% (SUITE_FAULT=slow:1.2), then the gate's false-positive and detection rates
-    (results/<run>/calibration.md). Hours on a 2-core CPU.
+    """Calibration of `compare`: three A/A runs of the smoke cells (100 iterations) and two with
+    the compiled calls slowed by 20% (SUITE_FAULT=slow:1.2), then the gate's false-positive and
+    detection rates (results/<run>/calibration.md). Hours on a 2-core CPU.
 
     `nox -s gate [-- --build B --run-id ID ...]`.
     """
