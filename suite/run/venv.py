@@ -14,6 +14,7 @@ import glob
 import hashlib
 import os
 import shutil
+import subprocess
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -97,6 +98,19 @@ def torch_steps(build: BuildSpec, venv: Path) -> tuple[list[list[str]], str]:
     return [pins], "PyPI (or pip's configured index)"
 
 
+def has_modules(python: Path, modules: Sequence[str]) -> bool:
+    """Whether that interpreter imports every one of `modules` (a kept virtualenv's)."""
+    if not python.exists():
+        return False
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", f"import {', '.join(modules)}"], capture_output=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
 def lock_file(build: BuildSpec, root: Path) -> Path | None:
     """The image's hash-locked requirements (containers/<build>/requirements.txt), if any."""
     lock = root / build.container / "requirements.txt" if build.container else None
@@ -149,6 +163,7 @@ def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: Selec
     for build in chosen:
         python = build_venv(runner, build, root)
         cmd = [str(python), "-m", "suite", "run", "--build", build.name, "--run-id", bench.run_id]
+        cmd += ["--device", bench.device] if bench.device else []
         run_suite(
             runner, [*cmd, "--out", str(bench.out), *bench.suite_args], OFFLINE_ENV if bench.offline else None
         )
