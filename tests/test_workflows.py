@@ -338,3 +338,12 @@ def test_cleanup_stops_a_real_leftover_container_of_this_runner_only() -> None:
         assert started[mine] not in left.stdout and started[other] in left.stdout
     finally:
         subprocess.run(["docker", "rm", "--force", *started.values()], capture_output=True)
+
+
+def test_the_containers_carry_the_label_the_cleanup_filters_on() -> None:
+    """nox labels every benchmark container with its runner (suite.run.docker); the clean-up
+    finds a cancelled job's leftovers by that label, and old images by their repository."""
+    from suite.run import docker, images
+
+    assert nightly.CONTAINER_LABEL == docker.RUNNER_LABEL
+    assert nightly.IMAGE_REPOSITORY == images.REPOSITORY
