@@ -91,6 +91,12 @@ def choose_substitutes(
     return Substitutes(local_bases=local_bases, torch_from_pypi=bool(unreachable))
 
 
+def image_size(tag: str) -> str:
+    proc = run_docker(["docker", "image", "inspect", "--format", "{{.Size}}", tag], capture_output=True)
+    size = proc.stdout.strip()
+    return f"{int(size) / 1e9:.2f} GB" if proc.returncode == 0 and size.isdigit() else "size unknown"
+
+
 def owners(path: Path) -> dict[int, list[str]]:
     """uid -> the files and folders under `path` (itself included) that uid owns."""
     found: dict[int, list[str]] = {}
@@ -175,23 +181,14 @@ def containers_e2e(runner: Runner, posargs: Sequence[str], root: Path, check: Se
         t0 = time.monotonic()
         ensure_image(runner, matrix, spec, root, how)
         what = "was there" if there and not no_cache else f"built in {time.monotonic() - t0:.1f} s"
-        report.add(runner, f"image {tag}: {what}{' (--no-cache: every layer)' if no_cache else ''}")
+        what += " (--no-cache: every layer)" if no_cache else ""
+        report.add(runner, f"image {tag}: {what}, {image_size(tag)}")
 
     run_id = f"e2e-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
     hf_cache = root / ".nox" / "containers-e2e" / "hf-cache"
     shutil.rmtree(hf_cache, ignore_errors=True)  # empty: whatever is in it afterwards, a container wrote
-    flags = [
-        "--device",
-        "cpu",
-        "--models",
-        models,
-        "--modes",
-        modes,
-        "--out",
-        str(out),
-        "--no-merge",
-        *subs.flags(),
-    ]
+    flags = ["--device", "cpu", "--models", models, "--modes", modes]
+    flags += ["--out", str(out), "--no-merge", *subs.flags()]
     stages = [
         ("bench-stable", "stable", run_id, []),
         ("bench-nightly", "nightly", run_id, []),

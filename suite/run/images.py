@@ -29,6 +29,7 @@ from pathlib import Path
 from suite.errors import UsageError
 from suite.redact import redact
 from suite.run.docker import DOCS, DockerProblem
+from suite.run.session import pop_switch
 from suite.run.venv import wheel_version
 from suite.spec.model import BuildSpec
 
@@ -73,11 +74,9 @@ class Substitutes:
 
 def pop_substitutes(args: list[str]) -> Substitutes:
     """Take `--local-bases` and `--torch-from-pypi` out of a session's arguments."""
-    found = {flag: flag in args for flag in ("--local-bases", "--torch-from-pypi")}
-    for flag, present in found.items():
-        if present:
-            args.remove(flag)
-    return Substitutes(local_bases=found["--local-bases"], torch_from_pypi=found["--torch-from-pypi"])
+    return Substitutes(
+        local_bases=pop_switch(args, "--local-bases"), torch_from_pypi=pop_switch(args, "--torch-from-pypi")
+    )
 
 
 def pinned_base(build: BuildSpec, root: Path) -> str:
