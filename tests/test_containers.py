@@ -645,6 +645,7 @@ def test_bench_local_installs_torchvision_like_the_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stable, nightly = MATRIX.builds["stable"], MATRIX.builds["nightly-current"]
+    monkeypatch.delenv("SUITE_TORCH_BY_VERSION", raising=False)  # CI's tests-stable sets it
     monkeypatch.setattr(venv, "reachable", lambda url: True)
     steps, source = venv.torch_steps(stable, tmp_path)
     assert steps == [["--require-hashes", "--no-deps", "-r", str(tmp_path / "torch-requirement.txt")]]

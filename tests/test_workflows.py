@@ -206,6 +206,11 @@ def test_ci_runs_python_3_10_on_the_stable_pins() -> None:
     by_python = {leg["python"]: leg["session"] for leg in legs}
     # transformers 5.x (the current build) needs Python >= 3.11; 3.10 runs what the images run
     assert by_python == {"3.11": "tests", "3.10": "tests-stable"}
+    # ... with torch by version from the CPU index, not the stable image's CUDA wheels by URL
+    wf = _workflow("ci.yml")
+    assert wf["env"]["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    (step,) = [s for s in wf["jobs"]["tests"]["steps"] if "nox -s" in s.get("run", "")]
+    assert step["env"]["SUITE_TORCH_BY_VERSION"] == "${{ matrix.session == 'tests-stable' && '1' || '' }}"
 
 
 # --- nightly.py price -----------------------------------------------------------------------
