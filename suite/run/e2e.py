@@ -170,8 +170,9 @@ def containers_e2e(runner: Runner, posargs: Sequence[str], root: Path, check: Se
     server = subprocess.run(
         ["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True, text=True, check=False
     ).stdout.strip()
-    cpu = platform.processor() or platform.machine()
-    report.add(runner, f"engine {server}; builds with {client}; {cpu}, {os.cpu_count()} CPUs")
+    cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+    busy = os.getloadavg()[0]  # the figures below are this machine's, under this load
+    report.add(runner, f"engine {server}; builds with {client}; {cpu}, load {busy:.1f}")
     subs = choose_substitutes(runner, report, builds, root)
     how = Build(subs=subs, rebuild=no_cache, no_cache=no_cache)
 
@@ -213,7 +214,7 @@ def containers_e2e(runner: Runner, posargs: Sequence[str], root: Path, check: Se
     cells = len(models.split(",")) * len(modes.split(","))
     for rid, by_build in tags.items():
         check_run(runner, report, out / rid, by_build, cells, uid_of_containers())
-    report.add(runner, f"total {time.monotonic() - started:.1f} s")
+    report.add(runner, f"total {time.monotonic() - started:.1f} s; load {os.getloadavg()[0]:.1f}")
     summary = out / run_id / "e2e.md"
     summary.write_text("".join(f"- {line}\n" for line in report.lines))
     if os.getuid() == 0:
