@@ -7,9 +7,11 @@ is tested) without nox, and importing it starts no process.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from suite.errors import UsageError
+from suite.redact import redact
 from suite.run.docker import DockerProblem
 from suite.run.launch import child_env
 from suite.spec import BuildSpec, Matrix, load_matrix, pick_build
@@ -34,6 +37,29 @@ class Runner:
     error: Callable[[str], NoReturn]
 
 
+class RedactingFilter(logging.Filter):
+    """Redacts (suite.redact) every record before a handler formats it: nox logs each
+    command line it runs, each session.log line and each error, a traceback included."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+            record.exc_info, record.exc_text = None, None
+        if record.stack_info:
+            message += "\n" + record.stack_info
+            record.stack_info = None
+        record.msg, record.args = redact(message), ()
+        return True
+
+
+def redact_nox_output() -> None:
+    """Pass everything nox logs through the redaction (the noxfile calls this on import)."""
+    logger = logging.getLogger("nox")
+    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+        logger.addFilter(RedactingFilter())
+
+
 def one_line_errors(session: F) -> F:
     """Bad input or a missing prerequisite (UsageError, DockerProblem): one line on stderr and
     exit status 2, before anything is built (nox's own session.error exits 1 and says
@@ -44,7 +70,7 @@ def one_line_errors(session: F) -> F:
         try:
             return session(*args, **kwargs)
         except (UsageError, DockerProblem) as exc:
-            print(f"nox > error: {exc}", file=sys.stderr, flush=True)
+            print(redact(f"nox > error: {exc}"), file=sys.stderr, flush=True)
             raise SystemExit(2) from None
 
     return wrapper  # type: ignore[return-value]
@@ -106,6 +132,8 @@ class BenchArgs:
     no_merge: bool
     sharded: bool
     suite_args: list[str]
+    device: str | None = None  # --device, None: the session's default
+    shard: str = ""  # --shard i/n (it stays in suite_args too)
 
 
 # Checks a build's selection flags before anything is built (the noxfile runs `suite plan`).
@@ -120,8 +148,10 @@ def bench_args(posargs: Sequence[str], prefix: str, root: Path) -> BenchArgs:
     out = Path(pop_flag(args, "--out") or root / "results").resolve()
     offline = pop_switch(args, "--offline")
     no_merge = pop_switch(args, "--no-merge")
+    device = pop_flag(args, "--device")
+    shard = pop_flag(list(args), "--shard")  # looked at, not taken: `suite run` needs it too
     sharded = any(a == "--shard" or a.startswith("--shard=") for a in args)
-    return BenchArgs(builds, run_id, out, offline, no_merge, sharded, args)
+    return BenchArgs(builds, run_id, out, offline, no_merge, sharded, args, device, shard or "")
 
 
 def run_suite(runner: Runner, cmd: list[str], extra_env: Mapping[str, str] | None = None) -> None:

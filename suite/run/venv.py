@@ -14,6 +14,7 @@ import glob
 import hashlib
 import os
 import shutil
+import subprocess
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -32,6 +33,8 @@ from suite.run.session import (
     run_suite,
 )
 from suite.spec import BuildSpec
+
+BY_VERSION = "SUITE_TORCH_BY_VERSION"
 
 
 def find_python(version: str) -> str | None:
@@ -72,14 +75,18 @@ def torch_steps(build: BuildSpec, venv: Path) -> tuple[list[list[str]], str]:
     build's local virtualenv, and where they come from: the image's exact wheels (URL +
     sha256) or nightlies when reachable, else PyPI's of the same versions (PyPI's torch
     2.0.1 and torchvision 0.15.2 pair: both CUDA 11.7 builds, large on a CPU-only machine;
-    the rows still record the torch and CUDA that ran)."""
+    the rows still record the torch and CUDA that ran). With SUITE_TORCH_BY_VERSION=1, the
+    versions from pip's indexes even where the wheels are reachable: CI sets it with
+    PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu, whose 2.0.1+cpu outranks the
+    multi-GB CUDA builds (a test's torch needs no CUDA)."""
     args = build.build_args
     wheels = [
         (n, args[f"{n.upper()}_WHEEL_URL"])
         for n in ("torch", "torchvision")
         if f"{n.upper()}_WHEEL_URL" in args
     ]
-    if wheels and all(reachable(url) for _, url in wheels):
+    by_version = os.environ.get(BY_VERSION) == "1"
+    if wheels and not by_version and all(reachable(url) for _, url in wheels):
         req = venv / "torch-requirement.txt"
         req.write_text(
             "".join(f"{n} @ {url} --hash=sha256:{args[f'{n.upper()}_WHEEL_SHA256']}\n" for n, url in wheels)
@@ -94,7 +101,20 @@ def torch_steps(build: BuildSpec, venv: Path) -> tuple[list[list[str]], str]:
     pins = [f"torch=={build.torch}"]
     if "TORCHVISION_WHEEL_URL" in args:
         pins.append(f"torchvision=={wheel_version(args['TORCHVISION_WHEEL_URL'])}")
-    return [pins], "PyPI (or pip's configured index)"
+    return [pins], "pip's configured indexes" if by_version else "PyPI (or pip's configured index)"
+
+
+def has_modules(python: Path, modules: Sequence[str]) -> bool:
+    """Whether that interpreter imports every one of `modules` (a kept virtualenv's)."""
+    if not python.exists():
+        return False
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", f"import {', '.join(modules)}"], capture_output=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
 
 
 def lock_file(build: BuildSpec, root: Path) -> Path | None:
@@ -109,7 +129,8 @@ def build_venv(runner: Runner, build: BuildSpec, root: Path) -> Path:
     (else `pins`)."""
     venv = root / ".nox" / f"build-{build.name}"
     lock = lock_file(build, root)
-    digest = hashlib.sha256(repr(build).encode() + (lock.read_bytes() if lock else b"")).hexdigest()
+    source = f"{BY_VERSION}={os.environ.get(BY_VERSION, '')}".encode()  # another torch: another venv
+    digest = hashlib.sha256(repr(build).encode() + source + (lock.read_bytes() if lock else b"")).hexdigest()
     marker = venv / ".suite-pins"
     python = venv / "bin" / "python"
     if marker.is_file() and marker.read_text() == digest and python.exists():
@@ -149,6 +170,7 @@ def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: Selec
     for build in chosen:
         python = build_venv(runner, build, root)
         cmd = [str(python), "-m", "suite", "run", "--build", build.name, "--run-id", bench.run_id]
+        cmd += ["--device", bench.device] if bench.device else []
         run_suite(
             runner, [*cmd, "--out", str(bench.out), *bench.suite_args], OFFLINE_ENV if bench.offline else None
         )
