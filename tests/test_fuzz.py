@@ -21,9 +21,9 @@ from helpers import stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from suite.run import preflight, runner
 from suite.cli import main
 from suite.results import RowWriter
+from suite.run import preflight, runner
 
 
 def fuzz(examples: int) -> settings:

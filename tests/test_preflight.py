@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from helpers import stub_environment
 
-from suite.run import preflight, runner
 from suite.cli import main
 from suite.errors import UsageError
 from suite.results import read_rows
+from suite.run import preflight, runner
 from suite.spec import expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,10 +14,10 @@ from helpers import stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from suite.run import launch, resume
 from suite.cli import main
 from suite.errors import UsageError
 from suite.results import COLUMNS, CsvFormatError, RowWriter, read_rows
+from suite.run import launch, resume
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 from suite.run.progress import Progress
-
 from suite.spec import expand, load_matrix
 from suite.spec.cost import estimate_seconds
 
