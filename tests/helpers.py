@@ -63,3 +63,42 @@ def check_speedup(row: Mapping[str, str], label: str) -> None:
     assert num(row, "compile_s") > 0, label
     assert int(row["graph_breaks"]) >= 0, label
     assert int(row["recompiles"]) == 0, f"{label}: recompiled while being timed"
+
+
+# Stands in for `python -m suite.measure.worker CELL RESULT DEVICE` ($3 = CELL, $4 = RESULT), for
+# tests of the runner that need no torch (tests/test_kill_resume.py, test_shard_simulation.py).
+# TinyViT at batch 2 always fails without a result (an error row, re-run on each resume);
+# an ok result names the runner that started the stub ($PPID), so a result handed to
+# the wrong run would show. For the orphan test: STUB_WAIT_FOR holds the result back until
+# that file exists, STUB_MARK is written after the result; STUB_SLOW_FAIL (a cell pattern)
+# touches STUB_STARTED, waits for STUB_FAIL_AFTER, then fails without a result. A compiled cell's
+# result has a speed-up, as the real worker's does (merged tables and plots need one).
+STUB_WORKER = """#!/bin/sh
+wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; }
+case "$4" in
+  ${STUB_SLOW_FAIL:-none}) : > "$STUB_STARTED"; wait_for "$STUB_FAIL_AFTER"; exit 1 ;;
+esac
+if [ -n "$STUB_WAIT_FOR" ]; then echo "stub: waiting"; wait_for "$STUB_WAIT_FOR"; fi
+sleep "${STUB_SLEEP:-0.1}"
+case "$4" in
+  *tinyvit-bs2-*) echo "stub: failing on purpose"; exit 1 ;;
+esac
+printf '{"status": "ok", "error": "", "iterations": 5, "mean_ms": 1.0, "median_ms": 1.0, ' > "$4.part"
+case "$4" in
+  *-eager-*) ;;
+  *) printf '"eager_median_ms": 2.0, "speedup": 2.0, "speedup_ci95_low": 1.9, "speedup_ci95_high": 2.1, ' >> "$4.part" ;;
+esac
+printf '"input_source": "%s"}' "$PPID" >> "$4.part" && mv "$4.part" "$4"
+[ -z "$STUB_MARK" ] || echo "$PPID" > "$STUB_MARK"
+"""
+
+# The environment a stub-worker run records (no probe child: nothing imports torch).
+STUB_ENVIRONMENT = stub_environment(gpu_name="stub", torch_version="0.0.0", python_version="3", image="host",
+                                   suite_version="0", cpu_name="stub")  # fmt: skip
+
+
+def write_stub_worker(path: Path) -> Path:
+    """STUB_WORKER as an executable file at `path`: what runner.run_cells(python=...) starts."""
+    path.write_text(STUB_WORKER)
+    path.chmod(0o755)
+    return path
