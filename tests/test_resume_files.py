@@ -10,14 +10,14 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import stub_environment
+from helpers import examples, stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite.cli import main
 from suite.errors import UsageError
 from suite.results import COLUMNS, CsvFormatError, RowWriter, read_rows
-from suite.run import launch, resume
+from suite.run import launch, preflight, resume
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
@@ -92,7 +92,9 @@ def no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "fsync", lambda fd: None)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data(), keep_failed=st.booleans())
 def test_damaged_csv_is_repaired_or_refused_and_no_row_is_lost(
     data: st.DataObject, keep_failed: bool, tmp_path_factory: pytest.TempPathFactory, no_fsync: None
@@ -130,7 +132,7 @@ def test_damaged_csv_is_repaired_or_refused_and_no_row_is_lost(
 def test_a_bad_row_in_the_middle_stops_the_run_before_any_cell(tmp_path: Path, monkeypatch) -> None:
     """Through the CLI: one line naming file and line, exit 2, the file untouched."""
     monkeypatch.setattr(
-        launch,
+        preflight,
         "probe",
         lambda device, python=None: stub_environment(torch_version="9.9.9"),
     )
