@@ -1,11 +1,15 @@
-"""What several test files share: the tiny matrix and `suite run` on it, a stub environment,
-and the end-to-end tests' checks of a measured row."""
+"""What several test files share: `python -m suite`, the tiny matrix and `suite run` on it, a
+stub environment and a stub worker, and the end-to-end tests' checks of a measured row."""
 
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,48 @@ def tiny_run_cmd(out: Path, run_id: str, *args: str) -> list[str]:
     """`python -m suite run` of the tiny matrix's `tiny` profile on the CPU."""
     return [sys.executable, "-m", "suite", "run", "--matrix", str(TINY), "--profile", "tiny",
             "--device", "cpu", "--out", str(out), "--run-id", run_id, *args]  # fmt: skip
+
+
+def suite_cli(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    """`python -m suite ARGS` from the repository, with no fault injected."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("SUITE_FAULT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "suite", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@dataclass(frozen=True)
+class SmokeRun:
+    """The smoke profile run on this CPU: `suite run --profile smoke --run-id e2e`."""
+
+    out: Path  # the --out folder; the run's own is out / run_id
+    run_id: str
+    stderr: str  # what `suite run` printed (progress lines)
+
+    @property
+    def folder(self) -> Path:
+        return self.out / self.run_id
+
+    def copy_to(self, out: Path) -> Path:
+        """A copy of the run under `out` (same run id), for a test that writes into it."""
+        shutil.copytree(self.folder, out / self.run_id)
+        return out / self.run_id
+
+
+def examples(count: int) -> int:
+    """Hypothesis examples for a test written for `count` under Hypothesis' own default of 100,
+    scaled by the profile tests/conftest.py loaded (`ci` 25: a quarter; `thorough` 1000: ten
+    times as many)."""
+    from hypothesis import settings
+
+    return max(1, count * settings.default.max_examples // 100)
 
 
 def stub_environment(**fields: Any) -> Environment:
@@ -86,7 +132,8 @@ esac
 printf '{"status": "ok", "error": "", "iterations": 5, "mean_ms": 1.0, "median_ms": 1.0, ' > "$4.part"
 case "$4" in
   *-eager-*) ;;
-  *) printf '"eager_median_ms": 2.0, "speedup": 2.0, "speedup_ci95_low": 1.9, "speedup_ci95_high": 2.1, ' >> "$4.part" ;;
+  *) printf '"eager_median_ms": 2.0, "speedup": 2.0, ' >> "$4.part"
+     printf '"speedup_ci95_low": 1.9, "speedup_ci95_high": 2.1, ' >> "$4.part" ;;
 esac
 printf '"input_source": "%s"}' "$PPID" >> "$4.part" && mv "$4.part" "$4"
 [ -z "$STUB_MARK" ] || echo "$PPID" > "$STUB_MARK"

@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SELECTION = ["--profile", "smoke", "--models", "ViT", "--modes", "eager,default"]
 TINY = ["--iterations", "3", "--warmup", "1", "--device", "cpu"]
 SHARDS = 3
+# the runs are module-scoped: under xdist the tests stay on one worker
+pytestmark = pytest.mark.xdist_group("shard-simulation")
 
 # `python -m suite run ARGS`, but the probe returns the stub environment and every worker is
 # the stub (argv: STUB ENVIRONMENT_JSON ARGS...).
