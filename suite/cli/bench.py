@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from suite.cli.args import default_profile, filters_of, selected
+from suite.cli.needs import TORCH, TORCH_HINT, needs
 from suite.errors import UsageError
 from suite.measure import provenance
 from suite.run import preflight, runner
@@ -110,7 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_env(args: argparse.Namespace) -> int:
     try:
-        environment = provenance.collect(args.device)
+        with needs("env", TORCH, TORCH_HINT):
+            environment = provenance.collect(args.device)
     except RuntimeError as exc:
         raise UsageError("--device", str(exc)) from None
     print(provenance.to_json(environment) if args.json else provenance.render(environment))
