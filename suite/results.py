@@ -79,13 +79,7 @@ TABLE: tuple[Column, ...] = (
     _timed("compile_s", unit="s", positive=False),
     Column("graph_breaks", INT, timing=True),
     Column("recompiles", INT, timing=True),
-    Column(
-        "max_abs_diff",
-        NUMBER,
-        timing=True,
-        nonfinite=True,
-        doc="compiled vs eager outputs; nan / inf: compiled had NaN / inf where eager did not",
-    ),
+    Column("max_abs_diff", NUMBER, timing=True, nonfinite=True, doc="nan / inf: in compiled outputs only"),
     Column("accuracy", timing=True, choices=(PASS, FAIL)),
     Column("peak_mem_mb", NUMBER, "MB"),
     Column("params_m", NUMBER, "M"),
@@ -115,12 +109,7 @@ TABLE: tuple[Column, ...] = (
     ),
     Column("variant", contract=False, cell=9, doc='"smoke" for a shrunk model; "custom of <base>"'),
     Column("input_source", contract=False, doc="which image fed the model (URL or file name)"),
-    Column(
-        "torch_cuda_build",
-        contract=False,
-        doc="the CUDA torch was built for (torch.version.cuda), also on a CPU run, whose cuda_version "
-        "and cudnn_version are empty",
-    ),
+    Column("torch_cuda_build", contract=False, doc="torch.version.cuda, CPU runs too (cuda_version: empty)"),
     Column("cpu_name", contract=False, doc="host CPU model (latency on CPU, launch overhead on GPU)"),
     Column("torch_threads", INT, contract=False, doc="torch.get_num_threads() in the worker"),
     Column("host_load", NUMBER, contract=False, doc="1-minute load average as the cell ended: contention"),
@@ -203,9 +192,8 @@ def format_value(value: object) -> str:
 
 
 def format_cell(column: str, value: object) -> str:
-    """`format_value`, but a NaN or infinity in a `nonfinite` column is written as such
-    (`nan`, `inf`): an accuracy check whose compiled outputs turned NaN must not read as
-    "not measured"."""
+    """`format_value`, but a `nonfinite` column's NaN or infinity reads `nan`, `inf`: compiled
+    outputs that turned NaN must not read as "not measured"."""
     if column in NONFINITE_COLUMNS and isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return format_value(value)
