@@ -29,9 +29,10 @@ from suite.run.session import (  # noqa: E402
     BenchArgs,
     Runner,
     load,
-    newest_run,
+    merge_args,
     one_line_errors,
     redact_nox_output,
+    run_suite,
 )
 from suite.spec import BuildSpec  # noqa: E402
 
@@ -235,9 +236,7 @@ def merge(session: nox.Session) -> None:
     under results/. Its virtualenv is kept: `--offline` (what an offline bench asks for)
     installs nothing and uses the pandas and matplotlib an earlier merge installed.
     """
-    args = list(session.posargs)
-    offline = "--offline" in args
-    args = [a for a in args if a != "--offline"]
+    args, offline = merge_args(session.posargs, ROOT / "results")
     if not (offline and venv.has_modules(Path(session.bin) / "python", ["pandas", "matplotlib", "yaml"])):
         if offline:
             raise UsageError(
@@ -246,6 +245,6 @@ def merge(session: nox.Session) -> None:
                 "run `nox -s merge` once online (the virtualenv is kept), or drop --offline",
             )
         session.install(*MERGE_PACKAGES)
-    runs = args or [newest_run(runner(session), ROOT / "results")]
-    # the suite of this checkout (python -m suite runs it from here; nothing to install)
-    session.run("python", "-m", "suite", "merge", *runs, env={"PYTHONPATH": str(ROOT)})
+    # the suite of this checkout (first on PYTHONPATH; nothing to install); its exit status
+    # is the session's (2 for bad input, as the README says, not nox's 1)
+    run_suite(runner(session), [str(Path(session.bin) / "python"), "-m", "suite", "merge", *args])

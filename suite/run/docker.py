@@ -177,12 +177,20 @@ def check_docker() -> None:
         )
 
 
-def check_gpu() -> None:
-    """An NVIDIA GPU on this machine and the NVIDIA container runtime in Docker."""
+def no_nvidia_gpu() -> str | None:
+    """Why this machine shows no NVIDIA GPU (`nvidia-smi -L`), or None when it shows one: the
+    check that needs no torch (container sessions, `suite plan --device cuda`)."""
     smi = shutil.which("nvidia-smi")
     gpus = _run([smi, "-L"]) if smi else None
     if gpus is None or gpus.returncode != 0 or "GPU" not in gpus.stdout:
-        detail = "nvidia-smi not found" if gpus is None else first_line(gpus.stderr or gpus.stdout, NO_OUTPUT)
+        return "nvidia-smi not found" if gpus is None else first_line(gpus.stderr or gpus.stdout, NO_OUTPUT)
+    return None
+
+
+def check_gpu() -> None:
+    """An NVIDIA GPU on this machine and the NVIDIA container runtime in Docker."""
+    detail = no_nvidia_gpu()
+    if detail is not None:
         raise DockerProblem(
             f"no NVIDIA GPU found ({detail}): the containers need a GPU and its driver; "
             "on this machine run `nox -s bench-local` (CPU)"

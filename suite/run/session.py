@@ -154,14 +154,20 @@ def bench_args(posargs: Sequence[str], prefix: str, root: Path) -> BenchArgs:
     return BenchArgs(builds, run_id, out, offline, no_merge, sharded, args, device, shard or "")
 
 
+# The suite's own exit statuses (README, "Exit status") that a session passes on as they are:
+# 2 bad input (one line already printed), 3 a bug, 130 interrupted, 141 its output closed.
+SUITE_STATUSES = (2, 3, 130, 141)
+
+
 def run_suite(runner: Runner, cmd: list[str], extra_env: Mapping[str, str] | None = None) -> None:
     """Run a suite command with the workers' environment (suite.run.launch.child_env: this
-    checkout's suite first on PYTHONPATH); its usage errors (exit 2, one line already
-    printed) stay exit 2."""
+    checkout's suite first on PYTHONPATH). The session then exits with the suite's own status
+    (nox would make every failure 1): `nox -s merge -- missing-folder` exits 2, as the README
+    says, after the suite's one line."""
     runner.log(" ".join(cmd))
     code = subprocess.run(cmd, env=child_env(dict(extra_env or {})), check=False).returncode
-    if code == 2:
-        raise SystemExit(2)
+    if code in SUITE_STATUSES:
+        raise SystemExit(code)
     if code != 0:
         runner.error(f"{cmd[0]} exited with status {code}")
 
@@ -176,10 +182,30 @@ def merge_target(runner: Runner, bench: BenchArgs) -> str | None:
     return str(run_dir)
 
 
-def newest_run(runner: Runner, results: Path) -> str:
-    """The run folder under `results` whose raw CSVs were written last."""
+MERGE_VALUE_FLAGS = ("-o", "--out", "--matrix", "--reference")  # `suite merge` flags with a value
+
+
+def merge_args(posargs: Sequence[str], results: Path) -> tuple[list[str], bool]:
+    """`nox -s merge -- [RUN_DIR...] [-o OUT] [--offline]`: the arguments of `suite merge` and
+    whether to install nothing. The run folders are checked before anything is installed (a
+    missing one: one line, exit 2); without one, the newest run under `results`."""
+    args = [a for a in posargs if a != "--offline"]
+    offline = len(args) != len(posargs)
+    inputs = [
+        a
+        for i, a in enumerate(args)
+        if not a.startswith("-") and not (i > 0 and args[i - 1] in MERGE_VALUE_FLAGS)
+    ]
+    for name in inputs:
+        if not Path(name).exists():
+            raise UsageError(name, "no such run folder or CSV file")
+    return (args if inputs else [newest_run(results), *args]), offline
+
+
+def newest_run(results: Path) -> str:
+    """The run folder under `results` whose raw CSVs were written last (none: bad input, exit 2)."""
     runs = [p for p in results.glob("*/raw") if any(p.glob("*.csv"))]
     if not runs:
-        runner.error("results/: no run folder with raw CSVs; give one: nox -s merge -- RUN_DIR")
+        raise UsageError(f"{results}", "no run folder with raw CSVs here; give one: nox -s merge -- RUN_DIR")
     newest = max(runs, key=lambda raw: max(f.stat().st_mtime for f in raw.glob("*.csv")))
     return str(newest.parent)

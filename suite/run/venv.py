@@ -123,18 +123,45 @@ def lock_file(build: BuildSpec, root: Path) -> Path | None:
     return lock if lock is not None and lock.is_file() else None
 
 
+def _pins_digest(build: BuildSpec, root: Path) -> str:
+    """What a build's virtualenv was made from: reused while this is unchanged."""
+    lock = lock_file(build, root)
+    source = f"{BY_VERSION}={os.environ.get(BY_VERSION, '')}".encode()  # another torch: another venv
+    return hashlib.sha256(repr(build).encode() + source + (lock.read_bytes() if lock else b"")).hexdigest()
+
+
+def ready_venv(build: BuildSpec, root: Path) -> Path | None:
+    """The Python of the build's virtualenv when it is there and pinned as the build is now."""
+    venv = root / ".nox" / f"build-{build.name}"
+    marker, python = venv / ".suite-pins", venv / "bin" / "python"
+    if marker.is_file() and marker.read_text() == _pins_digest(build, root) and python.exists():
+        return python
+    return None
+
+
+def missing_python(build: BuildSpec, root: Path) -> str | None:
+    """Why the build's virtualenv cannot be made here (no Python of its version, and none made
+    before), in one line; None when it can."""
+    if ready_venv(build, root) is not None or find_python(build.python) is not None:
+        return None
+    return (
+        f"build {build.name} needs Python {build.python} ({matrix_file(root)}: builds.{build.name}.python), "
+        f"and this machine has no python{build.python} (pyenv's versions, then PATH): install it "
+        f"(`pyenv install {build.python}`, or your distribution's python{build.python} and "
+        f"python{build.python}-venv) to run this build"
+    )
+
+
 def build_venv(runner: Runner, build: BuildSpec, root: Path) -> Path:
     """The Python of a virtualenv pinned like the build's image, under .nox/, reused while
     its pins are unchanged: torch as above, then the image's hash-locked requirements
     (else `pins`)."""
+    ready = ready_venv(build, root)
+    if ready is not None:
+        return ready
     venv = root / ".nox" / f"build-{build.name}"
     lock = lock_file(build, root)
-    source = f"{BY_VERSION}={os.environ.get(BY_VERSION, '')}".encode()  # another torch: another venv
-    digest = hashlib.sha256(repr(build).encode() + source + (lock.read_bytes() if lock else b"")).hexdigest()
-    marker = venv / ".suite-pins"
     python = venv / "bin" / "python"
-    if marker.is_file() and marker.read_text() == digest and python.exists():
-        return python
     interpreter = find_python(build.python)
     if interpreter is None:
         raise UsageError(
@@ -154,7 +181,7 @@ def build_venv(runner: Runner, build: BuildSpec, root: Path) -> Path:
     else:
         runner.run(*pip, *[p for p in build.pins if not p.startswith("torch")])
     runner.run(str(python), "-m", "pip", "check")
-    marker.write_text(digest)
+    (venv / ".suite-pins").write_text(_pins_digest(build, root))
     return python
 
 
@@ -167,7 +194,13 @@ def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: Selec
     chosen = pick_builds(matrix, bench.builds, [n for n, b in matrix.builds.items() if b.local])
     for build in chosen:
         check(build, bench)
+    missing = {b.name: why for b in chosen if (why := missing_python(b, root)) is not None}
+    if len(missing) == len(chosen):  # nothing can run here: that is bad input, not a skip
+        raise UsageError("bench-local", "; ".join(missing.values()))
     for build in chosen:
+        if build.name in missing:  # one line, then the other builds run
+            runner.log(f"skipped: {missing[build.name]}")
+            continue
         python = build_venv(runner, build, root)
         cmd = [str(python), "-m", "suite", "run", "--build", build.name, "--run-id", bench.run_id]
         cmd += ["--device", bench.device] if bench.device else []
