@@ -1,5 +1,5 @@
-"""`python -m suite crosscheck`: the suite's medians beside torch.utils.benchmark's, on a toy
-model (random weights, offline), and the ways it refuses to run."""
+"""`python -m suite crosscheck`: the suite's loop and torch.utils.benchmark's, alternating in rounds
+on a toy model (random weights, offline), and the ways it refuses to run."""
 
 from __future__ import annotations
 
