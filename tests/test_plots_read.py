@@ -130,7 +130,8 @@ def test_duration_plots_show_the_paired_medians_on_one_scale_per_gpu_and_batch_s
     # the compiled cell's interleaved pair: eager median 10 and 40 (not the eager cells' 10.5, 42)
     assert widths == {(EAGER_COLOR, 10.0), (COMPILED_COLOR, 8.0), (EAGER_COLOR, 40.0), (COMPILED_COLOR, 20.0)}
     whiskers = sorted(round(x, 6) for c in ax.collections for seg in c.get_segments() for x, _ in seg)
-    assert whiskers == [7.6, 8.4, 19.0, 21.0]  # the compiled medians' 95% CIs
+    # the compiled medians' 95% CIs, and the paired eager medians' (test_merge.compiled: +-0.1 ms)
+    assert whiskers == [7.6, 8.4, 9.9, 10.1, 19.0, 21.0, 39.9, 40.1]
     assert "median duration per inference" in ax.get_xlabel()
     assert "one scale for every build and mode at batch size 1 on this GPU" in " ".join(
         ax.get_xlabel().split()
