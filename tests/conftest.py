@@ -3,7 +3,8 @@ how the slow tests are grouped under pytest-xdist.
 
 The smoke run (`suite run --profile smoke`, 36 cells on this CPU) is the costliest thing the
 tests do, so it runs once per session whoever asks for it: tests/test_smoke_e2e.py checks its
-rows and merges it, tests/test_crosscheck.py cross-checks one of its cells. Under pytest-xdist
+rows and merges it (tests/test_crosscheck.py no longer uses it: its rounds time a toy model
+afresh, nothing is resumed from a row). Under pytest-xdist
 (`nox -s tests`: `-n 2 --dist loadgroup`) every test that uses it is put in one xdist_group, so
 one worker runs them all while the other runs the rest; a file lock makes the run happen once
 even where the groups are not honoured (another --dist; pytest 9.2, see noxfile.py), at the
