@@ -94,6 +94,17 @@ def test_merge_and_compare_without_pandas_say_what_to_install(
     assert not (tmp_path / "tables").exists()
 
 
+def test_calibrate_without_pandas_says_what_to_install(host: Path) -> None:
+    line = one_line(suite(host, "calibrate", "--aa", str(SMOKE_RUN), str(SMOKE_RUN)), "calibrate")
+    assert "pandas: not installed in this Python" in line and "pip install pandas matplotlib" in line
+
+
+@pytest.mark.parametrize("verb", ["repeat", "crosscheck"])
+def test_repeat_and_crosscheck_without_torch_are_one_line(host: Path, tmp_path: Path, verb: str) -> None:
+    args = ["--matrix", str(TINY), "--profile", "tiny", "--out", str(tmp_path)]
+    assert "torch: not installed" in one_line(suite(host, verb, *args), verb)
+
+
 def test_plan_works_on_the_host(host: Path) -> None:
     proc = suite(host, "plan", "--profile", "smoke")
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
