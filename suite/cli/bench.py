@@ -11,6 +11,7 @@ from suite.measure import provenance
 from suite.run import preflight, runner
 from suite.spec import expand, load_matrix, pick_build
 from suite.spec.cost import estimate_seconds, format_duration
+from suite.spec.model import Cell
 from suite.spec.shard import assign, select
 
 
@@ -33,15 +34,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"estimated {format_duration(sum(costs[i] for i in shown))}"
             + ("" if shown else " (empty: more shards than cells; `run` does nothing and exits 0)")
         )
+    # a dynamic-batch cell: its batch sizes in turn and its setting; + the compile-cost processes
+    sizes = {i: ">".join(map(str, cells[i].served)) for i in shown}
+    scenarios = {i: _scenario_label(cells[i]) for i in shown}
+    bs_w = max([3, *map(len, sizes.values())])
+    sc_w = max([9, *map(len, scenarios.values())])
     print(
-        f"{'#':>4}  {'task':<20} {'model':<18} {'bs':>3}  {'mode':<16} {'scenario':<9} "
+        f"{'#':>4}  {'task':<20} {'model':<18} {'bs':>{bs_w}}  {'mode':<16} {'scenario':<{sc_w}} "
         f"{'weights':<10} {'dtype':<8} {'iters':>5} {'est':>8}"
     )
     for i in shown:
         c, s = cells[i], cells[i].settings
         print(
-            f"{i + 1:>4}  {c.model.task:<20} {c.model.name:<18} {c.batch_size:>3}  {c.mode:<16} "
-            f"{c.scenario:<9} {s.weights + (' (shrunk)' if s.shrink else ''):<10} {s.dtype:<8} "
+            f"{i + 1:>4}  {c.model.task:<20} {c.model.name:<18} {sizes[i]:>{bs_w}}  {c.mode:<16} "
+            f"{scenarios[i]:<{sc_w}} {s.weights + (' (shrunk)' if s.shrink else ''):<10} {s.dtype:<8} "
             f"{s.iterations:>5} {format_duration(costs[i]):>8}"
         )
     total = sum(costs)
@@ -58,6 +64,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
             + f"; largest/mean {max(loads) / mean if mean else 1.0:.2f}"
         )
     return 0
+
+
+def _scenario_label(cell: Cell) -> str:
+    """`inference`, `dynamic-batch (marked)`, `inference + compile cost` (its extra processes)."""
+    label = f"{cell.scenario} ({cell.dynamic})" if cell.dynamic else cell.scenario
+    return label + (" + compile cost" if cell.compile_cost else "")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

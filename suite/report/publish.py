@@ -16,7 +16,9 @@ from suite.report.load import Loaded, load
 from suite.report.reference import Reference
 from suite.report.study import Study, build_kinds
 from suite.report.tables.cells import LEGEND, TRAIN, TRAIN_LEGEND
+from suite.report.tables.compile_cost import compile_cost_tables
 from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
+from suite.report.tables.dynamic import dynamic_study, dynamic_tables
 from suite.report.tables.memory import peak_memory
 from suite.report.tables.modes import compile_modes
 from suite.report.tables.stable_vs import stable_vs_others
@@ -48,6 +50,16 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "compile modes",
         "Compile modes (default vs reduce-overhead, ...)",
         "Needs two or more compile modes of one build on one GPU.",
+    ),
+    (
+        "compile cost",
+        "What compiling costs (cold, warm and mega-cache compile, first result, break-even)",
+        "No compiled cell in the inputs.",
+    ),
+    (
+        "dynamic shapes",
+        "Batch sizes that change (dynamic-batch: static, auto, marked)",
+        "No dynamic-batch cell in the inputs (run with --scenarios dynamic-batch).",
     ),
 )
 
@@ -84,7 +96,9 @@ def run_merge(
         raise UsageError("--strict", f"{loaded.skipped[0]}{more}")
     builds = list(dict.fromkeys(loaded.frame["build"]))
     kinds, kinds_note = build_kinds(builds, matrix, matrix_explicit)
-    study = Study(loaded.frame, kinds)
+    several = loaded.frame["dynamic"] != ""  # dynamic-batch rows: their own table (tables.dynamic)
+    study = Study(loaded.frame[~several], kinds)
+    dynamic = dynamic_study(loaded.frame[several])
     reference = Reference.load(reference_dir)
     tables_dir, plots_dir = out / "tables", out / "plots"
     _clear(tables_dir, ("*.md", "*.csv"))
@@ -97,12 +111,14 @@ def run_merge(
     groups = compile_groups(study)
     vs_eager = [compile_vs_eager(study, g, reference) for g in groups]
     tables = [summary, *vs_eager, *peak_memory(study), *stable_vs_others(study), *compile_modes(study)]
+    tables += [*compile_cost_tables(study), *dynamic_tables(study, dynamic)]
     for table in tables:
         write_table(table, tables_dir)
 
     plot_links: dict[str, list[Path]] = {}
     written: list[Path] = []
     if plots:
+        from suite.report.amortization import amortization_plots
         from suite.report.plots import plot_group
 
         for group, table in zip(groups, vs_eager, strict=True):
@@ -110,6 +126,9 @@ def run_merge(
             stem = stem.replace("train-compile-vs-eager__", "train__", 1)
             plot_links[table.name] = plot_group(study, group, reference, plots_dir, stem)
             written += plot_links[table.name]
+        for cost_table, paths in amortization_plots(study, plots_dir).items():
+            plot_links.setdefault(cost_table, []).extend(paths)
+            written += paths
 
     index = tables_dir / "tables.md"
     index.write_text(render_index(loaded, study, kinds_note, tables, plot_links, reference), encoding="utf-8")

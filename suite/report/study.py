@@ -93,6 +93,17 @@ class Measurement:
     source: str
     peak_mem_mb: float | None = None
     params_m: float | None = None
+    compile_s: float | None = None
+    breakeven_calls: float | None = None
+    # what compiling costs (README "What compiling costs"); None where not measured
+    eager_median_ms: float | None = None
+    recompiles: float | None = None
+    compile_warm_s: float | None = None
+    compile_megacache_s: float | None = None
+    first_result_s: float | None = None
+    eager_first_result_s: float | None = None
+    breakeven_calls_warm: float | None = None
+    compile_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -124,7 +135,23 @@ def measurement_of(r: Any) -> Measurement:
         source=r.source,
         peak_mem_mb=_num(r.peak_mem_mb),
         params_m=_num(r.params_m),
+        compile_s=_num(r.compile_s),
+        breakeven_calls=_num(getattr(r, "breakeven_calls", None)),
+        eager_median_ms=_num(r.eager_median_ms),
+        recompiles=_num(r.recompiles),
+        **{name: _num(getattr(r, name, None)) for name in COMPILE_COST_FIGURES},
+        compile_note=str(getattr(r, "compile_note", "") or ""),
     )
+
+
+# the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
+COMPILE_COST_FIGURES: tuple[str, ...] = (
+    "compile_warm_s",
+    "compile_megacache_s",
+    "first_result_s",
+    "eager_first_result_s",
+    "breakeven_calls_warm",
+)
 
 
 def ratio_interval(num: Measurement, den: Measurement) -> tuple[float | None, float | None]:
