@@ -32,6 +32,7 @@ def run_cell(
         return launch.run_worker(cell, device_type, paths, index, python)
     scratch = paths.scratch / f"{launch.cell_stem(cell, index)}.{uuid.uuid4().hex[:12]}.compile-cost"
     cold, artifacts = scratch / "cold", scratch / "megacache.bin"
+    scratch.mkdir(parents=True, exist_ok=True)  # the cell's process saves the artifacts here
     try:
         fields, wall, log = launch.run_worker(
             cell, device_type, paths, index, python, cache=cold, extra_env={MEGACACHE_ENV: str(artifacts)}
