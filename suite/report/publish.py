@@ -103,6 +103,7 @@ def run_merge(
     tables_dir, plots_dir = out / "tables", out / "plots"
     _clear(tables_dir, ("*.md", "*.csv"))
     _clear(plots_dir, ("*.png",))  # also with plots off: an old plot must not pass for a current one
+    _clear(plots_dir / AMORTIZATION, ("*.png",))
     tables_dir.mkdir(parents=True, exist_ok=True)
     if plots:
         plots_dir.mkdir(parents=True, exist_ok=True)
@@ -126,13 +127,22 @@ def run_merge(
             stem = stem.replace("train-compile-vs-eager__", "train__", 1)
             plot_links[table.name] = plot_group(study, group, reference, plots_dir, stem)
             written += plot_links[table.name]
-        for cost_table, paths in amortization_plots(study, plots_dir).items():
+        (plots_dir / AMORTIZATION).mkdir(exist_ok=True)
+        for cost_table, paths in amortization_plots(study, plots_dir / AMORTIZATION).items():
             plot_links.setdefault(cost_table, []).extend(paths)
             written += paths
 
     index = tables_dir / "tables.md"
     index.write_text(render_index(loaded, study, kinds_note, tables, plot_links, reference), encoding="utf-8")
     return MergeResult(loaded=loaded, kinds_note=kinds_note, tables=tables, index=index, plots=written)
+
+
+AMORTIZATION = "amortization"  # plots/amortization/: the compile-cost tables' plots
+
+
+def _in_plots(path: Path) -> str:
+    """A plot's path under plots/ (the amortization plots have their own folder)."""
+    return f"{AMORTIZATION}/{path.name}" if path.parent.name == AMORTIZATION else path.name
 
 
 def render_index(
@@ -173,7 +183,7 @@ def render_index(
             links = plot_links.get(table.name, [])
             if links:
                 lines[-1] += " · plots: " + " · ".join(
-                    f"[{p.stem.rsplit('__', 1)[-1]}](../plots/{p.name})" for p in links
+                    f"[{p.stem.rsplit('__', 1)[-1]}](../plots/{_in_plots(p)})" for p in links
                 )
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"

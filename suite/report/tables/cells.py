@@ -22,6 +22,7 @@ from suite.report.study import Measurement, ratio_interval
 from suite.results import OK, OOM, STATUS_WORDS, STATUSES
 
 NOT_MEASURED = "—"
+NEVER = "never"  # a break-even where compiling is not faster: it never pays off
 DAGGER = "†"
 GUIDE_ERRATUM = "erratum"
 # How a failed or skipped cell reads: "OOM", "error", "timeout", "skipped".
@@ -42,7 +43,7 @@ TRAIN_LEGEND = (
 COMPILE_NOTE = (
     "compile (s): the first compiled call minus an eager call, in the cell's own process (cold caches "
     "unless compile_cache: run). break-even (calls): calls after which compiling has paid for itself, "
-    f"compile seconds / (eager - compiled median per call); {NOT_MEASURED} where compiling is not faster."
+    f"compile seconds / (eager - compiled median per call); {NEVER} where compiling is not faster."
 )
 DAGGER_NOTE = f"{DAGGER} compiled output differs from eager beyond the tolerance (accuracy check failed)."
 TRAIN_DAGGER_NOTE = (
@@ -80,6 +81,21 @@ class Qty:
     value: float | None
     digits: int = 1
     mark: str = ""  # after the number in Markdown (a footnote sign)
+    text: str = ""  # what an empty value reads as, where it means something ("never")
+
+
+def breakeven(m: Measurement | None, warm: bool = False) -> Qty:
+    """A break-even cell: the calls, "never" where the compiled median is not below eager's."""
+    value = None if m is None else (m.breakeven_calls_warm if warm else m.breakeven_calls)
+    slower = (
+        m is not None
+        and value is None
+        and m.eager_median_ms is not None
+        and m.median_ms is not None
+        and m.median_ms >= m.eager_median_ms
+        and (m.compile_warm_s if warm else m.compile_s) is not None
+    )
+    return Qty(m, value, digits=0, text=NEVER if slower else "")
 
 
 @dataclass(frozen=True)
@@ -176,7 +192,9 @@ def md_cell(kind: str, value: object) -> str:
         assert isinstance(value, Qty)
         if value.m is not None and not value.m.ok:
             return STATUS_WORDS[value.m.status]
-        return NOT_MEASURED if value.value is None else f"{value.value:,.{value.digits}f}{value.mark}"
+        if value.value is None:
+            return value.text or NOT_MEASURED
+        return f"{value.value:,.{value.digits}f}{value.mark}"
     if kind == "guide":
         if value is None:
             return NOT_MEASURED
@@ -212,6 +230,7 @@ def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
         assert isinstance(value, Qty)
         if value.m is not None and not value.m.ok:
             return {name: STATUS_WORDS[value.m.status]}
+        # plain numbers: "never" stays in the Markdown (the note says so); the CSV column stays numeric
         return {name: "" if value.value is None else round(value.value, 4)}
     if kind == "gain":
         pre = f"{name} " if name else ""

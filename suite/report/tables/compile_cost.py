@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
-from suite.report.tables.cells import NOT_MEASURED, Qty
+from suite.report.tables.cells import NEVER, Qty, breakeven
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 
 PARTLY_WARM = "*"
@@ -24,7 +24,7 @@ COST_NOTE = (
     "(the runner's clock as it starts the worker: interpreter, imports, model build and input "
     "included) to the first output; compiled = eager + cold compile. break-even: calls after which "
     "compiling has paid for itself, compile seconds / (eager - compiled median per call), "
-    f"{NOT_MEASURED} where compiling is not faster."
+    f"{NEVER} where compiling is not faster."
 )
 PARTLY_WARM_NOTE = (
     f"{PARTLY_WARM} its process missed or bypassed a cache for some graph (the raw CSV's compile_note "
@@ -133,8 +133,8 @@ def _table(study: Study, g: CostGroup) -> Table:
                 Qty(m, m.compile_megacache_s, mark=mega_mark),
                 Qty(m, m.eager_first_result_s),
                 Qty(m, m.first_result_s),
-                Qty(m, m.breakeven_calls, digits=0),
-                Qty(m, m.breakeven_calls_warm, digits=0),
+                breakeven(m),
+                breakeven(m, warm=True),
             ]
             context = row_context(
                 g.gpu,
