@@ -16,7 +16,18 @@ from pathlib import Path
 import pandas as pd
 
 from suite.errors import UsageError
-from suite.results import ALWAYS, CELL_COLUMNS, OK, TABLE, TEXT, WHEN_OK, CsvFormatError, read_rows
+from suite.results import (
+    ALWAYS,
+    CELL_COLUMNS,
+    NONFINITE_COLUMNS,
+    NONFINITE_WORDS,
+    OK,
+    TABLE,
+    TEXT,
+    WHEN_OK,
+    CsvFormatError,
+    read_rows,
+)
 
 # The rules of the contract's columns (suite.results.TABLE), and of the extras tables read: the
 # measured ones (compile-cost figures) and those in a cell's key (`dynamic`); an older file may
@@ -143,6 +154,8 @@ def _row_problems(frame: pd.DataFrame) -> pd.Series:
         raw = frame[col]
         number = pd.to_numeric(raw, errors="coerce")
         bad = (raw != "") & (number.isna() | number.isin([math.inf, -math.inf]))
+        if col in NONFINITE_COLUMNS:  # measured so (suite.results.format_cell): `nan`, `inf`
+            bad &= ~raw.isin(NONFINITE_WORDS)
         flag(bad, "field " + col + ": " + raw.map(repr) + " is not a number")
         if col in POSITIVE_COLUMNS:
             flag((raw != "") & (number <= 0), "field " + col + ": " + raw + " is not > 0")

@@ -61,6 +61,11 @@ class RunPaths:
         stem = name[: -len(".csv")]
         return RunPaths(run_dir, run_dir / "raw" / name, run_dir / "logs" / stem, run_dir / ".scratch" / stem)
 
+    @property
+    def compile_cache(self) -> Path:
+        """The inductor and triton caches the run's cells share (`compile_cache: run`)."""
+        return self.run_dir / ".compile-cache"
+
 
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
@@ -174,7 +179,7 @@ def run_worker(
     extra: dict[str, str] = {PARENT_ENV: str(os.getpid()), **(extra_env or {})}
     owned = cache is None and cell.settings.compile_cache == "cold"  # a fresh cache removed after
     if cache is None:
-        cache = paths.scratch / f"{attempt}.compile-cache" if owned else paths.run_dir / ".compile-cache"
+        cache = paths.scratch / f"{attempt}.compile-cache" if owned else paths.compile_cache
     extra.update(cache_env(cache))
     cmd = [python, "-m", WORKER_MODULE, str(cell_path), str(result_path), device_type]
     cmd += [phase] if phase != MEASURE else []
