@@ -223,3 +223,21 @@ def test_the_plot_lines_cross_at_the_break_even(tmp_path: Path) -> None:
         assert n * lines.eager_ms / 1000 == pytest.approx(compile_s + n * lines.compiled_ms / 1000)
     slower = lines_of(resnet)
     assert slower is not None and slower.breakeven(20.0) is None
+
+
+def test_compare_matches_dynamic_batch_rows_by_their_setting(tmp_path: Path) -> None:
+    """Three rows share model, mode and batch size and differ only in `dynamic`: compare must judge
+    each against its own setting (marked 3x slower: a regression; static and auto unchanged)."""
+    from suite.compare import REGRESSION, UNCHANGED, compare
+
+    def run(name: str, marked_ms: float) -> Path:
+        folder = tmp_path / name
+        with RowWriter(folder / "raw" / "current__cpu.csv") as writer:
+            for setting, median in (("static", 3.0), ("auto", 3.0), ("marked", marked_ms)):
+                writer.append(dyn("current", setting, 4, 10.0, 1, median))
+        return folder
+
+    cmp = compare(load([run("base", 3.0)]), load([run("new", 9.0)]), 0.05)
+    assert not cmp.only_base and not cmp.only_new
+    verdicts = {c.key[cmp.key_columns.index("dynamic")]: c.verdict for c in cmp.changes}
+    assert verdicts == {"static": UNCHANGED, "auto": UNCHANGED, "marked": REGRESSION}
