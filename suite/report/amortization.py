@@ -179,16 +179,20 @@ def plot_amortization(study: Study, g: AmortizationGroup, path: Path) -> Path:
         f"setup: {g.setup.label}",
         fontsize=10,
     )
-    drawn = {label for m in cells if m is not None and (one := lines_of(m)) for label, *_ in one.compiles}
+    drawn_lines = [one for m in cells if m is not None and (one := lines_of(m))]
+    drawn = {label for one in drawn_lines for label, *_ in one.compiles}
     handles = [Line2D([], [], color=EAGER_COLOR, lw=1.5, label="eager: n x median")]
     handles += [
         Line2D([], [], color=color, lw=1.5, ls=style, label=f"{label} + n x median")
         for label, color, style in LEGEND
         if label in drawn
     ]
-    handles.append(
-        Line2D([], [], color="black", marker="o", ls="none", label=f"break-even: {per}s until compiling pays")
-    )
+    if any(one.breakeven(c) is not None for one in drawn_lines for _, c, *_ in one.compiles):
+        handles.append(
+            Line2D(
+                [], [], color="black", marker="o", ls="none", label=f"break-even: {per}s until compiling pays"
+            )
+        )
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
     fig.savefig(path, dpi=110)
     return path
