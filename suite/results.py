@@ -123,9 +123,19 @@ TABLE: tuple[Column, ...] = (
         doc="dynamic-batch rows: torch.compile(dynamic=False) | torch's default | + mark_dynamic on "
         "the batch dimension",
     ),
-    _extra_timed("compile_warm_s", "s", "compile_s in a fresh process that finds the first process's caches"),
+    # compile seconds and break-even calls may be 0 (nothing compiled: a warm cache that serves all,
+    # a batch size a symbolic graph already covers); like compile_s, never negative
     _extra_timed(
-        "compile_megacache_s", "s", "loading torch.compiler's saved artifacts + compile_s, fresh caches"
+        "compile_warm_s",
+        "s",
+        "compile_s in a fresh process that finds the first process's caches",
+        positive=False,
+    ),
+    _extra_timed(
+        "compile_megacache_s",
+        "s",
+        "loading torch.compiler's saved artifacts + compile_s, fresh caches",
+        positive=False,
     ),
     _extra_timed(
         "first_result_s", "s", "process start to the first compiled output: eager_first_result_s + compile_s"
@@ -134,7 +144,10 @@ TABLE: tuple[Column, ...] = (
         "eager_first_result_s", "s", "process start to model ready, plus the first eager call's duration"
     ),
     _extra_timed(
-        "breakeven_calls", "calls", "compile_s / (eager - compiled median per call); empty if not faster"
+        "breakeven_calls",
+        "calls",
+        "compile_s / (eager - compiled median per call); empty if not faster",
+        positive=False,
     ),
     _extra_timed("breakeven_calls_warm", "calls", "as breakeven_calls, from compile_warm_s", positive=False),
     Column(

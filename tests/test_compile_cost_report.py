@@ -241,3 +241,21 @@ def test_compare_matches_dynamic_batch_rows_by_their_setting(tmp_path: Path) -> 
     assert not cmp.only_base and not cmp.only_new
     verdicts = {c.key[cmp.key_columns.index("dynamic")]: c.verdict for c in cmp.changes}
     assert verdicts == {"static": UNCHANGED, "auto": UNCHANGED, "marked": REGRESSION}
+
+
+def test_a_compile_of_zero_seconds_keeps_its_row(tmp_path: Path) -> None:
+    """A batch size a symbolic graph already serves compiles nothing (compile_s 0, break-even 0
+    calls), as can a warm process whose first compiled call is no slower than an eager one: the
+    merge must keep such rows (it once set them aside as corrupt, losing the cell)."""
+    run = tmp_path / "run"
+    with RowWriter(run / "raw" / "current__cpu.csv") as writer:
+        writer.append(dyn("current", "marked", 16, 0.0, 0, 9.4, breakeven_calls=0.0))
+        writer.append(
+            row(
+                "current", "ViT", 1, "default",
+                **timed(2.0, 12.0), compile_s=30.0, compile_warm_s=0.0, compile_megacache_s=0.0,
+                breakeven_calls=3000.0, breakeven_calls_warm=0.0,
+            )
+        )  # fmt: skip
+    loaded = load([run])
+    assert loaded.skipped == () and len(loaded.frame) == 2
