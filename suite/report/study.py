@@ -99,6 +99,15 @@ class Measurement:
     eager_ci_high_ms: float | None = None
     compile_s: float | None = None
     health: str = ""  # ok, the flags that make the figures suspect, or "" (not measured)
+    breakeven_calls: float | None = None
+    # what compiling costs (README "What compiling costs"); None where not measured
+    recompiles: float | None = None
+    compile_warm_s: float | None = None
+    compile_megacache_s: float | None = None
+    first_result_s: float | None = None
+    eager_first_result_s: float | None = None
+    breakeven_calls_warm: float | None = None
+    compile_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -201,7 +210,21 @@ def measurement_of(r: Any) -> Measurement:
         eager_ci_high_ms=_extra(r, "eager_ci95_high_ms"),
         compile_s=_num(r.compile_s),
         health=str(getattr(r, "health", "") or ""),
+        breakeven_calls=_num(getattr(r, "breakeven_calls", None)),
+        recompiles=_num(r.recompiles),
+        **{name: _num(getattr(r, name, None)) for name in COMPILE_COST_FIGURES},
+        compile_note=str(getattr(r, "compile_note", "") or ""),
     )
+
+
+# the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
+COMPILE_COST_FIGURES: tuple[str, ...] = (
+    "compile_warm_s",
+    "compile_megacache_s",
+    "first_result_s",
+    "eager_first_result_s",
+    "breakeven_calls_warm",
+)
 
 
 def ratio_interval(num: Measurement, den: Measurement) -> tuple[float | None, float | None]:

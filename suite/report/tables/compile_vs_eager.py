@@ -11,7 +11,17 @@ from dataclasses import dataclass
 
 from suite.report.reference import Reference
 from suite.report.study import EAGER, Gpu, Setup, Study
-from suite.report.tables.cells import MEANS_NOTE, TRAIN, Ms, durations, legend, paired_gain
+from suite.report.tables.cells import (
+    COMPILE_NOTE,
+    MEANS_NOTE,
+    TRAIN,
+    Ms,
+    Qty,
+    breakeven,
+    durations,
+    legend,
+    paired_gain,
+)
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 
 GUIDE_SETUP = "float32 inference of the full (not shrunk) models"
@@ -64,8 +74,18 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
         Column("mean, no compile (ms)", "eager cell mean (ms)", "ms", markdown=beside_guide),
         Column("mean, compile (ms)", "compiled cell mean (ms)", "ms", markdown=beside_guide),
     ]
+    # compile time and break-even calls where the rows have them (an older CSV may not)
+    timed_compile = any(
+        m is not None and m.compile_s is not None
+        for m in (study.get(g.build, g.gpu, g.setup, t, mo, g.batch_size, g.mode) for t, mo in study.models)
+    )
+    if timed_compile:
+        columns += [
+            Column("compile (s)", "compile s", "qty"),
+            Column("break-even (calls)", "break-even calls", "qty"),
+        ]
     training = g.setup.scenario == TRAIN
-    notes = [legend(g.setup.scenario)]
+    notes = [legend(g.setup.scenario), *([COMPILE_NOTE] if timed_compile else [])]
     if guide_table is not None:
         notes.append(MEANS_NOTE)
         columns.append(Column(f"guide: {guide_table}", "guide", "guide"))
@@ -102,6 +122,8 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
             Ms(eager, False),
             Ms(compiled, True),
         ]
+        if timed_compile:
+            values += [Qty(compiled, compiled.compile_s if compiled else None), breakeven(compiled)]
         if guide_table is not None:
             values.append(reference.lookup(g.gpu.name, kind, g.mode, g.batch_size, task, model))
         context = row_context(
