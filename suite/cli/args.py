@@ -219,10 +219,9 @@ def filters_of(args: argparse.Namespace) -> object:
     if args.timeout:
         overrides["timeout_s"] = float(args.timeout)
     if args.image:
+        # a local file is checked with the cells (suite.run.preflight.check_image: is it an image?)
         is_url = args.image.startswith(("http://", "https://"))
         overrides["image"] = ImageSpec(url=args.image if is_url else "", path="" if is_url else args.image)
-        if not is_url and not Path(args.image).is_file():
-            raise UsageError("--image", f"{args.image}: no such file")
     return Filters(
         models=tuple(args.models) if args.models is not None else None,
         batch_sizes=args.batch_sizes,

@@ -20,8 +20,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     build = args.build or "(detected at run time)"
     if args.build:
         pick_build(matrix, args.build)
-    cells = selected(args, expand(matrix, profile, build, filters_of(args)), profile)
-    preflight.check_custom(matrix, cells)
+    filters = filters_of(args)
+    cells = selected(args, expand(matrix, profile, build, filters), profile)
+    preflight.check_inputs(matrix, profile, filters, cells)
     costs = [estimate_seconds(c) for c in cells]
     print(f"profile {profile}: {len(cells)} cell(s), build {build}")
     shown = range(len(cells))
@@ -68,7 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # validate the selection before probing (cheap, and no model is built either way)
     guess = default_profile(args, None)
     planned = expand(matrix, guess, args.build or "?", filters)
-    preflight.check_custom(matrix, planned)
+    preflight.check_inputs(matrix, guess, filters, planned)
     if args.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
         selected(args, planned, guess)
     preflight.check_writable(args.out)
@@ -77,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)
     cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_custom(matrix, cells)
+    preflight.check_inputs(matrix, profile, filters, cells)
     run_id = args.run_id or runner.new_run_id()
     shard = ""
     if args.shard:

@@ -77,7 +77,7 @@ def cmd_crosscheck(args: Any) -> int:
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)
     cells = expand(matrix, profile, build, filters)
-    preflight.check_custom(matrix, cells)
+    preflight.check_inputs(matrix, profile, filters, cells)
     if any(c.scenario != "inference" for c in cells):
         raise UsageError("--scenarios", "the cross-check times forward passes: inference cells only")
     if len(cells) > 12:

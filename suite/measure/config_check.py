@@ -1,16 +1,19 @@
-"""Check custom configurations against their config classes: the child side.
+"""Check the models a run selects against transformers, before any cell: the child side.
 
-matrix.yaml's `custom:` entries are a base model plus config overrides. Only transformers
-knows which fields a config class has and of which type, and a typo there (`num_hidden_layer: 6`)
-would otherwise be accepted silently as a new attribute and benchmark the base model under
-another name. The parent (plan, run) never imports torch, so `suite.run.preflight.check_custom`
-runs `python -m suite.measure.config_check`, which reads the configurations as JSON on stdin and
-prints the problems as one JSON line.
+Only transformers knows which model types and classes exist, which fields a config class
+has and of which type, and what each field defaults to. Without this check a typo
+(`model_type: vitt`, `num_hidden_layer: 6`) or an absurd value (`num_hidden_layers: 0`,
+which builds a ViT without encoder layers whose row then says `ok`) surfaces only in the
+cells, or never. The parent (plan, run) never imports torch, so
+`suite.run.preflight.check_models` runs `python -m suite.measure.config_check`, which reads
+the models as JSON on stdin and prints the problems as one JSON line; transformers' config
+modules import no torch, so the check takes seconds.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import json
 import sys
@@ -19,13 +22,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from suite.errors import first_line
-from suite.spec.model import ModelSpec
+from suite.spec import limits
+from suite.spec.model import ModelSpec, deep_merge
 
 
 @dataclass(frozen=True)
 class Problem:
-    name: str  # the custom configuration
-    key: str  # its field ("" for the entry as a whole)
+    field: str  # where in matrix.yaml: "custom.ViT-6-layers.num_hidden_layers", "models.ViT.model_type"
     message: str
 
 
@@ -61,20 +64,41 @@ def _type_problem(key: str, value: Any, default: Any) -> str:
     return f"must be {want} (the default is {default!r}), got {shown}"
 
 
-def config_problems(spec: ModelSpec, shrink: bool) -> list[Problem]:
-    """What is wrong with a custom configuration's overrides, per transformers (imported here)."""
-    import transformers
-    from transformers import AutoConfig
+def _origin(spec: ModelSpec, shrink: bool, path: str) -> str:
+    """Where in matrix.yaml the config field `path` (dotted) was written: a custom
+    configuration's own override, else its base's (or the model's) smoke or full config."""
+    top = path.split(".")[0]
+    if spec.base and top in spec.overrides:
+        return f"custom.{spec.name}.{path}"
+    home = f"models.{spec.base or spec.name}"
+    smoke = spec.smoke.get("config", {})
+    if shrink and top in smoke:
+        return f"{home}.smoke.config.{path}"
+    return f"{home}.config.{path}"
 
-    from suite.measure.models import build_config
 
-    version = transformers.__version__
-    try:
-        defaults_obj = AutoConfig.for_model(spec.model_type)
-    except Exception as exc:  # an unknown model_type: the base is wrong, not the override
-        return [Problem(spec.name, "base", f"model type {spec.model_type!r} unknown to transformers: {exc}")]
-    cls = type(defaults_obj)
-    defaults = defaults_obj.to_dict()
+def _class_problems(spec: ModelSpec, offline: bool, names: frozenset[str], version: str) -> list[Problem]:
+    """The model class, and offline the processor class, exist in this transformers
+    (looked up by name: importing them would import torch)."""
+    home = f"models.{spec.base or spec.name}"
+    wanted = [(f"{home}.class" if spec.model_class else f"{home}.task", spec.auto_class)]
+    processor = spec.processor.get("class") if offline else None
+    if isinstance(processor, str) and processor:
+        where = f"custom.{spec.name}.processor.class" if spec.base and "class" in spec.overrides else ""
+        wanted.append((where or f"{home}.processor.class", processor))
+    problems = []
+    for field, name in wanted:
+        if name not in names:
+            close = difflib.get_close_matches(name, sorted(names), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.append(Problem(field, f"transformers {version} has no class {name!r}{hint}"))
+    return problems
+
+
+def _override_problems(
+    spec: ModelSpec, cls: type, defaults: Mapping[str, Any], version: str
+) -> list[Problem]:
+    """A custom configuration's overrides: fields of the config class, of the right type."""
     aliases: Mapping[str, str] = getattr(cls, "attribute_map", {}) or {}
     params = {
         n
@@ -84,29 +108,79 @@ def config_problems(spec: ModelSpec, shrink: bool) -> list[Problem]:
     known = set(defaults) | set(aliases) | params
     problems: list[Problem] = []
     for key, value in spec.overrides.items():
+        field = f"custom.{spec.name}.{key}"
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            problems.append(
-                Problem(spec.name, key, f"not a field of {cls.__name__} (transformers {version}){hint}")
-            )
+            problems.append(Problem(field, f"not a field of {cls.__name__} (transformers {version}){hint}"))
             continue
-        default = defaults.get(aliases.get(key, key))
-        problem = _type_problem(key, value, default)
+        problem = _type_problem(key, value, defaults.get(aliases.get(key, key)))
         if problem:
-            problems.append(Problem(spec.name, key, problem))
-    if problems:
+            problems.append(Problem(field, problem))
+    return problems
+
+
+@functools.lru_cache(maxsize=1)
+def _transformers_names() -> frozenset[str]:
+    """Every name transformers exports (its lazy module lists them without importing them;
+    slow enough, half a second, to ask once)."""
+    import transformers
+
+    return frozenset(dir(transformers))
+
+
+def model_problems(spec: ModelSpec, shrink: bool, offline: bool) -> list[Problem]:
+    """What transformers says is wrong with a model as the matrix gives it (imported here).
+    `offline`: the cells build it from its config (random weights), so the config, its
+    ranges and its processor class count; a hub checkpoint brings its own."""
+    import transformers
+    from transformers import CONFIG_MAPPING, AutoConfig
+
+    from suite.measure.models import build_config
+
+    version = transformers.__version__
+    home = f"models.{spec.base or spec.name}"
+    problems = _class_problems(spec, offline, _transformers_names(), version)
+    if not spec.model_type:
         return problems
     try:
-        build_config(spec, shrink)
+        defaults_obj = AutoConfig.for_model(spec.model_type)
+    except Exception:  # an unknown model_type
+        close = difflib.get_close_matches(spec.model_type, sorted(CONFIG_MAPPING.keys()), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return [
+            Problem(f"{home}.model_type", f"{spec.model_type!r} is unknown to transformers {version}{hint}")
+        ]
+    if not offline:
+        return problems
+    cls = type(defaults_obj)
+    defaults = defaults_obj.to_dict()
+    problems += _override_problems(spec, cls, defaults, version)
+    values = deep_merge(spec.config, spec.smoke.get("config", {})) if shrink else dict(spec.config)
+    problems += [
+        Problem(_origin(spec, shrink, path), problem)
+        for path, problem in limits.range_problems(values, defaults)
+    ]
+    if problems:
+        return problems
+    where = f"custom.{spec.name}" if spec.base else f"{home}.config"
+    try:
+        config = build_config(spec, shrink)
+        if callable(getattr(config, "validate", None)):  # transformers 5: the class's own validators
+            config.validate()
     except Exception as exc:
         first = first_line(str(exc), type(exc).__name__)
-        problems.append(Problem(spec.name, "", f"{cls.__name__} rejects the overrides: {first}"))
+        return [Problem(where, f"{cls.__name__} rejects the configuration: {first}")]
+    problems = []
+    for heads, width, problem in limits.head_problems(config.to_dict()):
+        # name the one this custom configuration changed, if it changed one
+        fields = [_origin(spec, shrink, heads), _origin(spec, shrink, width)]
+        problems.append(Problem(next((f for f in fields if f.startswith("custom.")), fields[0]), problem))
     return problems
 
 
 def main() -> int:
-    """Child side: JSON [{spec, shrink}] on stdin -> {"problems": [...]} on stdout."""
+    """Child side: JSON [{spec, shrink, offline}] on stdin -> {"problems": [...]} on stdout."""
     items = json.loads(sys.stdin.read())
     try:
         import transformers  # noqa: F401
@@ -117,7 +191,7 @@ def main() -> int:
     for item in items:
         raw = item["spec"]
         spec = ModelSpec(**{**raw, "text_queries": tuple(raw["text_queries"])})
-        problems += config_problems(spec, bool(item["shrink"]))
+        problems += model_problems(spec, bool(item["shrink"]), bool(item["offline"]))
     print(json.dumps({"problems": [asdict(p) for p in problems]}))
     return 0
 

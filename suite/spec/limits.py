@@ -143,18 +143,17 @@ def _stage_pairs(width: object, heads: object) -> list[tuple[int, int]]:
     return []
 
 
-def head_problems(config: Mapping[str, object], path: str = "") -> list[tuple[str, str]]:
-    """(dotted heads field, problem) wherever a width does not split into its heads, in a
-    config's plain data (`to_dict()`) and its sub-configs."""
-    out: list[tuple[str, str]] = []
+def head_problems(config: Mapping[str, object], path: str = "") -> list[tuple[str, str, str]]:
+    """(dotted heads field, dotted width field, problem) wherever a width does not split
+    into its heads, in a config's plain data (`to_dict()`) and its sub-configs."""
+    out: list[tuple[str, str, str]] = []
     if "head_dim" not in config:
         for width_key, heads_key in WIDTH_HEADS:
             width, heads = config.get(width_key), config.get(heads_key)
             for w, h in _stage_pairs(width, heads):
                 if h > 0 and w % h:
-                    out.append(
-                        (f"{path}{heads_key}", f"{heads} heads do not divide {width_key} {width} ({w} / {h})")
-                    )
+                    problem = f"{heads} heads do not divide {width_key} {width} ({w} / {h})"
+                    out.append((f"{path}{heads_key}", f"{path}{width_key}", problem))
                     break
     for key, value in config.items():
         if isinstance(value, Mapping):
