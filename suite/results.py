@@ -13,7 +13,7 @@ import io
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,6 +189,30 @@ def one_line(text: str, limit: int = 300) -> str:
 def key_of(row: Mapping[str, object]) -> tuple[str, ...]:
     """The resume key of a row (or of a cell's row-to-be), as strings."""
     return tuple(format_value(row.get(col)) for col in KEY_COLUMNS)
+
+
+def one_per_cell(
+    rows: Sequence[Mapping[str, object]], columns: Sequence[str]
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Which row of a cell to keep when it has several (the same cell in two runs, a row
+    recorded twice): an ok row beats a failed one, then the later `started_at`, then the
+    later row. The merge (suite.report.load, cells across runs) and the resume
+    (suite.run.resume, cells of one raw CSV) both decide with this; `columns` say what one
+    cell is. Returns the kept rows' indices in input order, and (dropped, kept instead)
+    index pairs in the order of the rule (least preferred first)."""
+
+    def rank(i: int) -> tuple[bool, str, int]:
+        return rows[i].get("status") == OK, str(rows[i].get("started_at") or ""), i
+
+    best: dict[tuple[object, ...], int] = {}
+    for i, row in enumerate(rows):
+        key = tuple(row.get(c) for c in columns)
+        if key not in best or rank(i) > rank(best[key]):
+            best[key] = i
+    kept = sorted(best.values())
+    winner = {i: best[tuple(row.get(c) for c in columns)] for i, row in enumerate(rows)}
+    dropped = sorted((i for i in winner if winner[i] != i), key=rank)
+    return kept, [(i, winner[i]) for i in dropped]
 
 
 @dataclass
