@@ -10,9 +10,11 @@ file races with the next runner taking it); it holds only who has it, for the me
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import socket
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -33,11 +35,22 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by workers
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # not inherited by workers; a symbolic link is refused (the suite makes none)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            link = exc.errno == errno.ELOOP and self.path.is_symlink()
+            raise self._damaged("it is a symbolic link" if link else exc.strerror or str(exc)) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise self._damaged("not a regular file")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):  # e.g. a file system without locks
+                os.close(fd)
+                raise self._damaged(f"cannot be locked ({exc.strerror or exc})") from None
             holder = self._holder(fd)
             os.close(fd)
             raise UsageError(
@@ -45,11 +58,20 @@ class RunLock:
                 f"{self.csv_path} is being written by another run"
                 f"{f' ({holder})' if holder else ''}; wait for it to end, or use another --run-id",
             ) from None
-        os.ftruncate(fd, 0)
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode())
+        with contextlib.suppress(OSError):  # who holds it is for messages only: a full disk may refuse
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode())
         self._fd = fd
         return self
+
+    def _damaged(self, why: str) -> UsageError:
+        """The lock file cannot be used (a folder or a link in its place, no permission):
+        no run can safely write this CSV until it is moved away."""
+        return UsageError(
+            "--run-id",
+            f"cannot use the lock file {self.path}: {why}; move it away, or use another --run-id",
+        )
 
     @staticmethod
     def _holder(fd: int) -> str:

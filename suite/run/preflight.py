@@ -34,6 +34,8 @@ def probe(device: str, python: str = sys.executable) -> provenance.Environment:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=300, check=False)
     except subprocess.TimeoutExpired:
         raise UsageError("env", "probing the environment took over 300 s") from None
+    except OSError as exc:  # the worker's Python cannot even start: no cell could
+        raise UsageError("env", f"cannot start {python}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
         last = last_line(proc.stderr, "(no output)").removeprefix("suite env: error: ")
         if last.startswith("--device: "):
@@ -174,6 +176,8 @@ def _run_child(payload: str) -> list[Problem] | None:
     except subprocess.TimeoutExpired:
         print(f"suite: warning: checking the models took over {CHECK_TIMEOUT_S} s", file=sys.stderr)
         return None
+    except OSError as exc:  # the workers' Python cannot even start: no cell could
+        raise UsageError("env", f"cannot start {sys.executable}: {exc.strerror or exc}") from None
     lines = proc.stdout.strip().splitlines()
     try:
         answer = json.loads(lines[-1]) if lines else None
