@@ -60,12 +60,18 @@ def _raw_file(run: Path) -> str:
 
 def _logs_file(run: Path) -> str:
     (run / "logs").write_text("")
-    return f"--run-id: cannot write results to {run / 'logs' / NAME[:-4]}: Not a directory{HINT}"
+    return f"--run-id: cannot write results to {run / 'logs'}: it is a file, not a folder{HINT}"
 
 
 def _scratch_file(run: Path) -> str:
     (run / ".scratch").write_text("")
-    return f"--run-id: cannot write results to {run / '.scratch' / NAME[:-4]}: Not a directory{HINT}"
+    return f"--run-id: cannot write results to {run / '.scratch'}: it is a file, not a folder{HINT}"
+
+
+def _log_folder_file(run: Path) -> str:
+    (run / "logs").mkdir()
+    (run / "logs" / NAME[:-4]).write_text("")  # the folder of this build's logs: found after the probe
+    return f"--run-id: cannot write results to {run / 'logs' / NAME[:-4]}: it is a file, not a folder{HINT}"
 
 
 def _superseded_file(run: Path) -> str:
@@ -80,15 +86,16 @@ DAMAGE: dict[str, Callable[[Path], str]] = {
     "raw is a file": _raw_file,
     "logs is a file": _logs_file,
     "scratch is a file": _scratch_file,
+    "this build's log folder is a file": _log_folder_file,
     "superseded is a file": _superseded_file,
 }
 
 
 @pytest.mark.parametrize("case", list(DAMAGE))
 def test_a_damaged_run_folder_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
-    monkeypatch.setattr(
-        preflight, "probe", lambda device, python=None: stub_environment(torch_version="9.9.9")
-    )
+    environment = stub_environment(torch_version="9.9.9")
+    probed: list[str] = []
+    monkeypatch.setattr(preflight, "probe", lambda device, python=None: probed.append(device) or environment)
     started: list[object] = []
     monkeypatch.setattr(launch, "run_worker", lambda *a, **k: started.append(a))
     run = tmp_path / "r"
@@ -102,6 +109,8 @@ def test_a_damaged_run_folder_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     assert code == 2, err.getvalue()
     assert err.getvalue().strip().splitlines() == [f"suite run: error: {expected}"]
     assert not started
+    if case in ("raw is a file", "logs is a file", "scratch is a file"):
+        assert not probed  # seen before the probe and the model check: in a moment
     if csv_path.is_file():
         assert csv_path.read_bytes() == before
 

@@ -63,6 +63,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
+    if args.run_id:  # a damaged run folder is found in a moment, before the slower checks
+        preflight.check_run_folder(args.out / args.run_id)
     filters = filters_of(args)
     if args.build:
         pick_build(matrix, args.build)

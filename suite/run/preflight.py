@@ -62,13 +62,17 @@ def resolve_build(matrix: Matrix, requested: str | None, env: provenance.Environ
     return matching[0] if len(matching) == 1 else slug(f"torch{env.torch_version}")
 
 
-def check_writable(folder: Path, where: str = "--out", hint: str = "") -> None:
-    """Fail before any cell runs if results cannot be written to `folder` (made if missing):
-    a file in its place, a folder that takes no file, no space for a name."""
+RUN_FOLDER_HINT = "move it away, or use another --run-id"
+
+
+def check_writable(folder: Path, where: str = "--out", hint: str = "", create: bool = True) -> None:
+    """Fail before any cell runs if results cannot be written to `folder`: a file in its
+    place, a folder that takes no file. `create`: make it if missing (else a missing one
+    passes, and nothing is made: a quick look before the slower checks)."""
     problem = ""
     if folder.exists() and not folder.is_dir():
         problem = "it is a file, not a folder"
-    else:
+    elif create or folder.is_dir():
         try:
             folder.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
@@ -77,6 +81,13 @@ def check_writable(folder: Path, where: str = "--out", hint: str = "") -> None:
             problem = exc.strerror or str(exc)
     if problem:
         raise UsageError(where, f"cannot write results to {folder}: {problem}{f'; {hint}' if hint else ''}")
+
+
+def check_run_folder(run_dir: Path, create: bool = False) -> None:
+    """A run folder being resumed: `raw/`, `logs/` and `.scratch/` take files (the runner
+    looks again, creating them, once the probe has named the CSV and its lock)."""
+    for folder in (run_dir, run_dir / "raw", run_dir / "logs", run_dir / ".scratch"):
+        check_writable(folder, "--run-id", RUN_FOLDER_HINT, create=create)
 
 
 def _mb(value: float) -> str:

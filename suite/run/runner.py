@@ -96,7 +96,7 @@ def run_cells(
     report = RunReport(csv=paths.csv)
     resume_hint = f"the rows recorded so far are safe; run again with --run-id {run_id} to resume"
     for folder in (paths.csv.parent, paths.logs, paths.scratch):  # a damaged run folder: one line
-        preflight.check_writable(folder, "--run-id", "move it away, or use another --run-id")
+        preflight.check_writable(folder, "--run-id", preflight.RUN_FOLDER_HINT)
     with RunLock(paths.csv):
         state = resume.prepare(paths.csv, keep_failed)
         if banner:
