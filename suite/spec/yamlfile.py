@@ -45,10 +45,8 @@ def read_text(path: Path) -> str:
 def load_yaml(path: Path) -> object:
     """The file's data (None for an empty file); UsageError for anything refused."""
     file = str(path)
-    text = read_text(path)
-    loader = yaml.SafeLoader(text)
+    loader = _Loader(read_text(path))
     try:
-        _check_nesting(text, file)
         node = loader.get_single_node()
         if node is None:
             return None
@@ -59,32 +57,33 @@ def load_yaml(path: Path) -> object:
         where = f"{file}:{mark.line + 1}" if mark else file
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise UsageError(where, f"not valid YAML: {problem}") from None
-    except RecursionError:  # PyYAML's composer recurses per level, before our own check
-        raise UsageError(file, f"nested too deeply (more than {MAX_NESTING} levels)") from None
+    except _TooDeep as exc:
+        raise UsageError(f"{file}:{exc.line}", f"nested more than {MAX_NESTING} levels deep") from None
     except (ValueError, OverflowError) as exc:  # e.g. an integer of over 4300 digits
         raise UsageError(file, f"not valid YAML: {first_line(str(exc), type(exc).__name__)}") from None
     finally:
         loader.dispose()
 
 
-def _check_nesting(text: str, file: str) -> None:
-    """Nesting depth from the event stream (iterative), before PyYAML's composer recurses
-    once per level: `[[[[...` then ends in one line at once, not in a slow RecursionError."""
-    events = yaml.SafeLoader(text)
-    depth = 0
-    try:
-        while events.check_event():
-            event = events.get_event()
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > MAX_NESTING:
-                    raise UsageError(
-                        f"{file}:{event.start_mark.line + 1}", f"nested more than {MAX_NESTING} levels deep"
-                    )
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-    finally:
-        events.dispose()
+class _TooDeep(Exception):
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, whose composer (recursive, a level per call) stops at
+    MAX_NESTING levels: `[[[[...` ends in one line at once, not in a RecursionError."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING + 1:  # the document's own node is level 0
+                raise _TooDeep(self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _line(node: yaml.Node) -> int:
