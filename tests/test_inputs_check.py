@@ -46,7 +46,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
         ("truncated", "not an image pillow can read (image file is truncated"),
         ("text", "not an image pillow can read (cannot identify image file"),
         ("empty", "not an image pillow can read"),
-        ("folder", "no such file"),
+        ("folder", "not a file"),
     ],
 )
 @pytest.mark.parametrize("verb", ["plan", "run"])

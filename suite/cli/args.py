@@ -219,9 +219,12 @@ def filters_of(args: argparse.Namespace) -> object:
     if args.timeout:
         overrides["timeout_s"] = float(args.timeout)
     if args.image:
-        # a local file is checked with the cells (suite.run.preflight.check_image: is it an image?)
+        from suite.run.preflight import check_image
+
         is_url = args.image.startswith(("http://", "https://"))
         overrides["image"] = ImageSpec(url=args.image if is_url else "", path="" if is_url else args.image)
+        if not is_url:  # a file pillow reads, found where the worker looks (before anything else)
+            check_image(overrides["image"], "--image", offline=False)
     return Filters(
         models=tuple(args.models) if args.models is not None else None,
         batch_sizes=args.batch_sizes,

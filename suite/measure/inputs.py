@@ -51,8 +51,10 @@ def image_problem(path: str) -> str:
     except ImportError:  # no pillow here: the workers report it in their rows
         return ""
     resolved = _resolve_local(path)
-    if not resolved.is_file():
+    if not resolved.exists():
         return f"{path}: no such file (looked in the working folder and in {REPO_ROOT})"
+    if not resolved.is_file():  # a folder, a device, a pipe (which would block a reader)
+        return f"{path}: not a file"
     try:
         with warnings.catch_warnings():  # a very large image: its error says so, no warning
             warnings.simplefilter("ignore")

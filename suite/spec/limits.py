@@ -116,10 +116,13 @@ def range_problems(
     return out
 
 
-# Attention splits a width into heads: (width field, heads field) pairs that the model
-# classes of the guide's families (ViT, BEiT, CLIP/OwlViT, DETR, SegFormer, Swin,
-# Mask2Former) require to divide. Lists pair up stage by stage; Swin's `embed_dim` doubles
-# at each stage. A config that sets `head_dim` itself does not split its width.
+# Attention splits a width into heads: (width field, heads field) pairs. transformers 4.x
+# (the stable images' 4.31) refuses to build the guide's families (ViT, BEiT, CLIP/OwlViT,
+# DETR, SegFormer, Swin, Mask2Former/MaskFormer) when the heads do not divide the width;
+# 5.x builds ViT-style attention heads x (width // heads) wide, narrower than the model.
+# Either way it is not the model the matrix describes, nor the same one in every build, so
+# the rule holds under every transformers. Lists pair up stage by stage; Swin's `embed_dim`
+# doubles at each stage. A config that sets `head_dim` itself does not split its width.
 WIDTH_HEADS: tuple[tuple[str, str], ...] = (
     ("hidden_size", "num_attention_heads"),
     ("hidden_sizes", "num_attention_heads"),

@@ -45,8 +45,10 @@ def read_text(path: Path) -> str:
 def load_yaml(path: Path) -> object:
     """The file's data (None for an empty file); UsageError for anything refused."""
     file = str(path)
-    loader = _Loader(read_text(path))
+    text = read_text(path)
+    loader = None
     try:
+        loader = _Loader(text)  # its reader refuses control characters at once
         node = loader.get_single_node()
         if node is None:
             return None
@@ -62,7 +64,8 @@ def load_yaml(path: Path) -> object:
     except (ValueError, OverflowError) as exc:  # e.g. an integer of over 4300 digits
         raise UsageError(file, f"not valid YAML: {first_line(str(exc), type(exc).__name__)}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 class _TooDeep(Exception):
