@@ -39,8 +39,8 @@ def custom(**overrides: object) -> ModelSpec:
 def test_every_shipped_model_passes(name: str, shrink: bool) -> None:
     """No false alarm on the guide's models, full size or shrunk, built offline or from the hub."""
     spec = MATRIX.models[name]
-    assert model_problems(spec, shrink, offline=True) == []
-    assert model_problems(spec, shrink, offline=False) == []
+    assert model_problems(spec, shrink, from_config=True) == []
+    assert model_problems(spec, shrink, from_config=False) == []
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_every_shipped_model_passes(name: str, shrink: bool) -> None:
     ],
 )  # fmt: skip
 def test_problems_name_the_field(spec: ModelSpec, shrink: bool, field: str, message: str) -> None:
-    problems = model_problems(spec, shrink, offline=True)
+    problems = model_problems(spec, shrink, from_config=True)
     assert problems, "not caught"
     assert problems[0].field == field and message in problems[0].message, problems
 
@@ -83,9 +83,9 @@ def test_problems_name_the_field(spec: ModelSpec, shrink: bool, field: str, mess
 def test_zero_is_allowed_where_the_class_itself_uses_it() -> None:
     """ViTDet's `window_size` is 0 by default (global attention): 0 is a setting there, -1 is not."""
     spec = ModelSpec(name="D", task="Image Classification", model_type="vitdet", config={"window_size": 0})
-    assert model_problems(spec, False, offline=True) == []
+    assert model_problems(spec, False, from_config=True) == []
     bad = replace(spec, config={"window_size": -1})
-    assert model_problems(bad, False, offline=True) == [
+    assert model_problems(bad, False, from_config=True) == [
         Problem("models.D.config.window_size", "must be >= 0 (it counts or sizes something), got -1")
     ]
 
@@ -93,9 +93,9 @@ def test_zero_is_allowed_where_the_class_itself_uses_it() -> None:
 def test_a_hub_checkpoint_is_not_checked_for_its_config() -> None:
     """With pretrained weights the checkpoint brings its config: only the names are checked."""
     spec = replace(VIT, config={**VIT.config, "num_hidden_layers": 0})
-    assert model_problems(spec, False, offline=False) == []
+    assert model_problems(spec, False, from_config=False) == []
     assert (
-        model_problems(replace(spec, model_type="vitt"), False, offline=False)[0].field
+        model_problems(replace(spec, model_type="vitt"), False, from_config=False)[0].field
         == "models.ViT.model_type"
     )
 

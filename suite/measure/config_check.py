@@ -78,15 +78,14 @@ def _origin(spec: ModelSpec, shrink: bool, path: str) -> str:
     return f"{home}.config.{path}"
 
 
-def _class_problems(spec: ModelSpec, offline: bool, names: frozenset[str], version: str) -> list[Problem]:
-    """The model class, and offline the processor class, exist in this transformers
-    (looked up by name: importing them would import torch)."""
+def _class_problems(spec: ModelSpec, from_config: bool, names: frozenset[str], version: str) -> list[Problem]:
+    """The model class (and, for a model built from its config, the processor class) exist in
+    this transformers: looked up by name, since importing them would import torch."""
     home = f"models.{spec.base or spec.name}"
     wanted = [(f"{home}.class" if spec.model_class else f"{home}.task", spec.auto_class)]
-    processor = spec.processor.get("class") if offline else None
-    if isinstance(processor, str) and processor:
-        where = f"custom.{spec.name}.processor.class" if spec.base and "class" in spec.overrides else ""
-        wanted.append((where or f"{home}.processor.class", processor))
+    processor = spec.processor.get("class") if from_config else None
+    if isinstance(processor, str) and processor:  # a custom configuration's comes from its base
+        wanted.append((f"{home}.processor.class", processor))
     problems = []
     for field, name in wanted:
         if name not in names:
@@ -130,9 +129,9 @@ def _transformers_names() -> frozenset[str]:
     return frozenset(dir(transformers))
 
 
-def model_problems(spec: ModelSpec, shrink: bool, offline: bool) -> list[Problem]:
+def model_problems(spec: ModelSpec, shrink: bool, from_config: bool) -> list[Problem]:
     """What transformers says is wrong with a model as the matrix gives it (imported here).
-    `offline`: the cells build it from its config (random weights), so the config, its
+    `from_config`: the cells build it from its config (random weights), so the config, its
     ranges and its processor class count; a hub checkpoint brings its own."""
     import transformers
     from transformers import CONFIG_MAPPING, AutoConfig
@@ -141,7 +140,7 @@ def model_problems(spec: ModelSpec, shrink: bool, offline: bool) -> list[Problem
 
     version = transformers.__version__
     home = f"models.{spec.base or spec.name}"
-    problems = _class_problems(spec, offline, _transformers_names(), version)
+    problems = _class_problems(spec, from_config, _transformers_names(), version)
     if not spec.model_type:
         return problems
     try:
@@ -152,7 +151,7 @@ def model_problems(spec: ModelSpec, shrink: bool, offline: bool) -> list[Problem
         return [
             Problem(f"{home}.model_type", f"{spec.model_type!r} is unknown to transformers {version}{hint}")
         ]
-    if not offline:
+    if not from_config:
         return problems
     cls = type(defaults_obj)
     defaults = defaults_obj.to_dict()
@@ -185,17 +184,17 @@ def model_problems(spec: ModelSpec, shrink: bool, offline: bool) -> list[Problem
 
 
 def check_items(items: list[dict[str, Any]]) -> list[Problem]:
-    """The problems of every model in the parent's payload ([{spec, shrink, offline}])."""
+    """The problems of every model in the parent's payload ([{spec, shrink, from_config}])."""
     problems: list[Problem] = []
     for item in items:
         raw = item["spec"]
         spec = ModelSpec(**{**raw, "text_queries": tuple(raw["text_queries"])})
-        problems += model_problems(spec, bool(item["shrink"]), bool(item["offline"]))
+        problems += model_problems(spec, bool(item["shrink"]), bool(item["from_config"]))
     return problems
 
 
 def main() -> int:
-    """Child side: JSON [{spec, shrink, offline}] on stdin -> {"problems": [...]} on stdout."""
+    """Child side: JSON [{spec, shrink, from_config}] on stdin -> {"problems": [...]} on stdout."""
     items = json.loads(sys.stdin.read())
     try:
         import transformers  # noqa: F401

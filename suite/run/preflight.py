@@ -83,11 +83,12 @@ def check_writable(folder: Path, where: str = "--out", hint: str = "", create: b
         raise UsageError(where, f"cannot write results to {folder}: {problem}{f'; {hint}' if hint else ''}")
 
 
-def check_run_folder(run_dir: Path, create: bool = False) -> None:
-    """A run folder being resumed: `raw/`, `logs/` and `.scratch/` take files (the runner
-    looks again, creating them, once the probe has named the CSV and its lock)."""
+def check_run_folder(run_dir: Path) -> None:
+    """A run folder being resumed: `raw/`, `logs/` and `.scratch/` take files, where they are
+    there (nothing is made: the runner looks again, creating them, once the probe has named
+    the CSV and its lock)."""
     for folder in (run_dir, run_dir / "raw", run_dir / "logs", run_dir / ".scratch"):
-        check_writable(folder, "--run-id", RUN_FOLDER_HINT, create=create)
+        check_writable(folder, "--run-id", RUN_FOLDER_HINT, create=False)
 
 
 def _mb(value: float) -> str:
@@ -128,7 +129,7 @@ def check_models(matrix: Matrix, cells: Iterable[Cell]) -> None:
             {
                 "spec": asdict(cell.model),
                 "shrink": cell.settings.shrink,
-                "offline": cell.settings.weights == "random",
+                "from_config": cell.settings.weights == "random",
             },
             default=str,
         )
