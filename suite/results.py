@@ -39,6 +39,7 @@ class Column:
     cell: int = 0  # place in the key that matches a cell across runs (merge, compare); 0: not in it
     choices: tuple[str, ...] = ()  # the values allowed besides empty, where the set is closed
     doc: str = ""
+    nonfinite: bool = False  # a NUMBER that may be `nan` or `inf` (measured so); elsewhere: empty
 
 
 def _timed(name: str, unit: str = "ms", positive: bool = True, required: str = "", doc: str = "") -> Column:
@@ -78,7 +79,7 @@ TABLE: tuple[Column, ...] = (
     _timed("compile_s", unit="s", positive=False),
     Column("graph_breaks", INT, timing=True),
     Column("recompiles", INT, timing=True),
-    _timed("max_abs_diff", unit="", positive=False),
+    Column("max_abs_diff", NUMBER, timing=True, nonfinite=True, doc="nan / inf: in compiled outputs only"),
     Column("accuracy", timing=True, choices=(PASS, FAIL)),
     Column("peak_mem_mb", NUMBER, "MB"),
     Column("params_m", NUMBER, "M"),
@@ -95,13 +96,20 @@ TABLE: tuple[Column, ...] = (
     Column("started_at"),
     Column("wall_s", NUMBER, "s"),
     # the suite's extras
-    Column("warmup", INT, contract=False, doc="warm-up iterations per timed function"),
+    Column(
+        "warmup",
+        INT,
+        contract=False,
+        doc="warm-up calls that ran (untimed) before the timed ones: an eager cell's eager function's, "
+        "a compiled cell's compiled function's after its compiling first call; empty unless ok",
+    ),
     Column("tolerance", NUMBER, contract=False, doc="accuracy tolerance of the pass/fail check"),
     Column(
         "compile_cache", contract=False, doc="cold (fresh inductor/triton cache per cell) or run (shared)"
     ),
     Column("variant", contract=False, cell=9, doc='"smoke" for a shrunk model; "custom of <base>"'),
     Column("input_source", contract=False, doc="which image fed the model (URL or file name)"),
+    Column("torch_cuda_build", contract=False, doc="torch.version.cuda, CPU runs too (cuda_version: empty)"),
     Column("cpu_name", contract=False, doc="host CPU model (latency on CPU, launch overhead on GPU)"),
     Column("torch_threads", INT, contract=False, doc="torch.get_num_threads() in the worker"),
     Column("host_load", NUMBER, contract=False, doc="1-minute load average as the cell ended: contention"),
@@ -149,6 +157,10 @@ FAILED_STATUSES: tuple[str, ...] = tuple(s.name for s in STATUS_TABLE if s.faile
 DONE_STATUSES: frozenset[str] = frozenset(s.name for s in STATUS_TABLE if s.done)
 STATUS_WORDS: dict[str, str] = {s.name: s.word for s in STATUS_TABLE}
 
+# How a column with `nonfinite` writes (and readers accept) a measured NaN or infinity.
+NONFINITE_WORDS: tuple[str, ...] = ("nan", "inf", "-inf")
+NONFINITE_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if c.nonfinite)
+
 _SLUG_RE = re.compile(r"[^a-z0-9.]+")
 
 
@@ -177,6 +189,14 @@ def format_value(value: object) -> str:
             return ""
         return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.1f}"
     return one_line(str(value))
+
+
+def format_cell(column: str, value: object) -> str:
+    """`format_value`, but a `nonfinite` column's NaN or infinity reads `nan`, `inf`: compiled
+    outputs that turned NaN must not read as "not measured"."""
+    if column in NONFINITE_COLUMNS and isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return format_value(value)
 
 
 def one_line(text: str, limit: int = 300) -> str:
@@ -279,7 +299,7 @@ def read_rows(path: Path) -> ReadResult:
 
 def _encode(row: Mapping[str, object], columns: Iterable[str]) -> str:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow([format_value(row.get(c)) for c in columns])
+    csv.writer(buf, lineterminator="\n").writerow([format_cell(c, row.get(c)) for c in columns])
     return buf.getvalue()
 
 

@@ -1,11 +1,15 @@
-"""What several test files share: the tiny matrix and `suite run` on it, a stub environment,
-and the end-to-end tests' checks of a measured row."""
+"""What several test files share: `python -m suite`, the tiny matrix and `suite run` on it, a
+stub environment and a stub worker, and the end-to-end tests' checks of a measured row."""
 
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,48 @@ def tiny_run_cmd(out: Path, run_id: str, *args: str) -> list[str]:
     """`python -m suite run` of the tiny matrix's `tiny` profile on the CPU."""
     return [sys.executable, "-m", "suite", "run", "--matrix", str(TINY), "--profile", "tiny",
             "--device", "cpu", "--out", str(out), "--run-id", run_id, *args]  # fmt: skip
+
+
+def suite_cli(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    """`python -m suite ARGS` from the repository, with no fault injected."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("SUITE_FAULT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "suite", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@dataclass(frozen=True)
+class SmokeRun:
+    """The smoke profile run on this CPU: `suite run --profile smoke --run-id e2e`."""
+
+    out: Path  # the --out folder; the run's own is out / run_id
+    run_id: str
+    stderr: str  # what `suite run` printed (progress lines)
+
+    @property
+    def folder(self) -> Path:
+        return self.out / self.run_id
+
+    def copy_to(self, out: Path) -> Path:
+        """A copy of the run under `out` (same run id), for a test that writes into it."""
+        shutil.copytree(self.folder, out / self.run_id)
+        return out / self.run_id
+
+
+def examples(count: int) -> int:
+    """Hypothesis examples for a test written for `count` under Hypothesis' own default of 100,
+    scaled by the profile tests/conftest.py loaded (`ci` 25: a quarter; `thorough` 1000: ten
+    times as many)."""
+    from hypothesis import settings
+
+    return max(1, count * settings.default.max_examples // 100)
 
 
 def stub_environment(**fields: Any) -> Environment:
@@ -63,3 +109,43 @@ def check_speedup(row: Mapping[str, str], label: str) -> None:
     assert num(row, "compile_s") > 0, label
     assert int(row["graph_breaks"]) >= 0, label
     assert int(row["recompiles"]) == 0, f"{label}: recompiled while being timed"
+
+
+# Stands in for `python -m suite.measure.worker CELL RESULT DEVICE` ($3 = CELL, $4 = RESULT), for
+# tests of the runner that need no torch (tests/test_kill_resume.py, test_shard_simulation.py).
+# TinyViT at batch 2 always fails without a result (an error row, re-run on each resume);
+# an ok result names the runner that started the stub ($PPID), so a result handed to
+# the wrong run would show. For the orphan test: STUB_WAIT_FOR holds the result back until
+# that file exists, STUB_MARK is written after the result; STUB_SLOW_FAIL (a cell pattern)
+# touches STUB_STARTED, waits for STUB_FAIL_AFTER, then fails without a result. A compiled cell's
+# result has a speed-up, as the real worker's does (merged tables and plots need one).
+STUB_WORKER = """#!/bin/sh
+wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; }
+case "$4" in
+  ${STUB_SLOW_FAIL:-none}) : > "$STUB_STARTED"; wait_for "$STUB_FAIL_AFTER"; exit 1 ;;
+esac
+if [ -n "$STUB_WAIT_FOR" ]; then echo "stub: waiting"; wait_for "$STUB_WAIT_FOR"; fi
+sleep "${STUB_SLEEP:-0.1}"
+case "$4" in
+  *tinyvit-bs2-*) echo "stub: failing on purpose"; exit 1 ;;
+esac
+printf '{"status": "ok", "error": "", "iterations": 5, "mean_ms": 1.0, "median_ms": 1.0, ' > "$4.part"
+case "$4" in
+  *-eager-*) ;;
+  *) printf '"eager_median_ms": 2.0, "speedup": 2.0, ' >> "$4.part"
+     printf '"speedup_ci95_low": 1.9, "speedup_ci95_high": 2.1, ' >> "$4.part" ;;
+esac
+printf '"input_source": "%s"}' "$PPID" >> "$4.part" && mv "$4.part" "$4"
+[ -z "$STUB_MARK" ] || echo "$PPID" > "$STUB_MARK"
+"""
+
+# The environment a stub-worker run records (no probe child: nothing imports torch).
+STUB_ENVIRONMENT = stub_environment(gpu_name="stub", torch_version="0.0.0", python_version="3", image="host",
+                                   suite_version="0", cpu_name="stub")  # fmt: skip
+
+
+def write_stub_worker(path: Path) -> Path:
+    """STUB_WORKER as an executable file at `path`: what runner.run_cells(python=...) starts."""
+    path.write_text(STUB_WORKER)
+    path.chmod(0o755)
+    return path

@@ -21,9 +21,13 @@ from suite.results import read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SUITE_BENCH_LOCAL") != "1", reason="opt-in: SUITE_BENCH_LOCAL=1 (downloads torch 2.0.1)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("SUITE_BENCH_LOCAL") != "1",
+        reason="opt-in: SUITE_BENCH_LOCAL=1 (downloads torch 2.0.1)",
+    ),
+]
 
 
 def test_bench_local_runs_both_local_builds_and_merges(tmp_path: Path) -> None:
@@ -48,7 +52,7 @@ def test_bench_local_runs_both_local_builds_and_merges(tmp_path: Path) -> None:
             assert float(row["median_ms"]) > 0
         assert float(rows[1]["speedup"]) > 0 and rows[1]["compile_s"]
     tables = out / "t" / "tables"
-    (stable_vs,) = tables.glob("stable-vs-nightly__*stable-vs-current*.md")
+    (stable_vs,) = tables.glob("stable-vs-current__*.md")  # current is a release: named by its builds
     text = stable_vs.read_text()
     assert "| Image Classification/ViT | 1 |" in text
     assert "stable (torch 2.0.1" in (tables / "tables.md").read_text()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,120 +21,41 @@ from types import ModuleType, SimpleNamespace
 from typing import NoReturn
 
 import pytest
+from fake_docker import (
+    ROOT,
+    assert_no_secrets,
+    calls,
+    expected_user,
+    make_fake,
+    nox,
+    one_error_line,
+    runs,
+)
 
 from suite.errors import UsageError
 from suite.redact import is_secret_name
 from suite.run import docker as containers
-from suite.run import venv
+from suite.run import images, venv
 from suite.spec import load_matrix
 
-ROOT = Path(__file__).resolve().parent.parent
 MATRIX = load_matrix(ROOT / "matrix.yaml")
 TAG = re.compile(r"^torch-compile-suite:([a-z0-9._-]+)-[0-9a-f]{12}$")
-# Planted secrets: their values must never reach a docker argument list or our output.
-PLANTED = {
-    "HF_TOKEN": "hf_PLANTEDtokenVALUE0123456789abcdef",
-    "HUGGING_FACE_HUB_TOKEN": "hf_PLANTEDlegacyTOKEN0123456789",
-    "GH_TOKEN": "ghp_PLANTEDgithubTOKEN0123456789",
-    "MY_SERVICE_KEY": "PLANTED-service-key-0123456789",
-    "AWS_SECRET": "PLANTED/aws/secret/0123456789",
-}
-
-FAKE_DOCKER = r'''#!{python}
-"""A stand-in docker: records its argv as one JSON line, answers like the real one."""
-import json, os, sys
-args = sys.argv[1:]
-with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
-    fh.write(json.dumps(args) + "\n")
-images_file = os.environ["FAKE_DOCKER_IMAGES"]
-images = set(open(images_file).read().split()) if os.path.exists(images_file) else set()
-if args[:1] == ["version"]:
-    if os.environ.get("FAKE_DOCKER_ENGINE") == "down":
-        print("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
-              "Is the docker daemon running?", file=sys.stderr)
-        sys.exit(1)
-    print("28.2.2")
-elif args[:1] == ["info"]:
-    print(os.environ.get("FAKE_DOCKER_RUNTIMES", '{{"nvidia":{{}},"runc":{{}}}}'))
-elif args[:2] == ["image", "inspect"]:
-    sys.exit(0 if args[-1] in images else 1)
-elif args[:1] == ["build"]:
-    tag = args[args.index("--tag") + 1]
-    with open(images_file, "a") as fh:
-        fh.write(tag + "\n")
-elif args[:1] == ["run"]:
-    probe = args[-4:] == ["suite", "env", "--device", "cuda"]
-    mode = os.environ.get("FAKE_DOCKER_GPU", "ok")
-    if mode == "no-driver":
-        print('docker: Error response from daemon: could not select device driver "" with '
-              "capabilities: [[gpu]].", file=sys.stderr)
-        sys.exit(125)
-    if mode == "no-gpu" and probe:
-        print("suite env: error: --device: --device cuda was asked for, but torch sees no CUDA GPU "
-              "(torch 2.0.1+cu118, built for CUDA 11.8)", file=sys.stderr)
-        sys.exit(2)
-else:
-    print("fake docker: unexpected " + " ".join(args), file=sys.stderr)
-    sys.exit(99)
-'''
-FAKE_SMI = "#!/bin/sh\necho 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-00000000-0000-0000-0000-000000000000)'\n"
 
 
 @pytest.fixture
 def fake(tmp_path: Path) -> SimpleNamespace:
     """A PATH with the fake docker and nvidia-smi, a results folder and an HF cache."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "docker").write_text(FAKE_DOCKER.format(python=sys.executable))
-    (bin_dir / "nvidia-smi").write_text(FAKE_SMI)
-    for exe in bin_dir.iterdir():
-        exe.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_DOCKER", "NOX"))}
-    env.update(PLANTED)
-    env.update(
-        # only the fakes (and this venv): a real docker or nvidia-smi elsewhere must not answer
-        PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent)]),
-        HF_HOME=str(tmp_path / "hf"),
-        FAKE_DOCKER_LOG=str(tmp_path / "docker.log"),
-        FAKE_DOCKER_IMAGES=str(tmp_path / "images.txt"),
-    )
-    return SimpleNamespace(tmp=tmp_path, bin=bin_dir, env=env, out=tmp_path / "results")
-
-
-def nox(fake: SimpleNamespace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run a real nox session of this repository with the fake tools on PATH."""
-    cmd = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args]
-    return subprocess.run(
-        cmd, env={**fake.env, **env}, capture_output=True, text=True, timeout=300, check=False
-    )
-
-
-def calls(fake: SimpleNamespace) -> list[list[str]]:
-    log = Path(fake.env["FAKE_DOCKER_LOG"])
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def runs(fake: SimpleNamespace, what: str = "run") -> list[list[str]]:
-    """The `docker run` calls that run the suite's `run` (or `env`: the GPU probe)."""
-    return [c for c in calls(fake) if c[0] == "run" and what in c[c.index("suite") :]]
-
-
-def expected_user() -> str:
-    return "1000:1000" if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
-
-
-def assert_no_secrets(*texts: str) -> None:
-    for name, value in PLANTED.items():
-        for text in texts:
-            assert value not in text, f"the value of {name} leaked"
+    return make_fake(tmp_path)
 
 
 # --- the happy path ------------------------------------------------------------------------
 
 
 def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: SimpleNamespace) -> None:
+    ca = fake.tmp / "proxy-ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
     proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r1", "--out", str(fake.out),
-               "--profile", "smoke", "--models", "ViT", "--no-merge")  # fmt: skip
+               "--profile", "smoke", "--models", "ViT", "--no-merge", PIP_CERT=str(ca))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     seq = [c[:2] for c in calls(fake)]
     assert seq[:2] == [["version", "--format"], ["info", "--format"]]
@@ -144,7 +64,7 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
     # stable first: bench-nightly also runs whatever stable cells the run lacks
     suite_runs = runs(fake)
     assert [c[c.index("--build") + 1] for c in suite_runs] == ["stable", "nightly"]
-    assert len(runs(fake, "env")) == 2  # one GPU probe per image, before any benchmark
+    assert len(runs(fake, "probe")) == 2  # one GPU probe per image, before any benchmark
 
     stable_build = builds[0]
     tag = stable_build[stable_build.index("--tag") + 1]
@@ -152,6 +72,13 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
     build_args = dict(
         stable_build[i + 1].split("=", 1) for i, a in enumerate(stable_build) if a == "--build-arg"
     )
+    # the OCI provenance labels: the checkout's commit, when; not part of the tag's digest
+    provenance = {k: build_args.pop(k) for k in ("SOURCE_REVISION", "SOURCE_URL", "CREATED")}
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert provenance["SOURCE_REVISION"] == head.stdout.strip()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", provenance["CREATED"])
+    # pip's CA (PIP_CERT) as a BuildKit secret, never a build argument
+    assert stable_build[-3:-1] == ["--secret", f"id=pip_ca,src={ca}"]
     assert build_args == {
         "BUILD_NAME": "stable",
         "TORCH_VERSION": "2.0.1",
@@ -179,7 +106,8 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
 
     run_dir = fake.out / "r1"
     assert suite_runs[0] == [
-        "run", "--rm", "--init", "--pull", "never", "--gpus", "all", "--ipc=host",
+        "run", "--rm", "--init", "--pull", "never", "--name", "suite-r1-stable",
+        "--label", "io.torch-compile-suite.runner=local", "--gpus", "all", "--ipc=host",
         "--user", expected_user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
         "--mount", f"type=bind,source={run_dir},target=/results/r1",
         "--mount", f"type=bind,source={fake.tmp / 'hf'},target=/hf-cache",
@@ -194,7 +122,7 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
 
 
 def test_existing_images_are_not_rebuilt_and_bench_stable_runs_stable_only(fake: SimpleNamespace) -> None:
-    tag = containers.image_tag(MATRIX.builds["stable"], ROOT)
+    tag = images.image_tag(MATRIX.builds["stable"], ROOT)
     Path(fake.env["FAKE_DOCKER_IMAGES"]).write_text(tag + "\n")
     proc = nox(fake, "-s", "bench-stable", "--", "--run-id", "r2", "--out", str(fake.out), "--no-merge")
     assert proc.returncode == 0, proc.stderr
@@ -223,11 +151,11 @@ def test_offline_mode_has_no_network_and_results_as_the_only_writable_mount(fake
     (fake.tmp / "hf").mkdir()
     for spec in ("stable", "nightly"):
         with open(fake.env["FAKE_DOCKER_IMAGES"], "a") as fh:
-            fh.write(containers.image_tag(MATRIX.builds[spec], ROOT) + "\n")
+            fh.write(images.image_tag(MATRIX.builds[spec], ROOT) + "\n")
     proc = nox(fake, "-s", "bench-nightly", "--", "--offline", "--run-id", "r3", "--out", str(fake.out),
                "--no-merge")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    for run in runs(fake) + runs(fake, "env"):
+    for run in runs(fake) + runs(fake, "probe"):
         assert run[run.index("--network") + 1] == "none"
         mounts = [run[i + 1] for i, a in enumerate(run) if a == "--mount"]
         writable = [m for m in mounts if not m.endswith(",readonly")]
@@ -327,13 +255,6 @@ def test_merge_follows_a_full_run(fake: SimpleNamespace, monkeypatch: pytest.Mon
 # --- one-line errors, exit status 2 ---------------------------------------------------------
 
 
-def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
-    assert "Traceback" not in proc.stderr + proc.stdout
-    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
-    assert len(errors) == 1, proc.stderr
-    return errors[0]
-
-
 @pytest.mark.parametrize(
     ("session", "setup", "message"),
     [
@@ -346,7 +267,11 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
         ("bench-nightly", "no-smi", "no NVIDIA GPU found (nvidia-smi not found)"),
         ("bench-nightly", "no-runtime", "Docker has no NVIDIA runtime: install the NVIDIA Container Toolkit"),
         ("bench-nightly", "no-driver", "Docker cannot give the container the GPU (NVIDIA runtime missing"),
-        ("bench-stable", "no-gpu", "--device cuda was asked for, but torch sees no CUDA GPU"),
+        (
+            "bench-stable",
+            "no-gpu",
+            "probe: torch 2.0.1+cu118 sees no GPU (torch.cuda.is_available() is False)",
+        ),
         ("build", "no-docker", "docker is not installed on this machine"),
     ],
 )
@@ -520,8 +445,8 @@ def test_dockerfile_follows_the_container_contract(build) -> None:
     # the others have a default (the substitutes of docs/containers.md, the OCI provenance)
     declared = {line.split()[1].split("=")[0] for kind, line in ins if kind == "ARG"}
     optional = {line.split()[1].split("=")[0] for kind, line in ins if kind == "ARG" and "=" in line}
-    assert declared - optional == set(containers.build_args(build, "tag")) - optional
-    assert set(containers.build_args(build, "tag")) <= declared
+    assert declared - optional == set(images.build_args(build, "tag")) - optional
+    assert set(images.build_args(build, "tag")) <= declared
     assert optional <= OPTIONAL_ARGS, optional - OPTIONAL_ARGS
     assert "COPY suite /opt/suite/suite" in path.read_text()
 
@@ -532,7 +457,7 @@ def test_dockerignore_lets_only_the_suite_into_the_context() -> None:
     assert rules[0] == "*"
     allowed = {r[1:].rstrip("/") for r in rules if r.startswith("!")}
     assert allowed == {"suite", "matrix.yaml", "pyproject.toml", "containers"}
-    assert {name.split("/")[0] for name in containers.CONTEXT_FILES} <= allowed
+    assert {name.split("/")[0] for name in images.CONTEXT_FILES} <= allowed
 
 
 def hadolint() -> str | None:
@@ -569,16 +494,16 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
     for name in ("matrix.yaml", "pyproject.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
     spec = MATRIX.builds["stable"]
-    first = containers.image_tag(spec, tmp_path)
-    assert first == containers.image_tag(spec, ROOT) and TAG.match(first)
+    first = images.image_tag(spec, tmp_path)
+    assert first == images.image_tag(spec, ROOT) and TAG.match(first)
     (tmp_path / "suite" / "measure" / "worker.py").write_text(
         (tmp_path / "suite" / "measure" / "worker.py").read_text() + "\n# x\n"
     )
-    assert containers.image_tag(spec, tmp_path) != first  # the code changed: a new image
+    assert images.image_tag(spec, tmp_path) != first  # the code changed: a new image
     (tmp_path / "suite" / "__pycache__").mkdir(exist_ok=True)
-    second = containers.image_tag(spec, tmp_path)
+    second = images.image_tag(spec, tmp_path)
     (tmp_path / "suite" / "__pycache__" / "x.pyc").write_bytes(b"junk")
-    assert containers.image_tag(spec, tmp_path) == second  # bytecode is not an input
+    assert images.image_tag(spec, tmp_path) == second  # bytecode is not an input
 
 
 def _load_noxfile() -> ModuleType:
@@ -720,6 +645,7 @@ def test_bench_local_installs_torchvision_like_the_image(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stable, nightly = MATRIX.builds["stable"], MATRIX.builds["nightly-current"]
+    monkeypatch.delenv("SUITE_TORCH_BY_VERSION", raising=False)  # CI's tests-stable sets it
     monkeypatch.setattr(venv, "reachable", lambda url: True)
     steps, source = venv.torch_steps(stable, tmp_path)
     assert steps == [["--require-hashes", "--no-deps", "-r", str(tmp_path / "torch-requirement.txt")]]

@@ -4,31 +4,16 @@ its rows say what it is, and the tables list it under its own name next to ViT."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import suite_cli
 
 from suite.results import read_rows
 
-REPO = Path(__file__).resolve().parent.parent
 MODELS = "ViT,ViT-6-layers"
-
-
-def suite(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("SUITE_FAULT", None)
-    return subprocess.run(
-        [sys.executable, "-m", "suite", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=3600,
-        check=False,
-    )
+# one module-scoped run: under xdist its tests stay on one worker (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("custom")]
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +26,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["--models", "ViT-6-layers", "--modes", "default", "--scenarios", "inference", "--keep-failed"],
     )
     for extra in passes:
-        proc = suite(*common, *extra)
+        proc = suite_cli(*common, *extra)
         assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = suite("merge", str(out / "custom"), "--no-plots")
+    proc = suite_cli("merge", str(out / "custom"), "--no-plots")
     assert proc.returncode == 0, proc.stderr
     return out / "custom"
 

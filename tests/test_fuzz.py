@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import stub_environment
+from helpers import examples, stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,9 +28,11 @@ from suite.results import RowWriter
 from suite.run import preflight, runner
 
 
-def fuzz(examples: int) -> settings:
+def fuzz(count: int) -> settings:
     return settings(
-        max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+        max_examples=examples(count),
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
 
 

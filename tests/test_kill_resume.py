@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import stub_environment
+from helpers import STUB_ENVIRONMENT, write_stub_worker
 
 from suite.results import KEY_COLUMNS, key_of, read_rows
 from suite.spec import expand, load_matrix
@@ -31,27 +31,6 @@ from suite.spec import expand, load_matrix
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
 KILLS = 14
-
-# Stands in for `python -m suite.measure.worker CELL RESULT DEVICE` ($3 = CELL, $4 = RESULT).
-# TinyViT at batch 2 always fails without a result (an error row, re-run on each resume);
-# an ok result names the runner that started the stub ($PPID), so a result handed to
-# the wrong run would show. For the orphan test: STUB_WAIT_FOR holds the result back until
-# that file exists, STUB_MARK is written after the result; STUB_SLOW_FAIL (a cell pattern)
-# touches STUB_STARTED, waits for STUB_FAIL_AFTER, then fails without a result.
-STUB = """#!/bin/sh
-wait_for() { n=0; while [ ! -e "$1" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; }
-case "$4" in
-  ${STUB_SLOW_FAIL:-none}) : > "$STUB_STARTED"; wait_for "$STUB_FAIL_AFTER"; exit 1 ;;
-esac
-if [ -n "$STUB_WAIT_FOR" ]; then echo "stub: waiting"; wait_for "$STUB_WAIT_FOR"; fi
-sleep "${STUB_SLEEP:-0.1}"
-case "$4" in
-  *tinyvit-bs2-*) echo "stub: failing on purpose"; exit 1 ;;
-esac
-printf '{"status": "ok", "error": "", "iterations": 5, "mean_ms": 1.0, "median_ms": 1.0, ' > "$4.part"
-printf '"input_source": "%s"}' "$PPID" >> "$4.part" && mv "$4.part" "$4"
-[ -z "$STUB_MARK" ] || echo "$PPID" > "$STUB_MARK"
-"""
 
 DRIVER = """
 import json, sys
@@ -69,9 +48,6 @@ except UsageError as exc:
     print(f"error: {exc}", file=sys.stderr)
     sys.exit(2)
 """
-
-ENVIRONMENT = stub_environment(gpu_name="stub", torch_version="0.0.0", python_version="3", image="host",
-                               suite_version="0", cpu_name="stub")  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -98,7 +74,7 @@ class Sweep:
             str(self.matrix),
             str(self.out),
             str(self.stub),
-            json.dumps(dataclasses.asdict(ENVIRONMENT)),
+            json.dumps(dataclasses.asdict(STUB_ENVIRONMENT)),
         ]
         return subprocess.Popen(
             cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -112,9 +88,7 @@ def sweep(tmp_path: Path) -> Sweep:
     text = text.replace("path: suite/assets/", f"path: {REPO}/suite/assets/")
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(text)
-    stub = tmp_path / "stub-worker"
-    stub.write_text(STUB)
-    stub.chmod(0o755)
+    stub = write_stub_worker(tmp_path / "stub-worker")
     keys = {key_of(c.key_fields("cpu")) for c in expand(load_matrix(matrix), "tiny", "stub")}
     assert len(keys) == 6
     return Sweep(matrix, tmp_path / "out", stub, keys)

@@ -299,7 +299,7 @@ def test_merge_cli_writes_tables_plots_and_index(run: Path, capsys):
     md = sorted(p.name for p in tables.glob("*.md"))
     assert "summary.md" in md and "tables.md" in md
     assert "compile-vs-eager__nvidia-a100-sxm4-80gb__stable__bs1__default.md" in md
-    assert "stable-vs-nightly__nvidia-a100-sxm4-80gb__stable-vs-nightly__default.md" in md
+    assert "stable-vs-nightly__nvidia-a100-sxm4-80gb__default.md" in md  # named by its two builds
     assert "modes__nvidia-a100-sxm4-80gb__stable.md" in md
     assert len(list(tables.glob("*.csv"))) == len(md) - 1  # every table but the index has its CSV
     pngs = sorted(plots.glob("*.png"))
@@ -371,8 +371,8 @@ def test_every_non_stable_build_is_compared_with_the_stable_one(tmp_path: Path):
     loaded = load([write_run(tmp_path / "run", rows)])
     study = Study(loaded.frame, build_kinds(["stable", "current", "nightly"], ROOT / "matrix.yaml", True)[0])
     assert [t.name for t in stable_vs_others(study)] == [
-        "stable-vs-nightly__nvidia-a100-sxm4-80gb__stable-vs-nightly__default",
-        "stable-vs-nightly__nvidia-a100-sxm4-80gb__stable-vs-current__default",
+        "stable-vs-nightly__nvidia-a100-sxm4-80gb__default",
+        "stable-vs-current__nvidia-a100-sxm4-80gb__default",  # a release: not "stable-vs-nightly"
     ]
 
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import stub_environment
+from helpers import examples, stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,7 +93,9 @@ def no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "fsync", lambda fd: None)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data(), keep_failed=st.booleans())
 def test_damaged_csv_is_repaired_or_refused_and_no_row_is_lost(
     data: st.DataObject, keep_failed: bool, tmp_path_factory: pytest.TempPathFactory, no_fsync: None

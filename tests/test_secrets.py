@@ -10,8 +10,10 @@ import io
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -93,6 +95,17 @@ def test_planted_tokens_appear_in_no_output(tmp_path: Path) -> None:
     assert "<redacted:HF_TOKEN>" in streams["run stderr"]  # the progress line's reason
     assert "<redacted:DB_SECRET>" in streams["bad --image stderr"]
     assert "registry.example/suite:<redacted:HF_TOKEN>" in streams["env stdout"]
+
+    # a run that ends removes its lock file; a killed one leaves it (for the next runner to
+    # take over): that file must hold no secret either
+    killed = subprocess.Popen(tiny_run_cmd(out, "killed", "--models", "TinyViT"), env=env, cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while not any(p.read_text().startswith("pid ") for p in (out / "killed").glob("raw/.*.lock")):
+        assert time.monotonic() < deadline and killed.poll() is None, "the run never took its lock"
+        time.sleep(0.05)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
 
     # the merged tables, from the redacted CSV
     err = io.StringIO()

@@ -1,17 +1,26 @@
-"""A fan-out on one machine: each shard of a tiny plan as its own `python -m suite run
---shard i/n` process (as each GitHub Actions job runs one), against one unsharded run.
-The union of the shards' rows must be the unsharded run's rows, cell for cell."""
+"""A fan-out on one machine: each shard of a small plan as its own `suite run --shard i/n`
+process (as each GitHub Actions job runs one), against one unsharded run. The union of the
+shards' rows must be the unsharded run's rows, cell for cell.
+
+What is under test is the sharding (the command line, the selection, the per-shard CSV names,
+the empty shard, the merge), so each process is the real `suite run` with two stand-ins: the
+stub worker of tests/helpers.py answers for each cell, and the environment probe is skipped.
+No torch: the real worker end to end is tests/test_smoke_e2e.py's.
+"""
 
 from __future__ import annotations
 
 import csv
-import importlib.util
+import dataclasses
+import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import STUB_ENVIRONMENT, write_stub_worker
 
 from suite.results import key_of, read_rows
 
@@ -20,6 +29,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SELECTION = ["--profile", "smoke", "--models", "ViT", "--modes", "eager,default"]
 TINY = ["--iterations", "3", "--warmup", "1", "--device", "cpu"]
 SHARDS = 3
+# the runs are module-scoped: under xdist the tests stay on one worker
+pytestmark = pytest.mark.xdist_group("shard-simulation")
+
+# `python -m suite run ARGS`, but the probe returns the stub environment and every worker is
+# the stub (argv: STUB ENVIRONMENT_JSON ARGS...).
+DRIVER = """
+import functools, json, sys
+from suite.cli import main
+from suite.measure.provenance import Environment
+from suite.run import preflight, runner
+stub, environment = sys.argv[1:3]
+preflight.probe = lambda device, python=None: Environment(**json.loads(environment))
+runner.run_cells = functools.partial(runner.run_cells, python=stub)
+sys.exit(main(["run", *sys.argv[3:]]))
+"""
 
 
 @dataclass
@@ -30,12 +54,14 @@ class Runs:
     shard_logs: dict[int, subprocess.CompletedProcess[str]]
 
 
-def suite_run(*args: str) -> subprocess.CompletedProcess[str]:
+def suite_run(stub: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    environment = json.dumps(dataclasses.asdict(STUB_ENVIRONMENT))
     return subprocess.run(
-        [sys.executable, "-m", "suite", "run", *SELECTION, *TINY, *args],
+        [sys.executable, "-c", DRIVER, str(stub), environment, *SELECTION, *TINY, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
         timeout=600,
         check=False,
     )
@@ -44,11 +70,12 @@ def suite_run(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     out = tmp_path_factory.mktemp("fanout")
-    whole = suite_run("--out", str(out), "--run-id", "whole")
+    stub = write_stub_worker(out / "stub-worker")
+    whole = suite_run(stub, "--out", str(out), "--run-id", "whole")
     assert whole.returncode == 0, whole.stderr
     logs = {}
     for i in range(1, SHARDS + 1):
-        logs[i] = suite_run("--out", str(out), "--run-id", "sharded", "--shard", f"{i}/{SHARDS}")
+        logs[i] = suite_run(stub, "--out", str(out), "--run-id", "sharded", "--shard", f"{i}/{SHARDS}")
         assert logs[i].returncode == 0, logs[i].stderr
     return Runs(out, out / "whole", out / "sharded", logs)
 
@@ -98,8 +125,6 @@ def _merge(run_dir: Path, out: Path) -> dict[str, list[list[str]]]:
 
 def test_merged_tables_have_the_same_shape(runs: Runs) -> None:
     """Same tables, same rows and columns; the timings themselves differ from run to run."""
-    if importlib.util.find_spec("suite.merge") is None:
-        pytest.skip("suite.merge is not in this tree yet")
     whole = _merge(runs.whole, runs.out / "merged-whole")
     sharded = _merge(runs.sharded, runs.out / "merged-sharded")
     assert whole and sorted(whole) == sorted(sharded)

@@ -1,23 +1,23 @@
-"""End to end: the smoke profile on this CPU, all 12 architectures, every row checked.
+"""End to end: the smoke profile on this CPU, all 12 architectures, every row checked, then
+merged.
 
-This is the real pipeline (matrix -> cells -> one worker process per cell -> CSV), with
-the repository's matrix.yaml, in whatever environment pytest runs in: `nox -s tests` (the
-current build) and `nox -s tests-stable` (torch 2.0.1 + transformers 4.31). It takes several
-minutes on a 2-core machine.
+This is the real pipeline (matrix -> cells -> one worker process per cell -> CSV -> tables),
+with the repository's matrix.yaml, in whatever environment pytest runs in: `nox -s tests` (the
+current build) and `nox -s tests-stable` (torch 2.0.1 + transformers 4.31). The run is the
+session's one smoke run (`smoke_run` in tests/conftest.py, shared with tests/test_crosscheck.py);
+it takes several minutes on a 2-core machine.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import check_latency, check_speedup, known, num
+from helpers import SmokeRun, check_latency, check_speedup, known, num, suite_cli
 
 from suite.results import COLUMNS, key_of, read_rows
 from suite.spec import expand, load_matrix
+from suite.spec.warmup import warmup_calls
 
 REPO = Path(__file__).resolve().parent.parent
 COMPILED = {"default", "reduce-overhead"}
@@ -53,30 +53,12 @@ def known_failure(row: dict[str, str]) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, str]], str]:
-    out = tmp_path_factory.mktemp("smoke")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("SUITE_FAULT", None)
-    cmd = [
-        sys.executable,
-        "-m",
-        "suite",
-        "run",
-        "--profile",
-        "smoke",
-        "--device",
-        "cpu",
-        "--out",
-        str(out),
-        "--run-id",
-        "e2e",
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=3600, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (csv_path,) = (out / "e2e" / "raw").glob("*.csv")
+def smoke(smoke_run: SmokeRun) -> tuple[list[dict[str, str]], str]:
+    """The session's smoke run (tests/conftest.py): its rows, and what it printed."""
+    (csv_path,) = (smoke_run.folder / "raw").glob("*.csv")
     result = read_rows(csv_path)
     assert result.repaired == 0 and result.skipped == 0
-    return result.rows, proc.stderr
+    return result.rows, smoke_run.stderr
 
 
 def test_one_row_per_cell_for_all_12_architectures(smoke) -> None:
@@ -118,8 +100,9 @@ def test_compiled_cells_have_a_paired_speedup_and_pass_accuracy(smoke) -> None:
             continue
         if r["mode"] in COMPILED:
             check_speedup(r, label)
-            if known_accuracy_failure(r):  # NaNs: the difference is infinite, written empty
+            if known_accuracy_failure(r):  # NaNs in the compiled outputs: written as such, not empty
                 assert r["accuracy"] == "fail", f"{label} now agrees with eager: drop it from the list"
+                assert r["max_abs_diff"] in ("nan", "inf"), f"{label}: max abs diff {r['max_abs_diff']!r}"
                 continue
             assert r["accuracy"] == "pass", f"{label}: max abs diff {r['max_abs_diff']}"
             assert num(r, "max_abs_diff") >= 0, label
@@ -130,3 +113,39 @@ def test_compiled_cells_have_a_paired_speedup_and_pass_accuracy(smoke) -> None:
 def test_progress_is_shown(smoke) -> None:
     _, stderr = smoke
     assert "[36/36]" in stderr and "ETA" in stderr and "elapsed" in stderr
+
+
+def test_the_warmup_column_holds_the_calls_that_ran(smoke) -> None:
+    """Not the setting (2 in the smoke profile): a compiled function gets at least 3 calls."""
+    rows, _ = smoke
+    (setting,) = {c.settings.warmup for c in expand(load_matrix(REPO / "matrix.yaml"), "smoke", "x")}
+    for r in rows:
+        label = f"{r['model']} {r['mode']}"
+        if r["status"] != "ok":
+            assert r["warmup"] == "", label
+            continue
+        assert int(r["warmup"]) == warmup_calls(setting, compiled=r["mode"] != "eager"), label
+    assert {r["warmup"] for r in rows if r["mode"] in COMPILED and r["status"] == "ok"} == {"3"}
+
+
+def test_the_run_merges_into_one_row_per_architecture_and_mode(smoke, smoke_run: SmokeRun, tmp_path) -> None:
+    """`suite merge` of a real run (tests/test_merge.py merges hand-made rows): a compile-vs-eager
+    table per compiled mode, one row per architecture, with the row's paired speed-up."""
+    pytest.importorskip("pandas", reason="merge is host-side (nox -s tests-stable has no pandas)")
+    rows, _ = smoke
+    proc = suite_cli("merge", str(smoke_run.folder), "-o", str(tmp_path), "--no-plots")
+    assert proc.returncode == 0, proc.stderr
+    for mode in sorted(COMPILED):
+        (table,) = (tmp_path / "tables").glob(f"compile-vs-eager__*__bs1__{mode}.md")
+        lines = {
+            line.split(" | ")[0].removeprefix("| "): line
+            for line in table.read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| Task/Model ")
+        }
+        compiled = {f"{r['task']}/{r['model']}": r for r in rows if r["mode"] == mode}
+        assert sorted(lines) == sorted(compiled) and len(lines) == 12, table.name
+        for name, r in compiled.items():
+            expected = "| error |" if known_failure(r) else f" · {float(r['speedup']):.2f}x ["
+            assert expected in lines[name], f"{table.name}: {lines[name]}"
+    index = (tmp_path / "tables" / "tables.md").read_text()
+    assert "## Summary" in index and "## Compile vs eager" in index

@@ -27,6 +27,8 @@ from suite.spec import Filters, expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 SCOPE = os.environ.get("SUITE_TRAIN_E2E", "ci")
+# one module-scoped run: under xdist its tests stay on one worker (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("train")]
 COMPILED_IN_CI = ("ViT", "DETR")
 COMPILED = ("default", "reduce-overhead")
 # Cells that fail for a known reason in one environment, and must keep failing for it (as in

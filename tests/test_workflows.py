@@ -206,6 +206,11 @@ def test_ci_runs_python_3_10_on_the_stable_pins() -> None:
     by_python = {leg["python"]: leg["session"] for leg in legs}
     # transformers 5.x (the current build) needs Python >= 3.11; 3.10 runs what the images run
     assert by_python == {"3.11": "tests", "3.10": "tests-stable"}
+    # ... with torch by version from the CPU index, not the stable image's CUDA wheels by URL
+    wf = _workflow("ci.yml")
+    assert wf["env"]["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    (step,) = [s for s in wf["jobs"]["tests"]["steps"] if "nox -s" in s.get("run", "")]
+    assert step["env"]["SUITE_TORCH_BY_VERSION"] == "${{ matrix.session == 'tests-stable' && '1' || '' }}"
 
 
 # --- nightly.py price -----------------------------------------------------------------------
@@ -338,3 +343,12 @@ def test_cleanup_stops_a_real_leftover_container_of_this_runner_only() -> None:
         assert started[mine] not in left.stdout and started[other] in left.stdout
     finally:
         subprocess.run(["docker", "rm", "--force", *started.values()], capture_output=True)
+
+
+def test_the_containers_carry_the_label_the_cleanup_filters_on() -> None:
+    """nox labels every benchmark container with its runner (suite.run.docker); the clean-up
+    finds a cancelled job's leftovers by that label, and old images by their repository."""
+    from suite.run import docker, images
+
+    assert nightly.CONTAINER_LABEL == docker.RUNNER_LABEL
+    assert nightly.IMAGE_REPOSITORY == images.REPOSITORY

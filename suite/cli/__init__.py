@@ -1,11 +1,15 @@
 """`python -m suite VERB ...`: plan, run, crosscheck, env; and the host-side merge and compare.
 
 Bad input never produces a traceback: every UsageError (and argparse's own errors)
-becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2.
+becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2; so
+does a verb run in a Python without what it needs (torch for `env`, pandas for `merge`).
+A reader that stops early (`suite plan | head`) ends the verb quietly, with 141 (128 +
+SIGPIPE, as other Unix tools).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -88,6 +92,7 @@ def build_parser() -> Parser:
 
 
 VERBS = ("plan", "run", "crosscheck", "env", "merge", "compare")
+CLOSED_OUTPUT = 141  # 128 + SIGPIPE: what a Unix tool reports when its reader went away
 
 
 def printable(text: str) -> str:
@@ -102,11 +107,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = RedactingStream(out), RedactingStream(err)
     try:
-        return _main(argv)
-    finally:
+        code = _main(argv)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
+        return code
+    except BrokenPipeError:
+        _discard_output(out)
+        return CLOSED_OUTPUT
+    finally:
         sys.stdout, sys.stderr = out, err
+
+
+def _discard_output(out: object) -> None:
+    """The reader of stdout went away (`| head`): whatever is still buffered for it goes
+    nowhere, so the interpreter's last flush cannot fail with a traceback of its own."""
+    try:
+        fd = out.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -122,6 +143,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("suite: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away: not a bug (main ends quietly)
+        raise
     except Exception:  # a bug: the traceback helps, but it passes the redaction too
         traceback.print_exc()
         print("suite: internal error (a bug in the suite; the traceback above says where)", file=sys.stderr)

@@ -190,7 +190,7 @@ def _min_free(text: str) -> float:
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
-    """The flags of `run` alone: how a resume treats failed cells, the disk check."""
+    """The flags of `run` alone: how a resume treats failed cells, the disk check, the cache."""
     from suite.run.preflight import DEFAULT_MIN_FREE_MB
 
     p.add_argument(
@@ -203,6 +203,12 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
         type=_min_free,
         default=DEFAULT_MIN_FREE_MB,
         help="no cell starts with less free space than this where results go (default: %(default)s; 0: off)",
+    )
+    p.add_argument(
+        "--keep-compile-cache",
+        action="store_true",
+        help="keep the compile cache of a `compile_cache: run` profile in <run>/.compile-cache "
+        "(default: removed when the run ends)",
     )
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Collection, Sequence
 
 from suite.cli.args import default_profile, filters_of, selected
+from suite.cli.needs import TORCH, TORCH_HINT, needs
 from suite.errors import UsageError
 from suite.measure import provenance
 from suite.run import preflight, runner
+from suite.run.docker import no_nvidia_gpu
 from suite.spec import expand, load_matrix, pick_build
 from suite.spec.cost import estimate_seconds, format_duration
 from suite.spec.shard import assign, select
@@ -24,6 +27,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     cells = selected(args, expand(matrix, profile, build, filters), profile)
     preflight.check_inputs(matrix, profile, filters, cells)
     costs = [estimate_seconds(c) for c in cells]
+    if args.device == "cuda":  # `run` stops here (its probe finds no GPU); a plan is still worth seeing
+        no_gpu = no_nvidia_gpu()
+        if no_gpu is not None:
+            print(
+                f"suite plan: warning: --device cuda: this machine has no NVIDIA GPU ({no_gpu}): "
+                "`suite run --device cuda` would stop here before the first cell (exit 2); "
+                "the cells below are those of a GPU machine",
+                file=sys.stderr,
+            )
     print(f"profile {profile}: {len(cells)} cell(s), build {build}")
     shown = range(len(cells))
     if args.shard:
@@ -34,17 +46,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"estimated {format_duration(sum(costs[i] for i in shown))}"
             + ("" if shown else " (empty: more shards than cells; `run` does nothing and exits 0)")
         )
-    print(
-        f"{'#':>4}  {'task':<20} {'model':<18} {'bs':>3}  {'mode':<16} {'scenario':<9} "
-        f"{'weights':<10} {'dtype':<8} {'iters':>5} {'est':>8}"
-    )
-    for i in shown:
-        c, s = cells[i], cells[i].settings
-        print(
-            f"{i + 1:>4}  {c.model.task:<20} {c.model.name:<18} {c.batch_size:>3}  {c.mode:<16} "
-            f"{c.scenario:<9} {s.weights + (' (shrunk)' if s.shrink else ''):<10} {s.dtype:<8} "
-            f"{s.iterations:>5} {format_duration(costs[i]):>8}"
+    header = ("#", "task", "model", "bs", "mode", "scenario", "weights", "dtype", "iters", "est")
+    rows = [
+        (
+            str(i + 1),
+            cells[i].model.task,
+            cells[i].model.name,
+            str(cells[i].batch_size),
+            cells[i].mode,
+            cells[i].scenario,
+            cells[i].settings.weights + (" (shrunk)" if cells[i].settings.shrink else ""),
+            cells[i].settings.dtype,
+            str(cells[i].settings.iterations),
+            format_duration(costs[i]),
         )
+        for i in shown
+    ]
+    print("\n".join(aligned(header, rows, right={"#", "bs", "iters", "est"})))
     total = sum(costs)
     print(f"estimated total {format_duration(total)} (suite/spec/cost.py: a rough model; the ratios count)")
     if args.shard:
@@ -59,6 +77,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
             + f"; largest/mean {max(loads) / mean if mean else 1.0:.2f}"
         )
     return 0
+
+
+def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[str]) -> list[str]:
+    """A plain-text table whose columns are as wide as their widest value, header included, so
+    they stay aligned whatever a value holds (`random (shrunk)`, a long custom model name)."""
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        padded = zip(header, row, widths, strict=True)
+        return "  ".join(v.rjust(w) if h in right else v.ljust(w) for h, v, w in padded).rstrip()
+
+    return [line(header), *(line(row) for row in rows)]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -102,18 +132,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         shard,
         keep_failed=args.keep_failed,
         min_free_mb=args.min_free_mb,
+        keep_compile_cache=args.keep_compile_cache,
         banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
         f"{f' (shard {shard})' if shard else ''} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
     )
     counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
-    print(f"done: {counts}; {report.resumed} already recorded -> {report.csv}", file=sys.stderr)
+    print(
+        f"done: {counts}{report.warnings_note()}; {report.resumed} already recorded -> {report.csv}",
+        file=sys.stderr,
+    )
     return 0
 
 
 def cmd_env(args: argparse.Namespace) -> int:
     try:
-        environment = provenance.collect(args.device)
+        with needs("env", TORCH, TORCH_HINT):
+            environment = provenance.collect(args.device)
     except RuntimeError as exc:
         raise UsageError("--device", str(exc)) from None
     print(provenance.to_json(environment) if args.json else provenance.render(environment))

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from suite.cli.args import DEFAULT_MATRIX
+from suite.cli.needs import COMPARE_HINT, MERGE_HINT, REPORT, needs
 from suite.errors import UsageError
 
 
@@ -16,8 +17,9 @@ def _warn(verb: str, lines: Sequence[str]) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from suite.report.load import default_out, find_csvs
-    from suite.report.publish import run_merge
+    with needs("merge", REPORT, MERGE_HINT):
+        from suite.report.load import default_out, find_csvs
+        from suite.report.publish import run_merge
 
     find_csvs(args.inputs)  # missing inputs are reported before anything else
     out = args.out or default_out(args.inputs)
@@ -26,15 +28,16 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError("-o", f"{out} is a file, not a folder")
     try:
-        result = run_merge(
-            args.inputs,
-            out,
-            matrix=args.matrix or DEFAULT_MATRIX,
-            matrix_explicit=args.matrix is not None,
-            reference_dir=args.reference,
-            plots=not args.no_plots,
-            strict=args.strict,
-        )
+        with needs("merge", REPORT, MERGE_HINT):  # matplotlib is imported for the first plot
+            result = run_merge(
+                args.inputs,
+                out,
+                matrix=args.matrix or DEFAULT_MATRIX,
+                matrix_explicit=args.matrix is not None,
+                reference_dir=args.reference,
+                plots=not args.no_plots,
+                strict=args.strict,
+            )
     except OSError as exc:
         raise UsageError(str(exc.filename or out), f"cannot read or write: {exc.strerror or exc}") from None
     report = result.loaded.report()
@@ -48,8 +51,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from suite.compare import compare, render, verdict_line
-    from suite.report.load import load
+    with needs("compare", REPORT, COMPARE_HINT):
+        from suite.compare import compare, render, verdict_line
+        from suite.report.load import load
 
     base, new = load([args.base]), load([args.new])
     _warn(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -26,20 +27,41 @@ def snapshot(obj: Any) -> list[Any]:
 
 
 def compare(ref: list[Any], out: list[Any], tolerance: float) -> tuple[float, bool]:
-    """(max abs diff, passed): each tensor must be within tolerance * max(1, max|ref|)."""
+    """(max abs diff, passed): each tensor must be within tolerance * max(1, max finite |ref|).
+
+    A NaN (or an infinity) in the compiled output where eager has none is a difference the
+    tolerance cannot cover: the max abs diff is then `nan` (or `inf`) and the check fails; the
+    reason, which output and how many values, goes to the worker's log. Values equal in both
+    (NaN in both, the same infinity) differ by nothing."""
     import torch
 
     if len(ref) != len(out) or any(a.shape != b.shape for a, b in zip(ref, out, strict=False)):
+        shapes = [tuple(t.shape) for t in ref], [tuple(t.shape) for t in out]
+        print(f"accuracy: the outputs differ in number or shape: eager {shapes[0]}, compiled {shapes[1]}")
         return float("inf"), False
     worst, passed = 0.0, True
-    for a, b in zip(ref, out, strict=False):
+    for i, (a, b) in enumerate(zip(ref, out, strict=False)):
         if a.numel() == 0:
             continue
-        both_nan = torch.isnan(a) & torch.isnan(b)
-        diff = torch.where(both_nan, torch.zeros_like(a), (a - b).abs())
-        diff = torch.nan_to_num(diff, nan=float("inf"))
-        d = float(diff.max())
-        scale = max(1.0, float(torch.nan_to_num(a.abs(), nan=0.0).max()))
-        worst = max(worst, d)
-        passed = passed and d <= tolerance * scale
+        same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+        diff = torch.where(same, torch.zeros_like(a), (a - b).abs())  # NaN or inf where one side is
+        nan = bool(torch.isnan(diff).any())
+        d = float("nan") if nan else float(diff.max())
+        if nan or math.isinf(d):
+            print(f"accuracy: output {i + 1} of {len(ref)} {tuple(a.shape)}: {_nonfinite(a, b)}", flush=True)
+        finite = a[torch.isfinite(a)].abs()
+        scale = max(1.0, float(finite.max()) if finite.numel() else 0.0)
+        if math.isnan(d) or (not math.isnan(worst) and d > worst):  # a NaN, once seen, stays
+            worst = d
+        passed = passed and d <= tolerance * scale  # False for NaN and inf
     return worst, passed
+
+
+def _nonfinite(a: Any, b: Any) -> str:
+    """How many NaN and infinite values each side has, in words (for the worker's log)."""
+    import torch
+
+    def count(t: Any) -> str:
+        return f"{int(torch.isnan(t).sum())} NaN, {int(torch.isinf(t).sum())} inf"
+
+    return f"compiled has {count(b)}; eager has {count(a)} (of {a.numel()} values)"

@@ -1,5 +1,6 @@
-"""What every scenario shares: the model and batch on the device, and the row's latency and
-compiled-cell fields."""
+"""The pieces every scenario's measurement is made of: the model and batch on the device, the
+model compiled in the cell's mode, and the row's latency and compiled-cell fields. The order
+they are used in is suite.measure.scenarios.base's."""
 
 from __future__ import annotations
 
@@ -51,6 +52,13 @@ def compiled_fields(
         "max_abs_diff": max_diff,
         "accuracy": "pass" if passed else "fail",
     }
+
+
+def compile_model(model: Any, mode: str) -> Any:
+    """`torch.compile` in a cell's mode (the matrix's `default` is torch's `mode=None`)."""
+    import torch
+
+    return torch.compile(model, mode=None if mode == "default" else mode)
 
 
 def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:

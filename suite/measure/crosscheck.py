@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from suite.spec.model import Cell
+from suite.spec.warmup import warmup_calls
 
 
 def independent_timing(cell: Cell, device: str, block: int = 50) -> dict[str, Any]:
@@ -20,17 +21,16 @@ def independent_timing(cell: Cell, device: str, block: int = 50) -> dict[str, An
     import torch
     import torch.utils.benchmark as benchmark
 
-    from suite.measure.cell import prepare
+    from suite.measure.cell import compile_model, prepare
 
     model, batch, _ = prepare(cell, device)
-    fn = (
-        model
-        if cell.mode == "eager"
-        else torch.compile(model, mode=None if cell.mode == "default" else cell.mode)
-    )
+    fn = model if cell.mode == "eager" else compile_model(model, cell.mode)
     out: dict[str, Any] = {}
     with torch.no_grad():
-        for _ in range(max(3, cell.settings.warmup)):
+        # The warm-up policy's count for a compiled function, whatever the mode (its first call
+        # compiles, CUDA graphs record on a later one; an eager function needs fewer). Only the
+        # policy is shared with the worker, not its loop; blocked_autorange warms up again.
+        for _ in range(warmup_calls(cell.settings.warmup, compiled=True)):
             fn(**batch)
         # Timer runs on one thread unless told: match the worker's thread count, or a small
         # model's figure differs by threading overhead alone, not by the timing loop.

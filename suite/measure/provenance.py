@@ -38,6 +38,7 @@ class Environment:
     suite_version: str
     cpu_name: str
     cpu_count: int
+    torch_cuda_build: str = ""  # the CUDA the torch wheel was built for, used or not
 
     def columns(self) -> dict[str, object]:
         """The CSV provenance columns."""
@@ -55,6 +56,7 @@ class Environment:
             "image",
             "suite_version",
             "cpu_name",
+            "torch_cuda_build",
         )
         return {k: getattr(self, k) for k in keys}
 
@@ -131,7 +133,9 @@ def collect(device: str = "auto") -> Environment:
         count = torch.cuda.device_count()
     else:
         gpu, count = cpu, 0
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    # CUDA and cuDNN that ran: none on a CPU run (the wheel's CUDA is `torch_cuda_build`), so
+    # no reader takes a CPU row for a CUDA one
+    cudnn = torch.backends.cudnn.version() if use_cuda and torch.backends.cudnn.is_available() else None
     return Environment(
         device=slug(gpu) if use_cuda else "cpu",
         device_type="cuda" if use_cuda else "cpu",
@@ -139,7 +143,7 @@ def collect(device: str = "auto") -> Environment:
         gpu_count=count,
         torch_version=torch.__version__,
         torch_git=getattr(torch.version, "git_version", "") or "",
-        cuda_version=torch.version.cuda or "",
+        cuda_version=(torch.version.cuda or "") if use_cuda else "",
         cudnn_version=str(cudnn or ""),
         triton_version=_version("triton") or _version("pytorch-triton"),
         transformers_version=_version("transformers"),
@@ -149,6 +153,7 @@ def collect(device: str = "auto") -> Environment:
         suite_version=__version__,
         cpu_name=cpu,
         cpu_count=os.cpu_count() or 0,
+        torch_cuda_build=torch.version.cuda or "",
     )
 
 

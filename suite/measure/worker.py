@@ -18,7 +18,7 @@ from typing import Any
 from suite.measure import lifeline
 from suite.measure import training as train
 from suite.measure.failures import describe_exception, is_oom
-from suite.measure.scenarios import SCENARIOS
+from suite.measure.scenarios import SCENARIOS, measure
 from suite.results import one_line
 from suite.spec.model import Cell
 
@@ -28,15 +28,15 @@ def run(cell: Cell, device: str) -> dict[str, Any]:
     import torch
 
     row: dict[str, Any] = {"torch_threads": torch.get_num_threads()}
-    measure = SCENARIOS.get(cell.scenario)
-    if measure is None:
+    kind = SCENARIOS.get(cell.scenario)
+    if kind is None:
         return {
             **row,
             "status": "skipped",
             "error": f"scenario {cell.scenario!r} is not supported by this suite version",
         }
     try:
-        row.update(measure(cell, device))
+        row.update(measure(cell, device, kind))
         row["status"], row["error"] = "ok", ""
     except train.Unsupported as exc:  # no such measurement for this model: say why
         traceback.print_exc()

@@ -19,6 +19,8 @@ from suite.errors import UsageError
 from suite.results import (
     ALWAYS,
     CELL_COLUMNS,
+    NONFINITE_COLUMNS,
+    NONFINITE_WORDS,
     OK,
     TABLE,
     TEXT,
@@ -150,6 +152,8 @@ def _row_problems(frame: pd.DataFrame) -> pd.Series:
         raw = frame[col]
         number = pd.to_numeric(raw, errors="coerce")
         bad = (raw != "") & (number.isna() | number.isin([math.inf, -math.inf]))
+        if col in NONFINITE_COLUMNS:  # measured so (suite.results.format_cell): `nan`, `inf`
+            bad &= ~raw.isin(NONFINITE_WORDS)
         flag(bad, "field " + col + ": " + raw.map(repr) + " is not a number")
         if col in POSITIVE_COLUMNS:
             flag((raw != "") & (number <= 0), "field " + col + ": " + raw + " is not > 0")

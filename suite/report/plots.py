@@ -8,6 +8,7 @@ build), at which batch size and mode, and its axes carry units.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import ScalarFormatter
 
 from suite.report.reference import Reference
-from suite.report.study import EAGER, Measurement, Study
+from suite.report.study import EAGER, Measurement, Study, paired_durations
 from suite.report.tables.cells import DAGGER, TRAIN, improvement_pct
 from suite.report.tables.compile_vs_eager import CompileGroup
 from suite.results import STATUS_WORDS
@@ -29,6 +30,9 @@ SLOWER_COLOR = "#ff7f0e"
 GUIDE_COLOR = "#d62728"
 FAIL_COLOR = "#b00020"
 LOG_SCALE_RATIO = 30  # durations spanning more than this factor get a log axis
+DPI = 110
+NOTE_WIDTH = 110  # characters of a line of notes under a plot
+DURATION_BAR = 0.38  # height of each of a model's two duration bars
 CI_FLOOR_PCT = -100.0  # a CI reaching below -100% (2x slower) is cut there
 
 
@@ -86,42 +90,102 @@ def _xlabel(ax: Axes, label: str, rows: list[_Row], extra: list[str]) -> None:
         *extra,
         *([f"{DAGGER} compiled output failed the accuracy check"] if any(r.flagged for r in rows) else []),
     ]
-    ax.set_xlabel(label + ("\n" + "; ".join(notes) if notes else ""), fontsize=9)
+    lines = textwrap.wrap("; ".join(notes), NOTE_WIDTH)  # a figure's width, not a page's
+    ax.set_xlabel("\n".join([label, *lines]), fontsize=9)
+
+
+def duration_scale(study: Study, g: CompileGroup) -> tuple[float, float, bool] | None:
+    """The x range (and whether it is logarithmic) of every duration plot of `g`'s GPU, setup
+    and batch size, whatever the build and mode: two builds' plots can be compared by eye.
+    None when no such plot has a duration."""
+    values: list[float] = []
+    for k in study.keys_where(gpu=g.gpu, setup=g.setup, batch_size=g.batch_size):
+        if k.mode == EAGER:
+            continue
+        eager = study.get(k.build, k.gpu, k.setup, k.task, k.model, k.batch_size, EAGER)
+        d = paired_durations(eager, study.cells[k])
+        values += [v for v in (d.eager_ms, d.eager_high, d.compiled_ms, d.compiled_high) if v]
+        values += [v for v in (d.eager_low, d.compiled_low) if v and v > 0]
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    if hi / lo > LOG_SCALE_RATIO:
+        return lo / 1.5, hi * 3.0, True  # room for the labels right of the longest bar
+    return 0.0, hi * 1.18, False
+
+
+def _duration_bar(ax: Axes, y: float, ms: float, low: float | None, high: float | None, color: str) -> None:
+    ax.barh(y, ms, height=DURATION_BAR, color=color)
+    if low is not None and high is not None and low <= ms <= high:
+        ax.errorbar(ms, y, xerr=[[ms - low], [high - ms]], fmt="none", ecolor="black", capsize=2, lw=0.8)
+    ax.text(max(ms, high or ms), y, f" {ms:.3f}", va="center", fontsize=8)
 
 
 def plot_duration(study: Study, g: CompileGroup, path: Path) -> Path:
-    """Grouped horizontal bars: mean duration without and with compile, per model."""
+    duration_figure(study, g).savefig(path, dpi=DPI)
+    return path
+
+
+def duration_figure(study: Study, g: CompileGroup) -> Figure:
+    """Grouped horizontal bars per model: the median duration without and with compile, both
+    from the compiled cell's interleaved calls (the pair its speed-up is the ratio of, so this
+    plot and the improvement plot agree), with their 95% CIs, on the scale every build of
+    this GPU and batch size shares."""
     rows = _rows(study, g)
-    fig, ax = _figure(study, g, "Inference duration without and with torch.compile", len(rows))
-    height = 0.38
-    values = [m.mean_ms for r in rows for m in (r.eager, r.compiled) if m is not None and m.ok and m.mean_ms]
-    log = bool(values) and max(values) / min(values) > LOG_SCALE_RATIO
+    step = "training step" if g.setup.scenario == TRAIN else "inference"
+    fig, ax = _figure(study, g, f"Median {step} duration without and with torch.compile", len(rows))
+    unpaired = no_eager_ci = False
     for i, r in enumerate(rows):
-        bars = (
-            (-height / 2, r.eager, EAGER_COLOR, "no compile: "),
-            (height / 2, r.compiled, COMPILED_COLOR, "compile: "),
+        d = paired_durations(r.eager, r.compiled)
+        unpaired = unpaired or (not d.paired and d.eager_ms is not None and d.compiled_ms is not None)
+        no_eager_ci = no_eager_ci or (d.paired and d.eager_low is None)
+        sides = (
+            (
+                -DURATION_BAR / 2,
+                d.eager_ms,
+                d.eager_low,
+                d.eager_high,
+                d.source_eager,
+                EAGER_COLOR,
+                "no compile: ",
+            ),
+            (
+                DURATION_BAR / 2,
+                d.compiled_ms,
+                d.compiled_low,
+                d.compiled_high,
+                d.source_compiled,
+                COMPILED_COLOR,
+                "compile: ",
+            ),
         )
-        for offset, m, color, name in bars:
-            if m is not None and m.ok and m.mean_ms is not None:
-                ax.barh(i + offset, m.mean_ms, height=height, color=color)
-                ax.text(m.mean_ms, i + offset, f" {m.mean_ms:.3f}", va="center", fontsize=8)
+        for offset, ms, low, high, source, color, name in sides:
+            if ms is not None:
+                _duration_bar(ax, i + offset, ms, low, high, color)
             else:
-                _failed(ax, i + offset, m, name)
+                _failed(ax, i + offset, source, name)
     ax.set_yticks(range(len(rows)), [r.label for r in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first model on top; fixed even with no bar
-    if log:
-        ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-    if values:
-        ax.margins(x=0.12)
-    else:  # every cell failed: no scale to show
+    scale = duration_scale(study, g)
+    if scale is None:  # every cell failed: no scale to show
         ax.set_xticks([])
+    else:
+        lo, hi, log = scale
+        if log:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_xlim(lo, hi)
+    notes = [
+        "both bars: the compiled cell's interleaved calls",
+        f"one scale for every build and mode at batch size {g.batch_size} on this GPU",
+    ]
+    if unpaired:
+        notes.append("a row without the paired eager median: each cell's own")
+    if no_eager_ci:
+        notes.append("eager bars without a whisker: this CSV has no CI for the paired eager median")
+    log_note = ", log scale" if scale is not None and scale[2] else ""
     _xlabel(
-        ax,
-        f"mean duration per {'training step' if g.setup.scenario == TRAIN else 'inference'} "
-        f"(ms{', log scale' if log else ''}; shorter is better)",
-        rows,
-        [],
+        ax, f"median duration per {step} (ms{log_note}; shorter is better; whiskers: 95% CI)", rows, notes
     )
     fig.legend(
         handles=[
@@ -132,8 +196,7 @@ def plot_duration(study: Study, g: CompileGroup, path: Path) -> Path:
         ncols=2,
         fontsize=8,
     )
-    fig.savefig(path, dpi=110)
-    return path
+    return fig
 
 
 def whisker(pct: float, lo: float, hi: float) -> tuple[float, float, bool]:
@@ -143,28 +206,56 @@ def whisker(pct: float, lo: float, hi: float) -> tuple[float, float, bool]:
     return (max(lo, floor), max(hi, pct), lo < floor)
 
 
+def gain_label(speedup: float) -> str:
+    """A bar's label: the % improvement, or for a compiled cell over 2x slower (below the
+    plot's -100% floor) the factor, which reads better than a % far below -100."""
+    pct = improvement_pct(speedup)
+    if pct >= CI_FLOOR_PCT:
+        return f"{pct:.1f}%"
+    slower = 1 / speedup
+    return (
+        f"{speedup:.2f}x ({slower:.0f}x slower)" if slower >= 10 else f"{speedup:.2f}x ({slower:.1f}x slower)"
+    )
+
+
 def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: Path) -> Path:
+    improvement_figure(study, g, reference).savefig(path, dpi=DPI)
+    return path
+
+
+def improvement_figure(study: Study, g: CompileGroup, reference: Reference) -> Figure:
     """Horizontal bars: % improvement from the paired speed-up, with its 95% CI; the guide's
-    figure as a marker where it has one for the same GPU class."""
+    figure as a marker where it has one for the same GPU class. Nothing is drawn below -100%
+    (compiled 2x slower): a bar below it is cut there, hatched, and labelled with its factor
+    (`0.04x (25x slower)`); a whisker reaching below it is cut there too."""
     rows = _rows(study, g)
     fig, ax = _figure(study, g, "% improvement with torch.compile", len(rows))
     kind = study.kind(g.build)
-    xs, cut, guide_seen = [0.0], False, False
+    xs, cut, clipped, guide_seen, colors = [0.0], False, False, False, set()
+    left_labels = False
     for i, r in enumerate(rows):
         m = r.compiled
         if m is not None and m.ok and m.speedup is not None:
             pct = improvement_pct(m.speedup)
+            shown = max(pct, CI_FLOOR_PCT)  # the bar as drawn
             lo, hi, was_cut = whisker(
-                pct,
-                improvement_pct(m.speedup_low) if m.speedup_low else pct,
-                improvement_pct(m.speedup_high) if m.speedup_high else pct,
+                shown,
+                improvement_pct(m.speedup_low) if m.speedup_low else shown,
+                improvement_pct(m.speedup_high) if m.speedup_high else shown,
             )
             cut = cut or was_cut
-            ax.barh(i, pct, height=0.6, color=COMPILED_COLOR if pct >= 0 else SLOWER_COLOR)
-            whiskers = [[max(0.0, pct - lo)], [max(0.0, hi - pct)]]  # matplotlib refuses negative ones
-            ax.errorbar(pct, i, xerr=whiskers, fmt="none", ecolor="black", capsize=3, lw=1)
-            ax.text(hi, i, f"  {pct:.1f}%", va="center", fontsize=8)
-            xs += [lo, hi, pct]
+            clipped = clipped or shown > pct
+            color = COMPILED_COLOR if pct >= 0 else SLOWER_COLOR
+            colors.add(color)
+            ax.barh(i, shown, height=0.6, color=color, hatch="//" if shown > pct else None, edgecolor="white")
+            whiskers = [[max(0.0, shown - lo)], [max(0.0, hi - shown)]]  # matplotlib refuses negative ones
+            ax.errorbar(shown, i, xerr=whiskers, fmt="none", ecolor="black", capsize=3, lw=1)
+            if pct >= 0:  # beyond the whisker, away from the zero line
+                ax.text(hi, i, f"  {gain_label(m.speedup)}", va="center", ha="left", fontsize=8)
+            else:
+                ax.text(lo, i, f"{gain_label(m.speedup)}  ", va="center", ha="right", fontsize=8)
+                left_labels = True
+            xs += [lo, hi, shown]
         else:
             _failed(ax, i, m, "speed-up: ")
         guide = (
@@ -173,7 +264,7 @@ def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: 
             else reference.lookup(g.gpu.name, kind, g.mode, g.batch_size, r.task, r.model)
         )
         if guide is not None and not guide.erratum and guide.speedup is not None:
-            gp = improvement_pct(guide.speedup)
+            gp = max(improvement_pct(guide.speedup), CI_FLOOR_PCT)
             ax.plot([gp], [i], marker="D", color=GUIDE_COLOR, markersize=6, linestyle="none")
             xs.append(gp)
             guide_seen = True
@@ -181,12 +272,19 @@ def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: 
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first model on top; fixed even with no bar
     ax.axvline(0, color="black", lw=0.8)
     span = max(xs) - min(xs) or 10.0
-    ax.set_xlim(min(xs) - 0.05 * span, max(xs) + 0.18 * span)
-    notes = ["negative: compiled is slower"] + (["CI cut at -100%"] if cut else [])
+    # room for the labels: right of the positive bars, left of the negative ones
+    ax.set_xlim(min(xs) - (0.3 if left_labels else 0.05) * span, max(xs) + 0.18 * span)
+    notes = ["negative: compiled is slower"]
+    notes += ["bars cut at -100% (2x slower), hatched: the label gives the factor"] if clipped else []
+    notes += ["CI\u00a0cut\u00a0at\u00a0-100%"] if cut else []  # one line, unbroken
     _xlabel(
         ax, "% improvement with torch.compile (time saved; paired medians; whiskers: 95% CI)", rows, notes
     )
-    handles = [Patch(color=COMPILED_COLOR, label="ours: (1 - 1/speed-up) x 100")]
+    handles = []
+    if COMPILED_COLOR in colors or not colors:
+        handles.append(Patch(color=COMPILED_COLOR, label="ours, compiled faster: (1 - 1/speed-up) x 100"))
+    if SLOWER_COLOR in colors:
+        handles.append(Patch(color=SLOWER_COLOR, label="ours, compiled slower"))
     if guide_seen:
         table = reference.table_for(g.gpu.name, kind, g.mode, g.batch_size)
         handles.append(
@@ -199,9 +297,8 @@ def plot_improvement(study: Study, g: CompileGroup, reference: Reference, path: 
                 label=f"guide's table '{table}' (means)",
             )
         )
-    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8)
-    fig.savefig(path, dpi=110)
-    return path
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8)
+    return fig
 
 
 def plot_group(study: Study, g: CompileGroup, reference: Reference, folder: Path, stem: str) -> list[Path]:

@@ -93,6 +93,9 @@ class Measurement:
     source: str
     peak_mem_mb: float | None = None
     params_m: float | None = None
+    eager_median_ms: float | None = None  # a compiled cell's: the eager calls interleaved with its own
+    eager_ci_low_ms: float | None = None
+    eager_ci_high_ms: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -105,6 +108,67 @@ class Measurement:
 
 def _num(value: object) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def _extra(r: Any, name: str) -> float | None:
+    """A number from a column after the contract's: the merge does not type those, and an
+    older file may lack them (then None), as may a malformed one."""
+    value = getattr(r, name, None)
+    try:
+        return None if value in (None, "") else _num(float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Durations:
+    """The two durations of a compile-vs-eager row, and where they come from.
+
+    One rule for every plot (and table): when the compiled cell has its paired eager median
+    (eager and compiled calls timed interleaved in its one process), both durations are that
+    pair, so the durations, their ratio and the speed-up shown beside them agree. Otherwise
+    (the compiled cell failed, is missing, or predates the column) each side is its own
+    cell's median, and `paired` is False. Each side carries its 95% CI where known."""
+
+    eager_ms: float | None
+    eager_low: float | None
+    eager_high: float | None
+    compiled_ms: float | None
+    compiled_low: float | None
+    compiled_high: float | None
+    paired: bool
+    source_eager: Measurement | None  # the measurement each side's figure (and marks) come from
+    source_compiled: Measurement | None
+
+
+def paired_durations(eager: Measurement | None, compiled: Measurement | None) -> Durations:
+    """The durations a row shows for an eager cell and a compiled cell of one model (see
+    `Durations`); a side without a figure is None (its measurement says why)."""
+    c = compiled if compiled is not None and compiled.ok else None
+    if c is not None and c.eager_median_ms is not None and c.median_ms is not None:
+        return Durations(
+            c.eager_median_ms,
+            c.eager_ci_low_ms,
+            c.eager_ci_high_ms,
+            c.median_ms,
+            c.ci_low_ms,
+            c.ci_high_ms,
+            paired=True,
+            source_eager=c,
+            source_compiled=c,
+        )
+    e = eager if eager is not None and eager.ok else None
+    return Durations(
+        e.median_ms if e else None,
+        e.ci_low_ms if e else None,
+        e.ci_high_ms if e else None,
+        c.median_ms if c else None,
+        c.ci_low_ms if c else None,
+        c.ci_high_ms if c else None,
+        paired=False,
+        source_eager=eager,
+        source_compiled=compiled,
+    )
 
 
 def measurement_of(r: Any) -> Measurement:
@@ -124,6 +188,9 @@ def measurement_of(r: Any) -> Measurement:
         source=r.source,
         peak_mem_mb=_num(r.peak_mem_mb),
         params_m=_num(r.params_m),
+        eager_median_ms=_num(r.eager_median_ms),
+        eager_ci_low_ms=_extra(r, "eager_ci95_low_ms"),
+        eager_ci_high_ms=_extra(r, "eager_ci95_high_ms"),
     )
 
 

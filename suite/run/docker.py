@@ -1,4 +1,5 @@
-"""Docker command lines for the builds' images, and the checks made before any of them runs.
+"""Docker command lines for the benchmark containers, and the checks made before any runs
+(the images' own command lines: suite.run.images).
 
 Host side only (the noxfile's bench-stable / bench-nightly / build sessions); standard
 library only, so nox can import it without a virtualenv. Every command is built here as
@@ -10,12 +11,15 @@ writable mount; the Hugging Face cache is writable only when weights must be dow
 and read-only (with --network none) in offline mode. Secrets (HF_TOKEN) are passed by
 name only (`-e HF_TOKEN`): docker copies the value from our environment, so it never
 appears in an argument list, a log line or an image layer.
+
+Every container is named after its run (`suite-<run id>-<build>[-shard-i-of-n]`) and
+labelled with the runner that started it (RUNNER_LABEL=<RUNNER_NAME, or `local`), so a
+runner's clean-up (.github/scripts/nightly.py) finds the leftovers of a cancelled job. A
+runner pinned to one GPU (SUITE_GPU, an index or UUID) gives the container that GPU alone.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import shutil
@@ -24,23 +28,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.errors import first_line
-from suite.redact import secrets_of
+from suite.errors import UsageError, first_line
+from suite.redact import has_url_credentials, secrets_of
 from suite.spec.model import BuildSpec
 
 NO_OUTPUT = "(no output)"
 
-REPOSITORY = "torch-compile-suite"
 # Inside the image (containers/*/Dockerfile): the suite, the results mount point, HF_HOME.
 RESULTS_IN_CONTAINER = "/results"
 HF_HOME_IN_CONTAINER = "/hf-cache"
+PROBE_IN_CONTAINER = "/opt/suite/containers/probe.py"
 IMAGE_UID = 1000  # the image's non-root user `bench`
 # Passed through by name only, never by value.
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-# What goes into an image besides its container folder (.dockerignore lets these in).
-CONTEXT_FILES = ("suite", "matrix.yaml", "pyproject.toml", "containers/verify_torch.py")
 DOCS = "docs/containers.md"
+# The label every benchmark container carries, its value the runner that started it; the
+# workflow's clean-up (.github/scripts/nightly.py, CONTAINER_LABEL) filters on it.
+RUNNER_LABEL = "io.torch-compile-suite.runner"
+DEVICES = ("cuda", "cpu")
+_GPU_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 
 
 class DockerProblem(Exception):
@@ -49,73 +56,48 @@ class DockerProblem(Exception):
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How one build's container runs: where results and the HF cache live on the host."""
+    """How one build's container runs: where results and the HF cache live on the host,
+    on which device, and who started it."""
 
     results: Path  # the host's results folder; the run writes <results>/<run_id>/
     run_id: str
     hf_cache: Path
     offline: bool = False
     user: str = f"{IMAGE_UID}:{IMAGE_UID}"
+    device: str = "cuda"  # cpu: no --gpus at all
+    gpu: str = ""  # SUITE_GPU: this one GPU instead of all
+    runner: str = "local"  # RUNNER_NAME in GitHub Actions
+    shard: str = ""  # "i/n" for one shard of the run
+
+    def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise UsageError("--device", f"{self.device!r}: the containers run on cuda or cpu")
+        if self.gpu and not _GPU_ID.fullmatch(self.gpu):
+            raise UsageError("SUITE_GPU", f"{self.gpu!r}: one GPU, by index or UUID (nvidia-smi -L)")
+
+    def name(self, build: str, what: str = "") -> str:
+        """`suite-<run id>-<build>[-shard-i-of-n][-<what>]`: one name per container of a run."""
+        shard = "-shard-" + self.shard.replace("/", "-of-") if self.shard else ""
+        return "-".join(p for p in (f"suite-{self.run_id}-{build}{shard}", what) if p)
 
 
-# ---------------------------------------------------------------------------------------
-# Images
-
-
-def context_digest(build: BuildSpec, root: Path) -> str:
-    """A digest of everything that goes into the build's image: its container folder,
-    the suite, matrix.yaml, and the build arguments. It names the image tag, so a changed
-    input is a new tag (rebuilt), and the CSV's `image` column identifies the code."""
-    h = hashlib.sha256()
-    h.update(json.dumps(sorted(build_args(build, "").items())).encode())  # the tag itself aside
-    paths: list[Path] = []
-    for name in (build.container, *CONTEXT_FILES):
-        p = root / name
-        paths += sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-    for f in paths:
-        if "__pycache__" in f.parts or f.suffix == ".pyc" or not f.exists():
-            continue
-        h.update(f.relative_to(root).as_posix().encode() + b"\0")
-        h.update(f.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def image_tag(build: BuildSpec, root: Path) -> str:
-    name = re.sub(r"[^a-z0-9._-]+", "-", build.name.lower()).strip(".-") or "build"
-    return f"{REPOSITORY}:{name}-{context_digest(build, root)[:12]}"
-
-
-def build_args(build: BuildSpec, tag: str) -> dict[str, str]:
-    """`--build-arg` values: the build's own (matrix.yaml) and the ones derived from it."""
-    args = {
-        "BUILD_NAME": build.name,
-        "TORCH_VERSION": build.torch,
-        "CUDA_VERSION": build.cuda,
-        "PYTHON_VERSION": build.python,
-        "TORCH_INDEX_URL": build.index_url,
-        "SUITE_IMAGE": tag,
-    }
-    args.update(build.build_args)
-    return args
-
-
-def build_command(build: BuildSpec, root: Path, tag: str) -> list[str]:
-    cmd = [
-        "docker",
-        "build",
-        "--platform",
-        "linux/amd64",
-        "--file",
-        str(root / build.container / "Dockerfile"),
-    ]
-    cmd += ["--tag", tag]
-    for key, value in build_args(build, tag).items():
-        cmd += ["--build-arg", f"{key}={value}"]
-    return [*cmd, str(root)]
-
-
-def image_exists_command(tag: str) -> list[str]:
-    return ["docker", "image", "inspect", "--format", "{{.Id}}", tag]
+def run_options(
+    results: Path, run_id: str, hf_cache: Path, offline: bool, device: str, shard: str,
+    environ: Mapping[str, str] | None = None,
+) -> RunOptions:  # fmt: skip
+    """RunOptions for this machine: its user, its runner's name and GPU pin (SUITE_GPU)."""
+    env = os.environ if environ is None else environ
+    return RunOptions(
+        results=results,
+        run_id=run_id,
+        hf_cache=hf_cache,
+        offline=offline,
+        user=container_user(),
+        device=device,
+        gpu=env.get("SUITE_GPU", "").strip() if device == "cuda" else "",
+        runner=env.get("RUNNER_NAME", "").strip() or "local",
+        shard=shard,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -129,10 +111,14 @@ def container_user() -> str:
     return f"{IMAGE_UID}:{IMAGE_UID}" if uid == 0 else f"{uid}:{gid}"
 
 
-def run_prefix(options: RunOptions, tag: str) -> list[str]:
-    """`docker run ...IMAGE`: GPU, mounts, user, environment; the command follows."""
+def run_prefix(options: RunOptions, tag: str, name: str) -> list[str]:
+    """`docker run ...IMAGE`: name, label, GPU, mounts, user, environment; the command follows."""
     run_dir = options.results / options.run_id
-    cmd = ["docker", "run", "--rm", "--init", "--pull", "never", "--gpus", "all", "--ipc=host"]
+    cmd = ["docker", "run", "--rm", "--init", "--pull", "never", "--name", name]
+    cmd += ["--label", f"{RUNNER_LABEL}={options.runner}"]
+    if options.device == "cuda":
+        cmd += ["--gpus", f"device={options.gpu}" if options.gpu else "all"]
+    cmd += ["--ipc=host"]
     cmd += ["--user", options.user, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     if options.offline:
         cmd += ["--network", "none"]
@@ -151,16 +137,18 @@ def run_prefix(options: RunOptions, tag: str) -> list[str]:
 def suite_run_command(
     build: BuildSpec, options: RunOptions, tag: str, suite_args: Sequence[str]
 ) -> list[str]:
-    """The benchmark itself: `python -m suite run` inside the build's image, on the GPU."""
-    inner = ["python", "-m", "suite", "run", "--build", build.name, "--device", "cuda"]
+    """The benchmark itself: `python -m suite run` inside the build's image, on the device."""
+    inner = ["python", "-m", "suite", "run", "--build", build.name, "--device", options.device]
     inner += ["--out", RESULTS_IN_CONTAINER, "--run-id", options.run_id, *suite_args]
-    return run_prefix(options, tag) + inner
+    return run_prefix(options, tag, options.name(build.name)) + inner
 
 
-def probe_command(options: RunOptions, tag: str) -> list[str]:
-    """A first container that only asks torch for the GPU: a missing NVIDIA runtime or a
-    GPU that torch cannot see is then reported in one line, before any cell runs."""
-    return [*run_prefix(options, tag), "python", "-m", "suite", "env", "--device", "cuda"]
+def probe_command(build: BuildSpec, options: RunOptions, tag: str) -> list[str]:
+    """A first container that compiles one tiny function on the device (containers/probe.py):
+    a missing NVIDIA runtime, a GPU that torch cannot see or a broken compiler toolchain is
+    then reported in one line, before any cell runs."""
+    cmd = run_prefix(options, tag, options.name(build.name, "probe"))
+    return [*cmd, "python", f"{PROBE_IN_CONTAINER}", options.device]
 
 
 # ---------------------------------------------------------------------------------------
@@ -189,12 +177,20 @@ def check_docker() -> None:
         )
 
 
-def check_gpu() -> None:
-    """An NVIDIA GPU on this machine and the NVIDIA container runtime in Docker."""
+def no_nvidia_gpu() -> str | None:
+    """Why this machine shows no NVIDIA GPU (`nvidia-smi -L`), or None when it shows one: the
+    check that needs no torch (container sessions, `suite plan --device cuda`)."""
     smi = shutil.which("nvidia-smi")
     gpus = _run([smi, "-L"]) if smi else None
     if gpus is None or gpus.returncode != 0 or "GPU" not in gpus.stdout:
-        detail = "nvidia-smi not found" if gpus is None else first_line(gpus.stderr or gpus.stdout, NO_OUTPUT)
+        return "nvidia-smi not found" if gpus is None else first_line(gpus.stderr or gpus.stdout, NO_OUTPUT)
+    return None
+
+
+def check_gpu() -> None:
+    """An NVIDIA GPU on this machine and the NVIDIA container runtime in Docker."""
+    detail = no_nvidia_gpu()
+    if detail is not None:
         raise DockerProblem(
             f"no NVIDIA GPU found ({detail}): the containers need a GPU and its driver; "
             "on this machine run `nox -s bench-local` (CPU)"
@@ -211,20 +207,36 @@ def check_gpu() -> None:
 
 
 def explain_probe_failure(proc: subprocess.CompletedProcess[str], tag: str) -> str:
-    """One line for a failed GPU probe container."""
+    """One line for a failed probe container: Docker's own GPU error, else probe.py's one
+    line (`probe: ...`), else the first line of what it printed."""
     err = proc.stderr + proc.stdout
     if "could not select device driver" in err or "nvidia-container-cli" in err:
         return (
             "Docker cannot give the container the GPU (NVIDIA runtime missing or broken: "
             f"{first_line(err, NO_OUTPUT)}); install/configure the NVIDIA Container Toolkit ({DOCS})"
         )
-    if proc.returncode == 2:  # the suite's own one-line error, e.g. torch sees no GPU
-        return f"{tag}: {first_line(proc.stderr, NO_OUTPUT).removeprefix('suite env: error: ')}"
+    said = [line.strip() for line in err.splitlines() if line.startswith("probe: ")]
+    if said:
+        return f"{tag}: {said[-1]}"
     status = proc.returncode
-    return f"{tag}: the GPU probe container failed with status {status}: {first_line(err, NO_OUTPUT)}"
+    return f"{tag}: the probe container failed with status {status}: {first_line(err, NO_OUTPUT)}"
 
 
 def leaked_secrets(cmd: Sequence[str], environ: Mapping[str, str]) -> list[str]:
     """Names of the secrets (suite.redact's rule: HF_TOKEN, *_KEY, ...) whose value appears in
     `cmd`: the container sessions refuse to run such a command."""
     return sorted({name for value, name in secrets_of(environ) if any(value in arg for arg in cmd)})
+
+
+def refusal(cmd: Sequence[str], environ: Mapping[str, str]) -> str:
+    """Why `cmd` must not run (empty: it may): a secret's value in it, or a URL with
+    credentials. Either would be readable in the host's process list and `docker inspect`."""
+    leaked = leaked_secrets(cmd, environ)
+    if leaked:
+        return f"refusing to run docker: the value of {leaked[0]} would be in its arguments"
+    if any(has_url_credentials(arg) for arg in cmd):
+        return (
+            "refusing to run docker: an argument holds a URL with credentials (user:password@host); "
+            "give the container a URL without them"
+        )
+    return ""

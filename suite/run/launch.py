@@ -59,6 +59,11 @@ class RunPaths:
         stem = name[: -len(".csv")]
         return RunPaths(run_dir, run_dir / "raw" / name, run_dir / "logs" / stem, run_dir / ".scratch" / stem)
 
+    @property
+    def compile_cache(self) -> Path:
+        """The inductor and triton caches the run's cells share (`compile_cache: run`)."""
+        return self.run_dir / ".compile-cache"
+
 
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
@@ -134,7 +139,7 @@ def run_worker(
     if cell.settings.compile_cache == "cold":
         cache = paths.scratch / f"{attempt}.compile-cache"
     else:
-        cache = paths.run_dir / ".compile-cache"
+        cache = paths.compile_cache
     extra["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
     extra["TRITON_CACHE_DIR"] = str(cache / "triton")
     cmd = [python, "-m", WORKER_MODULE, str(cell_path), str(result_path), device_type]

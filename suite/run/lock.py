@@ -3,8 +3,11 @@
 Two runners appending to the same CSV would record each cell twice and could interleave
 their resume rewrites. The lock is taken before the CSV is read (resume) and released
 when the run ends, also when the runner dies: the kernel drops a dead process's locks,
-so a killed run never leaves a stale lock behind. The file itself stays (removing a lock
-file races with the next runner taking it); it holds only who has it, for the message.
+so a killed run never leaves a stale lock behind, only its file, which the next runner
+takes over. A run that ends removes the file while it still holds the lock, so a finished
+run folder has none; a runner that locked a file just removed (it opened it before the
+removal) sees that the path no longer leads to its file and starts again. The file holds
+only who has it, for the message.
 """
 
 from __future__ import annotations
@@ -37,6 +40,36 @@ class RunLock:
     def __enter__(self) -> RunLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._damaged(exc.strerror or str(exc)) from None
+        while True:
+            fd = self._open()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):  # e.g. a file system without locks
+                    os.close(fd)
+                    raise self._damaged(f"cannot be locked ({exc.strerror or exc})") from None
+                holder = self._holder(fd)
+                os.close(fd)
+                raise UsageError(
+                    "--run-id",
+                    f"{self.csv_path} is being written by another run"
+                    f"{f' ({holder})' if holder else ''}; wait for it to end, or use another --run-id",
+                ) from None
+            if self._still_there(fd):
+                break
+            os.close(fd)  # removed by the run that just ended: lock the path's new file
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        with contextlib.suppress(OSError):  # who holds it is for messages only: a full disk may refuse
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode())
+        self._fd = fd
+        return self
+
+    def _open(self) -> int:
+        """The lock file, opened (created if missing); a damaged one is one line (exit 2)."""
+        try:
             # not inherited by workers; a symbolic link is refused (the suite makes none)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as exc:
@@ -45,25 +78,7 @@ class RunLock:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise self._damaged("not a regular file")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):  # e.g. a file system without locks
-                os.close(fd)
-                raise self._damaged(f"cannot be locked ({exc.strerror or exc})") from None
-            holder = self._holder(fd)
-            os.close(fd)
-            raise UsageError(
-                "--run-id",
-                f"{self.csv_path} is being written by another run"
-                f"{f' ({holder})' if holder else ''}; wait for it to end, or use another --run-id",
-            ) from None
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        with contextlib.suppress(OSError):  # who holds it is for messages only: a full disk may refuse
-            os.ftruncate(fd, 0)
-            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode())
-        self._fd = fd
-        return self
+        return fd
 
     def _damaged(self, why: str) -> UsageError:
         """The lock file cannot be used (a folder or a link in its place, no permission):
@@ -80,7 +95,40 @@ class RunLock:
             return " ".join(text.split())
         return ""
 
+    def _still_there(self, fd: int) -> bool:
+        """Whether the lock path still names the file we hold open and locked."""
+        try:
+            on_disk = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            os.close(fd)
+            raise self._damaged(exc.strerror or str(exc)) from None
+        held = os.fstat(fd)
+        return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
+
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()  # while still held: no runner can take this file any more
             os.close(self._fd)  # closing drops the lock
             self._fd = None
+
+
+def held_by_others(folder: Path, own: Path) -> bool:
+    """Whether a runner other than the holder of `own` holds a lock in `folder` now (a run
+    folder's shared compile cache is removed only when none does)."""
+    for path in folder.glob(".*.lock"):
+        if path == own:
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:  # removed by its run as it ended
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # a lock we took for the test is dropped with it
+    return False

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from suite.results import FAIL, OK, format_cell
 from suite.spec.cost import estimate_seconds, format_duration
 from suite.spec.model import Cell
+
+ACCURACY_FAIL = "ACCURACY FAIL"
+
+
+def row_warnings(row: Mapping[str, Any]) -> dict[str, str]:
+    """What makes an ok row's figures other than they look, as {what: detail}: shown in the
+    cell's progress line and counted in the run's `done:` summary (by what). The accuracy
+    check's failure is one; another reason to doubt a figure is added here, once."""
+    warnings: dict[str, str] = {}
+    if row.get("status") == OK and row.get("accuracy") == FAIL:
+        diff = format_cell("max_abs_diff", row.get("max_abs_diff")) or "?"
+        warnings[ACCURACY_FAIL] = f"compiled output differs from eager, max |diff| {diff}"
+    return warnings
 
 
 @dataclass
@@ -53,6 +67,7 @@ class Progress:
             detail = f"median {float(row['median_ms']):.2f} ms"
             if row.get("speedup") not in (None, ""):
                 detail += f", speed-up x{float(row['speedup']):.2f}"
+            detail += "".join(f"; {what}: {why}" for what, why in row_warnings(row).items())
         else:
             detail = str(row.get("error", ""))[:120]
         width = len(str(self.total))

@@ -22,11 +22,11 @@ from typing import Any
 from suite.errors import UsageError
 from suite.measure.provenance import Environment
 from suite.results import TIMING_COLUMNS, RowWriter, key_of
-from suite.run import launch, preflight, resume
+from suite.run import launch, preflight, resume, tidy
 from suite.run.launch import RunPaths
 from suite.run.lock import RunLock
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
-from suite.run.progress import Progress
+from suite.run.progress import Progress, row_warnings
 from suite.spec.model import Cell
 
 
@@ -36,6 +36,15 @@ class RunReport:
     ran: int = 0
     resumed: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
+    warned: dict[str, list[str]] = field(default_factory=dict)  # progress.row_warnings -> cells
+
+    def warnings_note(self) -> str:
+        """`; 2 ok cell(s) with ACCURACY FAIL (Mask2former bs=1 default inference, ...)` for the
+        done line, or ""."""
+        return "".join(
+            f"; {len(cells)} ok cell(s) with {what} ({', '.join(cells)})"
+            for what, cells in self.warned.items()
+        )
 
 
 def build_row(
@@ -57,7 +66,7 @@ def build_row(
         **env.columns(),
         "started_at": started_at,
         "wall_s": round(wall, 3),
-        "warmup": s.warmup,
+        "warmup": fields.get("warmup"),  # the calls that ran (suite.measure.timing), not the setting
         "tolerance": s.tolerance,
         "compile_cache": s.compile_cache,
         "variant": cell.variant,
@@ -82,13 +91,15 @@ def run_cells(
     python: str = sys.executable,
     min_free_mb: float = DEFAULT_MIN_FREE_MB,
     banner: str = "",
+    keep_compile_cache: bool = False,
 ) -> RunReport:
     """Run every cell not already recorded; append one row per cell as it ends.
 
     Holds the run's lock throughout. `banner` is printed once the run's CSV is found fit
     to resume (a refused run prints its one error line only). Stops (UsageError, exit 2)
     when the disk fills up: the rows recorded so far are safe, and the same --run-id
-    resumes."""
+    resumes. A run that ends leaves no lock, no scratch file and no compile cache, unless
+    `keep_compile_cache` (suite.run.tidy)."""
     if not cells:
         raise UsageError("cells", "the selection is empty: nothing to run")
     build = cells[0].build
@@ -102,6 +113,7 @@ def run_cells(
         if banner:
             print(banner, file=sys.stderr, flush=True)
         shutil.rmtree(paths.scratch, ignore_errors=True)  # files of a killed run's attempts
+        tidy.explain_cache(paths, cells)
         progress = Progress.of(cells)
         try:
             writer = RowWriter(paths.csv)
@@ -134,8 +146,10 @@ def run_cells(
                     ) from None
                 report.ran += 1
                 report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
+                for what in row_warnings(row):
+                    report.warned.setdefault(what, []).append(cell.label)
                 progress.finish(cell, row, wall)
-        shutil.rmtree(paths.scratch, ignore_errors=True)
+        tidy.tidy(paths, keep_compile_cache)
     return report
 
 

@@ -7,9 +7,11 @@ is tested) without nox, and importing it starts no process.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from suite.errors import UsageError
+from suite.redact import redact
 from suite.run.docker import DockerProblem
 from suite.run.launch import child_env
 from suite.spec import BuildSpec, Matrix, load_matrix, pick_build
@@ -34,6 +37,29 @@ class Runner:
     error: Callable[[str], NoReturn]
 
 
+class RedactingFilter(logging.Filter):
+    """Redacts (suite.redact) every record before a handler formats it: nox logs each
+    command line it runs, each session.log line and each error, a traceback included."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
+            record.exc_info, record.exc_text = None, None
+        if record.stack_info:
+            message += "\n" + record.stack_info
+            record.stack_info = None
+        record.msg, record.args = redact(message), ()
+        return True
+
+
+def redact_nox_output() -> None:
+    """Pass everything nox logs through the redaction (the noxfile calls this on import)."""
+    logger = logging.getLogger("nox")
+    if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+        logger.addFilter(RedactingFilter())
+
+
 def one_line_errors(session: F) -> F:
     """Bad input or a missing prerequisite (UsageError, DockerProblem): one line on stderr and
     exit status 2, before anything is built (nox's own session.error exits 1 and says
@@ -44,7 +70,7 @@ def one_line_errors(session: F) -> F:
         try:
             return session(*args, **kwargs)
         except (UsageError, DockerProblem) as exc:
-            print(f"nox > error: {exc}", file=sys.stderr, flush=True)
+            print(redact(f"nox > error: {exc}"), file=sys.stderr, flush=True)
             raise SystemExit(2) from None
 
     return wrapper  # type: ignore[return-value]
@@ -106,6 +132,8 @@ class BenchArgs:
     no_merge: bool
     sharded: bool
     suite_args: list[str]
+    device: str | None = None  # --device, None: the session's default
+    shard: str = ""  # --shard i/n (it stays in suite_args too)
 
 
 # Checks a build's selection flags before anything is built (the noxfile runs `suite plan`).
@@ -120,18 +148,26 @@ def bench_args(posargs: Sequence[str], prefix: str, root: Path) -> BenchArgs:
     out = Path(pop_flag(args, "--out") or root / "results").resolve()
     offline = pop_switch(args, "--offline")
     no_merge = pop_switch(args, "--no-merge")
+    device = pop_flag(args, "--device")
+    shard = pop_flag(list(args), "--shard")  # looked at, not taken: `suite run` needs it too
     sharded = any(a == "--shard" or a.startswith("--shard=") for a in args)
-    return BenchArgs(builds, run_id, out, offline, no_merge, sharded, args)
+    return BenchArgs(builds, run_id, out, offline, no_merge, sharded, args, device, shard or "")
+
+
+# The suite's own exit statuses (README, "Exit status") that a session passes on as they are:
+# 2 bad input (one line already printed), 3 a bug, 130 interrupted, 141 its output closed.
+SUITE_STATUSES = (2, 3, 130, 141)
 
 
 def run_suite(runner: Runner, cmd: list[str], extra_env: Mapping[str, str] | None = None) -> None:
     """Run a suite command with the workers' environment (suite.run.launch.child_env: this
-    checkout's suite first on PYTHONPATH); its usage errors (exit 2, one line already
-    printed) stay exit 2."""
+    checkout's suite first on PYTHONPATH). The session then exits with the suite's own status
+    (nox would make every failure 1): `nox -s merge -- missing-folder` exits 2, as the README
+    says, after the suite's one line."""
     runner.log(" ".join(cmd))
     code = subprocess.run(cmd, env=child_env(dict(extra_env or {})), check=False).returncode
-    if code == 2:
-        raise SystemExit(2)
+    if code in SUITE_STATUSES:
+        raise SystemExit(code)
     if code != 0:
         runner.error(f"{cmd[0]} exited with status {code}")
 
@@ -146,10 +182,30 @@ def merge_target(runner: Runner, bench: BenchArgs) -> str | None:
     return str(run_dir)
 
 
-def newest_run(runner: Runner, results: Path) -> str:
-    """The run folder under `results` whose raw CSVs were written last."""
+MERGE_VALUE_FLAGS = ("-o", "--out", "--matrix", "--reference")  # `suite merge` flags with a value
+
+
+def merge_args(posargs: Sequence[str], results: Path) -> tuple[list[str], bool]:
+    """`nox -s merge -- [RUN_DIR...] [-o OUT] [--offline]`: the arguments of `suite merge` and
+    whether to install nothing. The run folders are checked before anything is installed (a
+    missing one: one line, exit 2); without one, the newest run under `results`."""
+    args = [a for a in posargs if a != "--offline"]
+    offline = len(args) != len(posargs)
+    inputs = [
+        a
+        for i, a in enumerate(args)
+        if not a.startswith("-") and not (i > 0 and args[i - 1] in MERGE_VALUE_FLAGS)
+    ]
+    for name in inputs:
+        if not Path(name).exists():
+            raise UsageError(name, "no such run folder or CSV file")
+    return (args if inputs else [newest_run(results), *args]), offline
+
+
+def newest_run(results: Path) -> str:
+    """The run folder under `results` whose raw CSVs were written last (none: bad input, exit 2)."""
     runs = [p for p in results.glob("*/raw") if any(p.glob("*.csv"))]
     if not runs:
-        runner.error("results/: no run folder with raw CSVs; give one: nox -s merge -- RUN_DIR")
+        raise UsageError(f"{results}", "no run folder with raw CSVs here; give one: nox -s merge -- RUN_DIR")
     newest = max(runs, key=lambda raw: max(f.stat().st_mtime for f in raw.glob("*.csv")))
     return str(newest.parent)

@@ -14,6 +14,7 @@ import glob
 import hashlib
 import os
 import shutil
+import subprocess
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -32,6 +33,8 @@ from suite.run.session import (
     run_suite,
 )
 from suite.spec import BuildSpec
+
+BY_VERSION = "SUITE_TORCH_BY_VERSION"
 
 
 def find_python(version: str) -> str | None:
@@ -72,14 +75,18 @@ def torch_steps(build: BuildSpec, venv: Path) -> tuple[list[list[str]], str]:
     build's local virtualenv, and where they come from: the image's exact wheels (URL +
     sha256) or nightlies when reachable, else PyPI's of the same versions (PyPI's torch
     2.0.1 and torchvision 0.15.2 pair: both CUDA 11.7 builds, large on a CPU-only machine;
-    the rows still record the torch and CUDA that ran)."""
+    the rows still record the torch and CUDA that ran). With SUITE_TORCH_BY_VERSION=1, the
+    versions from pip's indexes even where the wheels are reachable: CI sets it with
+    PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu, whose 2.0.1+cpu outranks the
+    multi-GB CUDA builds (a test's torch needs no CUDA)."""
     args = build.build_args
     wheels = [
         (n, args[f"{n.upper()}_WHEEL_URL"])
         for n in ("torch", "torchvision")
         if f"{n.upper()}_WHEEL_URL" in args
     ]
-    if wheels and all(reachable(url) for _, url in wheels):
+    by_version = os.environ.get(BY_VERSION) == "1"
+    if wheels and not by_version and all(reachable(url) for _, url in wheels):
         req = venv / "torch-requirement.txt"
         req.write_text(
             "".join(f"{n} @ {url} --hash=sha256:{args[f'{n.upper()}_WHEEL_SHA256']}\n" for n, url in wheels)
@@ -94,7 +101,20 @@ def torch_steps(build: BuildSpec, venv: Path) -> tuple[list[list[str]], str]:
     pins = [f"torch=={build.torch}"]
     if "TORCHVISION_WHEEL_URL" in args:
         pins.append(f"torchvision=={wheel_version(args['TORCHVISION_WHEEL_URL'])}")
-    return [pins], "PyPI (or pip's configured index)"
+    return [pins], "pip's configured indexes" if by_version else "PyPI (or pip's configured index)"
+
+
+def has_modules(python: Path, modules: Sequence[str]) -> bool:
+    """Whether that interpreter imports every one of `modules` (a kept virtualenv's)."""
+    if not python.exists():
+        return False
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", f"import {', '.join(modules)}"], capture_output=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
 
 
 def lock_file(build: BuildSpec, root: Path) -> Path | None:
@@ -103,17 +123,45 @@ def lock_file(build: BuildSpec, root: Path) -> Path | None:
     return lock if lock is not None and lock.is_file() else None
 
 
+def _pins_digest(build: BuildSpec, root: Path) -> str:
+    """What a build's virtualenv was made from: reused while this is unchanged."""
+    lock = lock_file(build, root)
+    source = f"{BY_VERSION}={os.environ.get(BY_VERSION, '')}".encode()  # another torch: another venv
+    return hashlib.sha256(repr(build).encode() + source + (lock.read_bytes() if lock else b"")).hexdigest()
+
+
+def ready_venv(build: BuildSpec, root: Path) -> Path | None:
+    """The Python of the build's virtualenv when it is there and pinned as the build is now."""
+    venv = root / ".nox" / f"build-{build.name}"
+    marker, python = venv / ".suite-pins", venv / "bin" / "python"
+    if marker.is_file() and marker.read_text() == _pins_digest(build, root) and python.exists():
+        return python
+    return None
+
+
+def missing_python(build: BuildSpec, root: Path) -> str | None:
+    """Why the build's virtualenv cannot be made here (no Python of its version, and none made
+    before), in one line; None when it can."""
+    if ready_venv(build, root) is not None or find_python(build.python) is not None:
+        return None
+    return (
+        f"build {build.name} needs Python {build.python} ({matrix_file(root)}: builds.{build.name}.python), "
+        f"and this machine has no python{build.python} (pyenv's versions, then PATH): install it "
+        f"(`pyenv install {build.python}`, or your distribution's python{build.python} and "
+        f"python{build.python}-venv) to run this build"
+    )
+
+
 def build_venv(runner: Runner, build: BuildSpec, root: Path) -> Path:
     """The Python of a virtualenv pinned like the build's image, under .nox/, reused while
     its pins are unchanged: torch as above, then the image's hash-locked requirements
     (else `pins`)."""
+    ready = ready_venv(build, root)
+    if ready is not None:
+        return ready
     venv = root / ".nox" / f"build-{build.name}"
     lock = lock_file(build, root)
-    digest = hashlib.sha256(repr(build).encode() + (lock.read_bytes() if lock else b"")).hexdigest()
-    marker = venv / ".suite-pins"
     python = venv / "bin" / "python"
-    if marker.is_file() and marker.read_text() == digest and python.exists():
-        return python
     interpreter = find_python(build.python)
     if interpreter is None:
         raise UsageError(
@@ -133,7 +181,7 @@ def build_venv(runner: Runner, build: BuildSpec, root: Path) -> Path:
     else:
         runner.run(*pip, *[p for p in build.pins if not p.startswith("torch")])
     runner.run(str(python), "-m", "pip", "check")
-    marker.write_text(digest)
+    (venv / ".suite-pins").write_text(_pins_digest(build, root))
     return python
 
 
@@ -146,9 +194,16 @@ def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: Selec
     chosen = pick_builds(matrix, bench.builds, [n for n, b in matrix.builds.items() if b.local])
     for build in chosen:
         check(build, bench)
+    missing = {b.name: why for b in chosen if (why := missing_python(b, root)) is not None}
+    if len(missing) == len(chosen):  # nothing can run here: that is bad input, not a skip
+        raise UsageError("bench-local", "; ".join(missing.values()))
     for build in chosen:
+        if build.name in missing:  # one line, then the other builds run
+            runner.log(f"skipped: {missing[build.name]}")
+            continue
         python = build_venv(runner, build, root)
         cmd = [str(python), "-m", "suite", "run", "--build", build.name, "--run-id", bench.run_id]
+        cmd += ["--device", bench.device] if bench.device else []
         run_suite(
             runner, [*cmd, "--out", str(bench.out), *bench.suite_args], OFFLINE_ENV if bench.offline else None
         )

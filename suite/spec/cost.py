@@ -13,6 +13,7 @@ device), so every machine computes the same figures and therefore the same shard
 from __future__ import annotations
 
 from suite.spec.model import Cell
+from suite.spec.warmup import warmup_calls
 
 STARTUP_S = 15.0  # child process, torch + transformers imports, model build, inputs
 LOAD_S_PER_M_PARAMS = 0.02  # weights read from the cache and moved to the device
@@ -46,14 +47,15 @@ def params_m(cell: Cell) -> float:
 
 
 def forwards(cell: Cell) -> int:
-    """Forward calls the worker makes (see worker.measure_inference; measure_train makes
-    as many steps): eager cells warm up and time one function; compiled cells warm up both
-    and time both, interleaved."""
+    """Forward calls the worker makes (suite.measure.scenarios.base.measure; a train cell
+    makes as many steps): eager cells warm up and time one function; compiled cells warm up
+    both (the warm-up policy, suite.spec.warmup) and time both, interleaved."""
     s = cell.settings
-    warmup = max(1, s.warmup)
+    eager_warmup = warmup_calls(s.warmup, compiled=False)
     if cell.mode == "eager":
-        return warmup + s.iterations
-    return warmup + max(3, s.warmup) + 2 * s.iterations + 4  # + eager, first compiled, 2 accuracy
+        return eager_warmup + s.iterations
+    compiled_warmup = warmup_calls(s.warmup, compiled=True)
+    return eager_warmup + compiled_warmup + 2 * s.iterations + 4  # + eager, first compiled, 2 accuracy
 
 
 def estimate_seconds(cell: Cell) -> float:

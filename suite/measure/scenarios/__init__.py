@@ -1,15 +1,17 @@
-"""The scenarios a cell can measure, by name: each a function (cell, device) -> row fields."""
+"""The scenarios a cell can measure, by name. Each is a small `Scenario` subclass saying only
+what differs (its calls, its compiled call, its accuracy check); `measure` (base.py) is the path
+they all share. A new scenario: a module here with its subclass, one entry in SCENARIOS, and its
+name in suite.spec.model.SCENARIOS."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from suite.measure.scenarios.base import Scenario, measure
+from suite.measure.scenarios.inference import Inference
+from suite.measure.scenarios.train import Train
 
-from suite.measure.scenarios.inference import measure_inference
-from suite.measure.scenarios.train import measure_train
-from suite.spec.model import Cell
-
-SCENARIOS: dict[str, Callable[[Cell, str], dict[str, Any]]] = {
-    "inference": measure_inference,
-    "train": measure_train,
+SCENARIOS: dict[str, type[Scenario]] = {
+    "inference": Inference,
+    "train": Train,
 }
+
+__all__ = ["SCENARIOS", "Scenario", "measure"]

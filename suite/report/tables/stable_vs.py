@@ -1,6 +1,7 @@
-"""Stable vs the other builds (the guide's nightly tables): for a stable build and each other
-build, durations without and with compile side by side, each build's speed-up, and the other
-build against the stable one (from separate processes, with a conservative interval).
+"""Stable vs the other builds (the guide's nightly tables, and a release against the stable
+one alike; each table is named by its two builds): for a stable build and each other build,
+durations without and with compile side by side, each build's speed-up, and the other build
+against the stable one (from separate processes, with a conservative interval).
 """
 
 from __future__ import annotations
@@ -54,10 +55,12 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
         Column(f"{b} vs {s}, compile", f"{b} vs {s} with torch.compile", "gain"),
     ]
     table = Table(
-        name=group_stem(study, "stable-vs-nightly", gpu_stem(gpu), f"{s}-vs-{b}", mode, setup=setup),
+        # named by the two builds (stable-vs-nightly, stable-vs-current), not by the guide's
+        # nightly table: the other build may be a release
+        name=group_stem(study, f"{s}-vs-{b}", gpu_stem(gpu), mode, setup=setup),
         section="stable vs nightly",
         title=f"{gpu.label} · {study.torch_label(s)} vs {study.torch_label(b)} · mode {mode}",
-        subtitle=f"Build kinds: {s} {study.kind(s)}, {b} {study.kind(b)}. Setup: {setup.label}.",
+        subtitle=f"Build kinds: {s}: {study.kind(s)}, {b}: {study.kind(b)}. Setup: {setup.label}.",
         columns=columns,
         notes=[legend(setup.scenario), cross_note(s, b)],
     )

@@ -1,0 +1,100 @@
+"""The path every scenario's cell takes, written once, and what a scenario supplies to it.
+
+A scenario (inference, train, ...) is a `Scenario` subclass that says only what differs: its
+eager call, how its compiled call is built, its accuracy check, and any steps around the
+first compiled call. `measure` runs the rest in a fixed order, because the order is part of
+what the figures mean (README, "What one cell measures"): warm-up before timing, compile time = first compiled
+call - one eager call, dynamo's counters after the first call and at the end, peak memory
+over the warm-up of the function the row is about, eager and compiled timed interleaved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from suite.measure import cell as parts
+from suite.measure.counters import dynamo_counts
+from suite.measure.faults import inject_fault
+from suite.measure.memory import PeakMemory
+from suite.measure.timing import TimingLoop, synchronizer
+from suite.spec.model import Cell
+
+
+class Scenario:
+    """One way of using a model. A subclass sets `eager` (one call of the eager function, the
+    thing timed) in its constructor and implements `compile` and `accuracy`; the other
+    methods have the defaults most scenarios want. The constructor may raise (e.g. the train
+    scenario's `Unsupported`): the cell is then recorded with that status, nothing timed."""
+
+    eager: Callable[[], Any]
+
+    def __init__(self, cell: Cell, model: Any, batch: dict[str, Any]) -> None:
+        self.cell, self.model, self.batch = cell, model, batch
+
+    def grad_mode(self) -> contextlib.AbstractContextManager[Any]:
+        """The autograd mode every call of the cell runs under (inference: no_grad)."""
+        return contextlib.nullcontext()
+
+    def warm_up_eager(self, loop: TimingLoop) -> int:
+        """Warm the eager function up (the loop's policy); the number of calls made."""
+        return loop.warm_up(self.eager, compiled=False)
+
+    def compile(self) -> Callable[[], Any]:
+        """A callable making one call of the compiled function (torch.compile is lazy: nothing
+        compiles before that callable's first call)."""
+        raise NotImplementedError
+
+    def first_compiled_call(self, loop: TimingLoop, compiled: Callable[[], Any]) -> float:
+        """Milliseconds of the compiled function's first call, the one that compiles it. A
+        scenario whose accuracy check needs that very call (train) overrides this."""
+        ms, _ = loop.call(compiled)
+        return ms
+
+    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool]:
+        """(max |diff|, within tolerance) of compiled against eager, asked for after the
+        compiled warm-up."""
+        raise NotImplementedError
+
+
+def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
+    """The row fields of one cell measured as scenario `kind` on `device`."""
+    model, batch, facts = parts.prepare(cell, device)
+    scenario = kind(cell, model, batch)
+    loop = TimingLoop(synchronizer(device), cell.settings.warmup)
+    inject_fault(cell.model.name)  # test-only (suite.measure.faults): once, before any call
+    row: dict[str, Any] = dict(facts)
+    with scenario.grad_mode():
+        if cell.mode == "eager":
+            row.update(_eager_cell(scenario, loop, device))
+        else:
+            row.update(_compiled_cell(scenario, loop, device))
+    return row
+
+
+def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[str, Any]:
+    with PeakMemory(device) as mem:
+        warmup = scenario.warm_up_eager(loop)
+    (samples,) = loop.interleaved([scenario.eager], scenario.cell.settings.iterations)
+    return {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
+
+
+def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[str, Any]:
+    """The compiled function's figures, with the eager function timed beside it. `warmup` is
+    the compiled function's warm-up calls (the eager one's are not counted)."""
+    s = scenario.cell.settings
+    scenario.warm_up_eager(loop)
+    eager_call_ms, _ = loop.call(scenario.eager)
+    compiled = scenario.compile()
+    first_ms = scenario.first_compiled_call(loop, compiled)
+    breaks, graphs_after_first = dynamo_counts()
+    with PeakMemory(device) as mem:
+        warmup = loop.warm_up(compiled, compiled=True)
+    accuracy = scenario.accuracy(compiled)
+    eager_samples, samples = loop.interleaved([scenario.eager, compiled], s.iterations)
+    _, graphs_end = dynamo_counts()
+    graphs = (breaks, graphs_after_first, graphs_end)
+    row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
+    row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
+    return row

@@ -1,0 +1,229 @@
+"""`nox -s containers-e2e`: the container path run for real on this machine's Docker engine.
+
+It builds the stable and nightly images from the project's own Dockerfiles (substituting
+only what cannot be had here: the pinned base image when it cannot be pulled, the torch
+wheels by URL when their index is out of reach, pip's CA as a build secret), then runs the
+container sessions on the CPU, as `nox -s bench-stable` and `nox -s bench-nightly` would:
+both builds online, then the stable build again with `--offline` (`--network none`, the
+cache read-only). It then checks what an operator relies on: every cell `ok`, the CSV's
+`image` column naming the image, every file of the run owned by the invoking user (by the
+image's user, uid 1000, when nox runs as root), the Hugging Face cache written through its
+mount. It prints the figures (build, probe and container times, each cell's wall time) and
+writes them to `<run>/e2e.md`. Minutes with cached images, far more without: not in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from suite.errors import UsageError, first_line
+from suite.results import read_rows, slug
+from suite.run import docker, images
+from suite.run.containers import Build, bench_containers, default_builds, ensure_image, run_docker
+from suite.run.images import Substitutes
+from suite.run.session import Runner, SelectionCheck, load, pick_builds, pop_flag, pop_switch
+from suite.run.venv import reachable
+from suite.spec import BuildSpec
+
+PULL_TIMEOUT_S = 600
+
+
+@dataclass
+class Report:
+    """The figures and findings of one e2e run, in the order they happened."""
+
+    lines: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def add(self, runner: Runner, line: str) -> None:
+        self.lines.append(line)
+        runner.log(f"e2e: {line}")
+
+    def check(self, runner: Runner, ok: bool, passed: str, failed: str) -> None:
+        self.add(runner, f"{'PASS' if ok else 'FAIL'}: {passed if ok else failed}")
+        if not ok:
+            self.failures.append(failed)
+
+
+def pullable(image: str) -> tuple[bool, str]:
+    """Whether the pinned base is here or can be pulled, and if not, docker's reason."""
+    if run_docker(images.image_exists_command(image), capture_output=True).returncode == 0:
+        return True, ""
+    try:
+        proc = run_docker(["docker", "pull", image], capture_output=True, timeout=PULL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return False, f"no answer in {PULL_TIMEOUT_S} s"
+    return proc.returncode == 0, first_line(proc.stderr or proc.stdout, "(no output)")
+
+
+def choose_substitutes(
+    runner: Runner, report: Report, builds: Sequence[BuildSpec], root: Path
+) -> Substitutes:
+    """The pinned inputs where this machine reaches them, the substitutes where it does not."""
+    local_bases = False
+    for base in sorted({images.pinned_base(b, root) for b in builds}):
+        ok, why = pullable(base)
+        if not ok:
+            report.add(
+                runner, f"base {base} cannot be pulled ({why}): containers/local-bases.sh's stand-in instead"
+            )
+            local_bases = True
+    urls = [
+        b.build_args[k]
+        for b in builds
+        for k in ("TORCH_WHEEL_URL", "TORCHVISION_WHEEL_URL")
+        if k in b.build_args
+    ]
+    unreachable = [u for u in urls if not reachable(u)]
+    if unreachable:
+        report.add(
+            runner,
+            f"{unreachable[0]} is out of reach: PyPI's torch and torchvision of the same versions instead",
+        )
+    return Substitutes(local_bases=local_bases, torch_from_pypi=bool(unreachable))
+
+
+def image_size(tag: str) -> str:
+    proc = run_docker(["docker", "image", "inspect", "--format", "{{.Size}}", tag], capture_output=True)
+    size = proc.stdout.strip()
+    return f"{int(size) / 1e9:.2f} GB" if proc.returncode == 0 and size.isdigit() else "size unknown"
+
+
+def owners(path: Path) -> dict[int, list[str]]:
+    """uid -> the files and folders under `path` (itself included) that uid owns."""
+    found: dict[int, list[str]] = {}
+    for top, dirs, files in os.walk(path):
+        for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
+            found.setdefault(os.lstat(name).st_uid, []).append(os.path.relpath(name, path))
+    return found
+
+
+def check_run(
+    runner: Runner, report: Report, run_dir: Path, tags: dict[str, str], cells: int, uid: int
+) -> None:
+    """Every build's raw CSV: `cells` rows, all ok, the image named; every file owned by `uid`."""
+    for build, tag in tags.items():
+        csvs = sorted((run_dir / "raw").glob(f"{slug(build)}__*.csv"))
+        rows = [row for path in csvs for row in read_rows(path).rows]
+        bad = [f"{r['model']} {r['mode']}: {r['status']} {r['error']}" for r in rows if r["status"] != "ok"]
+        where = f"{run_dir.name} {build}"
+        report.check(
+            runner, len(rows) == cells and not bad, f"{where}: {len(rows)} rows, all ok",
+            f"{where}: {len(rows)} rows of {cells} expected; not ok: {'; '.join(bad) or 'none'}",
+        )  # fmt: skip
+        named = {r["image"] for r in rows}
+        report.check(
+            runner, named == {tag}, f"{where}: the image column names {tag}",
+            f"{where}: the image column holds {sorted(named)}, not {tag}",
+        )  # fmt: skip
+        for r in rows:
+            report.add(
+                runner,
+                f"cell {where} {r['model']} bs{r['batch_size']} {r['mode']}: wall {r['wall_s']} s, "
+                f"median {r['median_ms']} ms, compile {r['compile_s'] or '-'} s, torch {r['torch_version']}",
+            )
+    by_uid = owners(run_dir)
+    others = {u: paths[:3] for u, paths in by_uid.items() if u != uid}
+    count = sum(map(len, by_uid.values()))
+    report.check(
+        runner, not others, f"{run_dir.name}: all {count} files and folders owned by uid {uid}",
+        f"{run_dir.name}: files not owned by uid {uid}: {others}",
+    )  # fmt: skip
+
+
+def parse(posargs: Sequence[str], root: Path) -> tuple[str, str, Path, bool]:
+    args = list(posargs)
+    models = pop_flag(args, "--models") or "ViT"
+    modes = pop_flag(args, "--modes") or "eager,default"
+    out = Path(pop_flag(args, "--out") or root / "results").resolve()
+    no_cache = pop_switch(args, "--no-cache")
+    if args:
+        raise UsageError(
+            "containers-e2e",
+            f"unknown arguments {' '.join(args)} (takes --models, --modes, --out, --no-cache)",
+        )
+    return models, modes, out, no_cache
+
+
+def containers_e2e(runner: Runner, posargs: Sequence[str], root: Path, check: SelectionCheck) -> None:
+    """See the module's docstring. `nox -s containers-e2e [-- --models M --modes a,b --no-cache]`."""
+    models, modes, out, no_cache = parse(posargs, root)
+    started = time.monotonic()
+    try:
+        docker.check_docker()
+        client = images.buildkit_client()
+    except docker.DockerProblem as exc:
+        raise docker.DockerProblem(f"containers-e2e cannot run here: {exc}") from None
+    report = Report()
+    matrix = load(root)
+    builds = pick_builds(
+        matrix, None, [*default_builds(matrix, "stable"), *default_builds(matrix, "nightly")]
+    )
+    server = subprocess.run(
+        ["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
+    busy = os.getloadavg()[0]  # the figures below are this machine's, under this load
+    report.add(runner, f"engine {server}; builds with {client}; {cpu}, load {busy:.1f}")
+    subs = choose_substitutes(runner, report, builds, root)
+    how = Build(subs=subs, rebuild=no_cache, no_cache=no_cache)
+
+    for spec in builds:  # the images first, timed on their own
+        tag = images.image_tag(spec, root, subs)
+        there = run_docker(images.image_exists_command(tag), capture_output=True).returncode == 0
+        t0 = time.monotonic()
+        ensure_image(runner, matrix, spec, root, how)
+        what = "was there" if there and not no_cache else f"built in {time.monotonic() - t0:.1f} s"
+        what += " (--no-cache: every layer)" if no_cache else ""
+        report.add(runner, f"image {tag}: {what}, {image_size(tag)}")
+
+    run_id = f"e2e-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
+    hf_cache = root / ".nox" / "containers-e2e" / "hf-cache"
+    shutil.rmtree(hf_cache, ignore_errors=True)  # empty: whatever is in it afterwards, a container wrote
+    flags = ["--device", "cpu", "--models", models, "--modes", modes]
+    flags += ["--out", str(out), "--no-merge", *subs.flags()]
+    stages = [
+        ("bench-stable", "stable", run_id, []),
+        ("bench-nightly", "nightly", run_id, []),
+        ("bench-stable --offline", "stable", f"{run_id}-offline", ["--offline"]),
+    ]
+    tags: dict[str, dict[str, str]] = {}
+    for label, prefix, rid, extra in stages:
+        t0 = time.monotonic()
+        done = bench_containers(runner, ["--run-id", rid, *extra, *flags], root, prefix, check, hf_cache)
+        steps = ", ".join(f"{k} {v:.1f} s" for k, v in done.seconds.items() if not k.endswith(" image"))
+        report.add(runner, f"{label} ({rid}): {time.monotonic() - t0:.1f} s ({steps})")
+        tags.setdefault(rid, {}).update(done.tags)
+        if label == "bench-stable":  # the cache as the online run left it
+            written = owners(hf_cache)
+            files = sorted(p for paths in written.values() for p in paths if (hf_cache / p).is_file())
+            report.check(
+                runner, bool(files) and set(written) == {uid_of_containers()},
+                f"the HF cache mount was written by uid {uid_of_containers()}: {', '.join(files[:5])}",
+                f"the HF cache mount after the online run: files {files[:5]}, owners {sorted(written)}",
+            )  # fmt: skip
+
+    cells = len(models.split(",")) * len(modes.split(","))
+    for rid, by_build in tags.items():
+        check_run(runner, report, out / rid, by_build, cells, uid_of_containers())
+    report.add(runner, f"total {time.monotonic() - started:.1f} s; load {os.getloadavg()[0]:.1f}")
+    summary = out / run_id / "e2e.md"
+    summary.write_text("".join(f"- {line}\n" for line in report.lines))
+    if os.getuid() == 0:
+        os.chown(summary, docker.IMAGE_UID, docker.IMAGE_UID)
+    runner.log(f"e2e: the figures are in {summary}")
+    if report.failures:
+        runner.error(f"containers-e2e: {len(report.failures)} check(s) failed: {report.failures[0]}")
+
+
+def uid_of_containers() -> int:
+    """The uid the containers run as, which must own what they write."""
+    return int(docker.container_user().split(":")[0])

@@ -1,0 +1,22 @@
+"""The warm-up policy: how many untimed calls a function gets before it is timed.
+
+One rule for every reader: the worker's timing loop runs these calls (suite.measure.timing),
+the crosscheck warms its functions by it, and the cost model counts them (suite.spec.cost).
+It lives in the spec layer, below both the child side and the cost model, so neither has to
+re-derive it; the CSV's `warmup` column reports the figure the loop ran.
+"""
+
+from __future__ import annotations
+
+# An eager function is called at least once before it is timed (lazy initialization, the
+# allocator's first blocks, cuDNN's algorithm search).
+EAGER_MIN_CALLS = 1
+# CUDA-graph trees warm up on the 1st call after compiling, record on the 2nd, replay from the
+# 3rd: a compiled function gets at least 3 warm-up calls before anything is timed.
+COMPILED_MIN_CALLS = 3
+
+
+def warmup_calls(setting: int, compiled: bool) -> int:
+    """Warm-up calls of one function: the cell's `warmup` setting, but at least the minimum
+    its kind needs (a compiled function: counted after the first call, which compiles it)."""
+    return max(COMPILED_MIN_CALLS if compiled else EAGER_MIN_CALLS, setting)

@@ -1,0 +1,93 @@
+"""What the test files share: the one smoke run of a test session, the Hypothesis profiles, and
+how the slow tests are grouped under pytest-xdist.
+
+The smoke run (`suite run --profile smoke`, 36 cells on this CPU) is the costliest thing the
+tests do, so it runs once per session whoever asks for it: tests/test_smoke_e2e.py checks its
+rows and merges it, tests/test_crosscheck.py cross-checks one of its cells. Under pytest-xdist
+(`nox -s tests`: `-n 2 --dist loadgroup`) every test that uses it is put in one xdist_group, so
+one worker runs them all while the other runs the rest; a file lock makes the run happen once
+even where the groups are not honoured (another --dist; pytest 9.2, see noxfile.py), at the
+cost of a worker waiting for it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers import SmokeRun, suite_cli
+
+# Hypothesis: `ci` (the default: a quarter of the examples each test asks for, see
+# helpers.examples), `thorough` (ten times as many), or Hypothesis' own `default`; pick one with
+# HYPOTHESIS_PROFILE=thorough. `nox -s tests-stable` installs pytest alone, hence the guard.
+try:
+    from hypothesis import settings
+except ImportError:
+    pass
+else:
+    settings.register_profile("ci", max_examples=25, deadline=None, print_blob=True)
+    settings.register_profile("thorough", max_examples=1000, deadline=None, print_blob=True)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Under pytest-xdist the workers share the cores: each gets its share as torch's thread count,
+# in its own process and in the suite runs it starts (they inherit the environment). More
+# OpenMP threads than cores wait for each other's time slices: on this 2-core machine under a
+# load of 7, a compiled ViT smoke call took 380 ms with 2 threads and 0.57 ms with 1.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, share)))
+
+# Fixtures that run something costly once per session -> the xdist group of their tests.
+SHARED = {"smoke_run": "smoke"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, group in SHARED.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+                item.add_marker(pytest.mark.slow)
+
+
+def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `make` fills, made once per test session: the first xdist worker to ask takes
+    a lock and makes it; the others wait for it, then reuse it (or are told it failed)."""
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's basetemp is a folder of the session's own
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "once"
+    root.mkdir(exist_ok=True)
+    folder, done, failed = root / name, root / f"{name}.done", root / f"{name}.failed"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if failed.exists():
+            pytest.fail(f"the shared {name} run failed (in another worker): {failed.read_text()}")
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            try:
+                make(folder)
+            except Exception as exc:
+                failed.write_text(str(exc)[-3000:])
+                raise
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
+    run_id = "e2e"
+
+    def make(out: Path) -> None:
+        proc = suite_cli(
+            "run", "--profile", "smoke", "--device", "cpu", "--out", str(out), "--run-id", run_id
+        )
+        (out / "stderr.txt").write_text(proc.stderr)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    out = once(tmp_path_factory, "smoke", make)
+    return SmokeRun(out, run_id, (out / "stderr.txt").read_text())

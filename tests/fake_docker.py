@@ -1,0 +1,143 @@
+"""A fake `docker` (and nvidia-smi) on PATH that records its arguments, and the helpers that
+run the real nox sessions against it (tests/test_containers.py, test_container_sessions.py).
+No Docker, no GPU and no network are needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from suite.run import docker as containers
+
+ROOT = Path(__file__).resolve().parent.parent
+# Planted secrets: their values must never reach a docker argument list or our output.
+PLANTED = {
+    "HF_TOKEN": "hf_PLANTEDtokenVALUE0123456789abcdef",
+    "HUGGING_FACE_HUB_TOKEN": "hf_PLANTEDlegacyTOKEN0123456789",
+    "GH_TOKEN": "ghp_PLANTEDgithubTOKEN0123456789",
+    "MY_SERVICE_KEY": "PLANTED-service-key-0123456789",
+    "AWS_SECRET": "PLANTED/aws/secret/0123456789",
+}
+
+FAKE_DOCKER = r'''#!{python}
+"""A stand-in docker: records its argv as one JSON line, answers like the real one."""
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_DOCKER_LOG"], "a") as fh:
+    fh.write(json.dumps(args) + "\n")
+images_file = os.environ["FAKE_DOCKER_IMAGES"]
+images = set(open(images_file).read().split()) if os.path.exists(images_file) else set()
+if args[:1] == ["version"]:
+    if os.environ.get("FAKE_DOCKER_ENGINE") == "down":
+        print("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+              "Is the docker daemon running?", file=sys.stderr)
+        sys.exit(1)
+    print(os.environ.get("FAKE_DOCKER_CLIENT", "28.2.2") if "Client" in args[-1] else "28.2.2")
+elif args[:2] == ["buildx", "version"]:
+    if os.environ.get("FAKE_DOCKER_BUILDX") == "none":
+        print("docker: unknown command: docker buildx", file=sys.stderr)
+        sys.exit(1)
+    print("github.com/docker/buildx v0.29.1")
+elif args[:1] == ["info"]:
+    print(os.environ.get("FAKE_DOCKER_RUNTIMES", '{{"nvidia":{{}},"runc":{{}}}}'))
+elif args[:2] == ["image", "inspect"]:
+    sys.exit(0 if args[-1] in images else 1)
+elif args[:2] == ["container", "ls"]:
+    print(os.environ.get("FAKE_DOCKER_CONTAINERS", ""))
+elif args[:1] == ["pull"]:
+    print('Error response from daemon: Get "https://registry-1.docker.io/v2/": no such host',
+          file=sys.stderr)
+    sys.exit(1)
+elif args[:1] == ["build"]:
+    with open(os.environ["FAKE_DOCKER_LOG"] + ".buildkit", "a") as fh:
+        fh.write(os.environ.get("DOCKER_BUILDKIT", "(unset)") + "\n")
+    tag = args[args.index("--tag") + 1]
+    with open(images_file, "a") as fh:
+        fh.write(tag + "\n")
+elif args[:1] == ["run"]:
+    probe = args[-2].endswith("/probe.py")
+    mode = os.environ.get("FAKE_DOCKER_GPU", "ok")
+    if mode == "no-driver":
+        print('docker: Error response from daemon: could not select device driver "" with '
+              "capabilities: [[gpu]].", file=sys.stderr)
+        sys.exit(125)
+    if mode == "no-gpu" and probe:
+        print("probe: torch 2.0.1+cu118 sees no GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+        sys.exit(1)
+    if probe:
+        print(f"probe: torch 2.0.1+cu118 compiled and ran a function on {{args[-1]}}")
+else:
+    print("fake docker: unexpected " + " ".join(args), file=sys.stderr)
+    sys.exit(99)
+'''
+FAKE_SMI = "#!/bin/sh\necho 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-00000000-0000-0000-0000-000000000000)'\n"
+
+
+def make_fake(tmp_path: Path) -> SimpleNamespace:
+    """A PATH with the fake docker and nvidia-smi, a results folder and an HF cache."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER.format(python=sys.executable))
+    (bin_dir / "nvidia-smi").write_text(FAKE_SMI)
+    for exe in bin_dir.iterdir():
+        exe.chmod(0o755)
+    git = shutil.which("git")  # the images' provenance label names the checkout's commit
+    if git:
+        (bin_dir / "git").symlink_to(git)
+    machine = ("RUNNER_NAME", "SUITE_GPU", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "PIP_CERT")
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("FAKE_DOCKER", "NOX")) and k not in machine
+    }
+    env.update(PLANTED)
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,  # no CA bundle from this machine's pip (a test sets PIP_CERT)
+        # only the fakes (and this venv): a real docker or nvidia-smi elsewhere must not answer
+        PATH=os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent)]),
+        HF_HOME=str(tmp_path / "hf"),
+        FAKE_DOCKER_LOG=str(tmp_path / "docker.log"),
+        FAKE_DOCKER_IMAGES=str(tmp_path / "images.txt"),
+    )
+    return SimpleNamespace(tmp=tmp_path, bin=bin_dir, env=env, out=tmp_path / "results")
+
+
+def nox(fake: SimpleNamespace, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run a real nox session of this repository with the fake tools on PATH."""
+    cmd = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args]
+    return subprocess.run(
+        cmd, env={**fake.env, **env}, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def calls(fake: SimpleNamespace) -> list[list[str]]:
+    log = Path(fake.env["FAKE_DOCKER_LOG"])
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def runs(fake: SimpleNamespace, what: str = "run") -> list[list[str]]:
+    """The `docker run` calls that run the suite's `run` (or `probe`: containers/probe.py)."""
+    if what == "probe":
+        return [c for c in calls(fake) if c[0] == "run" and c[-2] == containers.PROBE_IN_CONTAINER]
+    return [c for c in calls(fake) if c[0] == "run" and "suite" in c and what in c[c.index("suite") :]]
+
+
+def expected_user() -> str:
+    return "1000:1000" if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
+
+
+def assert_no_secrets(*texts: str) -> None:
+    for name, value in PLANTED.items():
+        for text in texts:
+            assert value not in text, f"the value of {name} leaked"
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in proc.stderr + proc.stdout
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]

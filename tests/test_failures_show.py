@@ -1,0 +1,184 @@
+"""Failures show where the user looks (issue 17): a compiled output that failed the accuracy
+check in the cell's progress line and in the run's `done:` summary; NaN or infinite outputs
+as `nan` / `inf` in the CSV (read back by merge, compare and resume), with the reason in the
+worker's log; `plan --device cuda` on a machine without a GPU says so; a CPU row does not
+carry the CUDA of the torch wheel as if it had run.
+
+The runner here is the real one; its worker is a shell stub that answers at once with the
+fields a real worker would (tests/test_kill_resume.py does the same).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import TINY, stub_environment
+
+from suite.cli import main
+from suite.compare import compare as compare_runs
+from suite.measure import provenance
+from suite.measure.accuracy import compare
+from suite.report.load import load
+from suite.results import KEY_COLUMNS, RowWriter, read_rows
+from suite.run import launch, resume, runner
+from suite.spec import expand, load_matrix
+
+# $3 = the cell's JSON, $4 = the result's path (suite.run.launch: python -m MODULE CELL RESULT DEVICE).
+# A compiled cell's outputs "turned" $STUB_DIFF (NaN or Infinity): accuracy fail, speed-up 0.85.
+STUB = """#!/bin/sh
+mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && : > "$TORCHINDUCTOR_CACHE_DIR/kernel"
+case "$4" in
+  *-default-*) extra=', "speedup": 0.85, "eager_median_ms": 0.85, "accuracy": "fail"'
+               extra="$extra"', "max_abs_diff": '"$STUB_DIFF" ;;
+  *) extra='' ;;
+esac
+printf '{"status": "ok", "error": "", "iterations": 5, "mean_ms": 1.0, "median_ms": 1.0' > "$4.part"
+printf '%s}' "$extra" >> "$4.part"
+mv "$4.part" "$4"
+"""
+ENVIRONMENT = stub_environment(gpu_name="stub", torch_version="0.0.0", cpu_name="stub")
+
+
+@pytest.fixture
+def stub(tmp_path: Path) -> Path:
+    path = tmp_path / "worker.sh"
+    path.write_text(STUB)
+    path.chmod(0o755)
+    return path
+
+
+def cells(tmp_path: Path, cache: str = "cold") -> list:
+    """TinyViT at batch 1, eager and default."""
+    text = TINY.read_text().replace("modes: [eager]", "modes: [eager, default]")
+    text = text.replace("timeout_s: 120}", f"timeout_s: 120, compile_cache: {cache}}}")
+    (tmp_path / "m.yaml").write_text(text)
+    return [c for c in expand(load_matrix(tmp_path / "m.yaml"), "tiny", "stub") if c.model.name == "TinyViT"]
+
+
+def run(tmp_path: Path, stub: Path, diff: str, **kwargs: object) -> tuple[runner.RunReport, str]:
+    err = io.StringIO()
+    os.environ["STUB_DIFF"] = diff
+    try:
+        with contextlib.redirect_stderr(err):
+            report = runner.run_cells(
+                kwargs.pop("cells", None) or cells(tmp_path), ENVIRONMENT, tmp_path / "out", "r",
+                python=str(stub), min_free_mb=0, **kwargs,
+            )  # fmt: skip
+    finally:
+        del os.environ["STUB_DIFF"]
+    return report, err.getvalue()
+
+
+@pytest.mark.parametrize(("diff", "written"), [("NaN", "nan"), ("Infinity", "inf")])
+def test_an_accuracy_failure_shows_in_the_progress_line_and_the_done_summary(
+    tmp_path: Path, stub: Path, diff: str, written: str
+) -> None:
+    report, err = run(tmp_path, stub, diff)
+    (line,) = [x for x in err.splitlines() if "TinyViT bs=1 default inference: ok" in x]
+    warning = f"ACCURACY FAIL: compiled output differs from eager, max |diff| {written}"
+    assert f"ok (median 1.00 ms, speed-up x0.85; {warning})" in line
+    (eager,) = [x for x in err.splitlines() if "TinyViT bs=1 eager inference: ok" in x]
+    assert "ACCURACY" not in eager
+    assert report.warnings_note() == "; 1 ok cell(s) with ACCURACY FAIL (TinyViT bs=1 default inference)"
+
+    rows = {r["mode"]: r for r in read_rows(report.csv).rows}
+    assert rows["default"]["max_abs_diff"] == written and rows["default"]["accuracy"] == "fail"
+    assert rows["eager"]["max_abs_diff"] == ""
+
+    # every reader takes the row: merge's loader, compare, resume
+    loaded = load([tmp_path / "out" / "r"])
+    assert len(loaded.frame) == 2 and loaded.skipped == ()
+    assert len(compare_runs(loaded, loaded, 0.05).changes) == 2
+    done = resume.prepare(report.csv).done
+    assert len(done) == 2 and set(done.values()) == {"ok"}
+
+
+def test_the_done_line_says_it(tmp_path: Path, stub: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`suite run` itself: its last line counts the cells that failed the accuracy check."""
+    monkeypatch.setattr("suite.run.preflight.probe", lambda device: ENVIRONMENT)
+    worker = launch.run_worker
+    monkeypatch.setattr(launch, "run_worker", lambda *args: worker(*args[:4], str(stub)))
+    monkeypatch.setenv("STUB_DIFF", "NaN")
+    text = TINY.read_text().replace("modes: [eager]", "modes: [default]")
+    (tmp_path / "m.yaml").write_text(text)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["run", "--matrix", str(tmp_path / "m.yaml"), "--profile", "tiny", "--models", "TinyViT",
+                     "--out", str(tmp_path / "out"), "--run-id", "d", "--min-free-mb", "0"])  # fmt: skip
+    assert code == 0, err.getvalue()
+    done = err.getvalue().strip().splitlines()[-1]
+    assert done.startswith(
+        "done: 1 ok; 1 ok cell(s) with ACCURACY FAIL (TinyViT bs=1 default inference); 0 already"
+    )
+
+
+def test_the_accuracy_check_reports_nan_and_inf_and_says_why_in_the_log(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    eager = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([[0.5, 0.5]])]
+    nan = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([[float("nan"), 0.5]])]
+    diff, passed = compare(eager, nan, 1e-3)
+    assert diff != diff and not passed  # NaN
+    assert (
+        "accuracy: output 2 of 2 (1, 2): compiled has 1 NaN, 0 inf; eager has 0 NaN, 0 inf"
+        in capsys.readouterr().out
+    )
+    assert compare(eager, [eager[0], torch.tensor([[float("inf"), 0.5]])], 1e-3) == (float("inf"), False)
+    assert "compiled has 0 NaN, 1 inf" in capsys.readouterr().out
+    # a NaN anywhere wins over a finite difference elsewhere, whatever the order
+    assert compare([eager[1], eager[0]], [nan[1], eager[0] + 1], 1e-3)[0] != compare(eager, eager, 1e-3)[0]
+    # the same non-finite values on both sides are no difference; an eager infinity does not
+    # widen the tolerance to infinity
+    both = [torch.tensor([float("nan"), float("-inf"), 100.0])]
+    diff, passed = compare(both, [torch.tensor([float("nan"), float("-inf"), 100.05])], 1e-3)
+    assert passed and diff == pytest.approx(0.05, rel=1e-3)
+    assert not compare(both, [torch.tensor([float("nan"), float("-inf"), 101.0])], 1e-3)[1]
+    capsys.readouterr()
+    assert compare(eager, eager[:1], 1e-3) == (float("inf"), False)
+    assert "differ in number or shape" in capsys.readouterr().out
+
+
+def test_only_max_abs_diff_writes_nan_and_inf(tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    with RowWriter(path) as writer:
+        key = dict.fromkeys(KEY_COLUMNS, "x")
+        writer.append({**key, "status": "ok", "max_abs_diff": float("nan"), "median_ms": float("nan")})
+        writer.append({**key, "status": "ok", "max_abs_diff": float("inf"), "speedup": float("inf")})
+    first, second = read_rows(path).rows
+    assert (first["max_abs_diff"], first["median_ms"]) == ("nan", "")
+    assert (second["max_abs_diff"], second["speedup"]) == ("inf", "")
+
+
+def test_plan_for_cuda_on_a_machine_without_a_gpu_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        assert main(["plan", "--profile", "quick", "--device", "cuda"]) == 0
+    (line,) = err.getvalue().splitlines()
+    assert line.startswith(
+        "suite plan: warning: --device cuda: this machine has no NVIDIA GPU (nvidia-smi not found)"
+    )
+    assert "`suite run --device cuda` would stop here" in line
+    assert "40 cell(s)" in out.getvalue()  # the plan itself is still there
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-0)'\n")
+    smi.chmod(0o755)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["plan", "--profile", "quick", "--device", "cuda"]) == 0
+    assert err.getvalue() == ""
+
+
+def test_a_cpu_run_records_no_cuda_but_the_wheel_s(tmp_path: Path) -> None:
+    env = provenance.collect("cpu")
+    assert (env.cuda_version, env.cudnn_version) == ("", "")
+    assert env.torch_cuda_build == (torch.version.cuda or "")
+    row = runner.build_row(cells(tmp_path)[0], env, "r", {"status": "ok"}, "t", 1.0, "log", "")
+    assert row["cuda_version"] == "" and row["torch_cuda_build"] == env.torch_cuda_build

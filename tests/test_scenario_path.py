@@ -1,0 +1,188 @@
+"""The path every scenario's cell takes (suite/measure/scenarios/base.py), with a fake scenario,
+a fake clock and a recording device: the order of its steps, what is timed, the fault hook run
+once outside the timed calls, and the `warmup` figure it reports (the calls that ran), which the
+runner writes to the CSV instead of the setting."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import stub_environment
+
+from suite.measure.scenarios import SCENARIOS, base
+from suite.measure.timing import TimingLoop
+from suite.run.runner import build_row
+from suite.spec import Cell, expand, load_matrix
+
+TINY = Path(__file__).resolve().parent / "data" / "tiny-matrix.yaml"
+CALL_NS = {"eager": 2_000_000, "compiled": 1_000_000, "first": 50_000_000}
+
+
+def tiny_cell(mode: str, warmup: int, iterations: int = 2) -> Cell:
+    (cell,) = [c for c in expand(load_matrix(TINY), "tiny", "t") if c.model.name == "TinyViT"]
+    return replace(cell, mode=mode, settings=replace(cell.settings, warmup=warmup, iterations=iterations))
+
+
+class Recorder:
+    """One log for everything the path does, and a clock that moves only when a call runs."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.now = 0
+
+    def note(self, event: str, ns: int = 0) -> None:
+        self.log.append(event)
+        self.now += ns
+
+    def clock(self) -> int:
+        return self.now
+
+
+class FakeScenario(base.Scenario):
+    """Calls that log themselves; the `model` the path hands over is the Recorder."""
+
+    def __init__(self, cell: Cell, model: Any, batch: dict[str, Any]) -> None:
+        super().__init__(cell, model, batch)
+        self.rec: Recorder = model
+        self.eager = lambda: self.rec.note("eager", CALL_NS["eager"])
+        self.compiled_calls = 0
+
+    @contextlib.contextmanager
+    def grad_mode(self) -> Iterator[None]:
+        self.rec.note("grad[")
+        yield
+        self.rec.note("]grad")
+
+    def compile(self) -> Callable[[], Any]:
+        self.rec.note("compile")
+
+        def compiled() -> None:
+            self.compiled_calls += 1
+            self.rec.note("compiled", CALL_NS["first" if self.compiled_calls == 1 else "compiled"])
+
+        return compiled
+
+    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool]:
+        self.rec.note("accuracy")
+        return 0.5, True
+
+
+@pytest.fixture
+def rec(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    """The path's collaborators replaced by ones that log into one Recorder."""
+    rec = Recorder()
+
+    class Memory:
+        def __init__(self, device: str) -> None:
+            self.peak_mb = 42.0
+
+        def __enter__(self) -> Memory:
+            rec.note("mem[")
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            rec.note("]mem")
+
+    def prepare(cell: Cell, device: str) -> tuple[Recorder, dict[str, Any], dict[str, Any]]:
+        rec.note("prepare")
+        return rec, {}, {"params_m": 1.5}
+
+    def dynamo_counts() -> tuple[int, int]:  # 1 graph break, 2 graphs: after the first call and at the end
+        rec.note("counts")
+        return 1, 2
+
+    monkeypatch.setattr(base.parts, "prepare", prepare)
+    monkeypatch.setattr(base, "synchronizer", lambda device: lambda: rec.note("sync"))
+    monkeypatch.setattr(base, "TimingLoop", functools.partial(TimingLoop, clock=rec.clock))
+    monkeypatch.setattr(base, "PeakMemory", Memory)
+    monkeypatch.setattr(base, "dynamo_counts", dynamo_counts)
+    monkeypatch.setattr(base, "inject_fault", lambda name: rec.note(f"fault:{name}"))
+    return rec
+
+
+def timed(call: str) -> list[str]:
+    return ["sync", call, "sync"]
+
+
+def test_an_eager_cell_warms_up_under_the_memory_tracker_then_times(rec: Recorder) -> None:
+    row = base.measure(tiny_cell("eager", warmup=0, iterations=3), "cpu", FakeScenario)
+    assert rec.log == [
+        "prepare",  # the model and batch built
+        "fault:TinyViT",
+        "grad[",
+        *["mem[", "eager", "]mem"],  # the policy's 1 eager warm-up call, though the setting is 0
+        *timed("eager") * 3,
+        "]grad",
+    ]
+    assert row["warmup"] == 1 and row["iterations"] == 3 and row["peak_mem_mb"] == 42.0
+    assert row["median_ms"] == CALL_NS["eager"] / 1e6 and row["params_m"] == 1.5
+    assert "speedup" not in row and "accuracy" not in row
+
+
+def test_a_compiled_cell_takes_the_shared_path_in_order(rec: Recorder) -> None:
+    row = base.measure(tiny_cell("default", warmup=0, iterations=2), "cpu", FakeScenario)
+    assert rec.log == [
+        "prepare",  # the model and batch built
+        "fault:TinyViT",
+        "grad[",
+        "eager",  # eager warm-up: 1 call
+        *timed("eager"),  # the eager call compile time is measured against
+        "compile",
+        *timed("compiled"),  # the first compiled call: it compiles
+        "counts",
+        *["mem[", "compiled", "compiled", "compiled", "]mem"],  # compiled warm-up: 3 calls
+        "accuracy",
+        *timed("eager"),  # interleaved: E C, C E
+        *timed("compiled"),
+        *timed("compiled"),
+        *timed("eager"),
+        "counts",
+        "]grad",
+    ]
+    assert row["warmup"] == 3, "the compiled function's warm-up calls that ran, not the setting (0)"
+    assert row["compile_s"] == (CALL_NS["first"] - CALL_NS["eager"]) / 1e9
+    assert row["median_ms"] == CALL_NS["compiled"] / 1e6 and row["eager_median_ms"] == CALL_NS["eager"] / 1e6
+    assert row["speedup"] == 2.0 and row["peak_mem_mb"] == 42.0
+    assert (row["max_abs_diff"], row["accuracy"]) == (0.5, "pass")
+    assert (row["graph_breaks"], row["recompiles"]) == (1, 0)
+
+
+@pytest.mark.parametrize("mode", ["eager", "reduce-overhead"])
+def test_a_warmup_setting_above_the_minimum_is_what_runs(rec: Recorder, mode: str) -> None:
+    row = base.measure(tiny_cell(mode, warmup=5), "cpu", FakeScenario)
+    start, end = rec.log.index("mem["), rec.log.index("]mem")
+    assert len(rec.log[start + 1 : end]) == row["warmup"] == 5
+
+
+def test_the_fault_hook_runs_once_per_cell_before_any_call(
+    rec: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(name: str) -> None:
+        rec.note("fault")
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(base, "inject_fault", fail)
+    with pytest.raises(RuntimeError, match="injected"):
+        base.measure(tiny_cell("default", warmup=0), "cpu", FakeScenario)
+    assert rec.log == ["prepare", "fault"]
+
+
+def test_every_scenario_supplies_its_own_calls() -> None:
+    for kind in SCENARIOS.values():
+        assert issubclass(kind, base.Scenario)
+        assert kind.compile is not base.Scenario.compile and kind.accuracy is not base.Scenario.accuracy
+
+
+def test_the_csv_gets_the_warmup_that_ran_not_the_setting() -> None:
+    cell = tiny_cell("default", warmup=0)
+    args = (stub_environment(), "r")
+    ok = build_row(cell, *args, {"status": "ok", "error": "", "warmup": 3}, "t0", 1.0, "log", "")
+    assert ok["warmup"] == 3
+    failed = build_row(cell, *args, {"status": "error", "error": "x"}, "t0", 1.0, "log", "")
+    assert failed["warmup"] is None  # not known to have run: empty, not the setting

@@ -1,0 +1,119 @@
+"""The one timing loop (suite/measure/timing.py) on a fake clock and a recording device sync, and
+the warm-up policy it runs (suite/spec/warmup.py): what is synchronized, what is timed, in which
+order, and how many untimed calls come first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from suite.measure.timing import TimingLoop
+from suite.spec import expand, load_matrix
+from suite.spec.cost import forwards
+from suite.spec.warmup import warmup_calls
+
+SYNC_NS = 7  # the fake device's wait: the sync after a call is part of its time, the one before is not
+TINY = Path(__file__).resolve().parent / "data" / "tiny-matrix.yaml"
+
+
+class FakeDevice:
+    """A clock that moves only when something runs, and a log of every sync, clock read and call."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000_000
+        self.log: list[str] = []
+        self.calls = 0
+
+    def sync(self) -> None:
+        self.log.append("sync")
+        self.now += SYNC_NS
+
+    def clock(self) -> int:
+        self.log.append("clock")
+        return self.now
+
+    def fn(self, name: str) -> Callable[[], str]:
+        """A function whose n-th call (over all functions) takes a distinct, known time."""
+
+        def call() -> str:
+            self.calls += 1
+            self.log.append(name)
+            self.now += self.cost(self.calls)
+            return name
+
+        return call
+
+    @staticmethod
+    def cost(n: int) -> int:
+        return 1_000_000 * n + 13 * n * n  # ns: no two calls alike, not round in ms
+
+    def loop(self, warmup: int = 0) -> TimingLoop:
+        return TimingLoop(self.sync, warmup, clock=self.clock)
+
+
+def test_one_call_is_timed_from_a_synchronized_start_to_a_synchronized_end() -> None:
+    dev = FakeDevice()
+    ms, out = dev.loop().call(dev.fn("A"))
+    assert out == "A"
+    assert dev.log == ["sync", "clock", "A", "sync", "clock"]
+    assert ms == (FakeDevice.cost(1) + SYNC_NS) / 1e6  # exactly the clock's difference
+
+
+@pytest.mark.parametrize(("names", "iterations"), [("AB", 5), ("ABC", 4), ("A", 3), ("AB", 0)])
+def test_interleaved_calls_alternate_the_order_and_pair_samples_by_round(names: str, iterations: int) -> None:
+    dev = FakeDevice()
+    samples = dev.loop().interleaved([dev.fn(n) for n in names], iterations)
+
+    # every timed call sits between a sync + clock read and a sync + clock read, nothing else
+    calls = [e for e in dev.log if e not in ("sync", "clock")]
+    assert dev.log == [e for c in calls for e in ("sync", "clock", c, "sync", "clock")]
+    # round i runs the functions forward when i is even, backward when odd: A B, B A, A B, ...
+    rounds = [calls[i : i + len(names)] for i in range(0, len(calls), len(names))]
+    assert len(rounds) == iterations
+    for i, order in enumerate(rounds):
+        assert "".join(order) == (names if i % 2 == 0 else names[::-1]), f"round {i}"
+
+    # sample i of every function is its call in round i, in milliseconds, exactly as the clock
+    # moved: the call's own time plus the sync after it
+    assert len(samples) == len(names)
+    for j, name in enumerate(names):
+        assert len(samples[j]) == iterations
+        for i in range(iterations):
+            n = i * len(names) + rounds[i].index(name) + 1  # which call, over all, it was
+            assert samples[j][i] == (FakeDevice.cost(n) + SYNC_NS) / 1e6, f"{name} sample {i}"
+
+
+@pytest.mark.parametrize(
+    ("setting", "compiled", "calls"), [(0, False, 1), (0, True, 3), (2, True, 3), (5, False, 5)]
+)
+def test_warm_up_runs_the_policys_calls_untimed(setting: int, compiled: bool, calls: int) -> None:
+    dev = FakeDevice()
+    loop = dev.loop(warmup=setting)
+    assert loop.warm_up(dev.fn("W"), compiled=compiled) == calls
+    assert dev.log == ["W"] * calls  # no sync, no clock: nothing of it is timed
+    dev.log.clear()
+    loop.interleaved([dev.fn("A")], 2)
+    assert "W" not in dev.log and dev.log[0] == "sync"
+
+
+def test_the_warm_up_policy() -> None:
+    # eager: the setting, at least 1; compiled: the setting, at least 3 (CUDA-graph trees warm
+    # up on the 1st call after compiling, record on the 2nd, replay from the 3rd)
+    assert [warmup_calls(n, compiled=False) for n in range(6)] == [1, 1, 2, 3, 4, 5]
+    assert [warmup_calls(n, compiled=True) for n in range(6)] == [3, 3, 3, 3, 4, 5]
+
+
+@pytest.mark.parametrize("setting", [0, 1, 4])
+def test_the_cost_model_counts_the_warm_up_the_loop_runs(setting: int) -> None:
+    """The cost model's forward count is built from the same policy as the loop's warm-up."""
+    (cell,) = [c for c in expand(load_matrix(TINY), "tiny", "t") if c.model.name == "TinyViT"]
+    cell = replace(cell, settings=replace(cell.settings, warmup=setting, iterations=5))
+    dev = FakeDevice()
+    eager = dev.loop(setting).warm_up(dev.fn("E"), compiled=False)
+    compiled = dev.loop(setting).warm_up(dev.fn("C"), compiled=True)
+    assert forwards(cell) == eager + 5
+    # + one eager call for the compile time, the first compiled call, the accuracy check's two
+    assert forwards(replace(cell, mode="default")) == eager + compiled + 2 * 5 + 4
