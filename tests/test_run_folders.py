@@ -172,3 +172,25 @@ def test_folders_and_locks_without_permission(case: str) -> None:
             with contextlib.suppress(OSError):
                 path.chmod(0o777)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_another_lock_file_that_is_a_pipe_does_not_stop_the_run_end(tmp_path: Path) -> None:
+    """The end of a run asks whether other runners of the folder still go (held_by_others);
+    a pipe in a lock file's place would block a plain open for reading forever."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    os.mkfifo(raw / ".other__cpu.csv.lock")
+    (raw / ".folder__cpu.csv.lock").mkdir()
+    own = raw / f".{NAME}.lock"
+    code = "import sys; from pathlib import Path; from suite.run.lock import held_by_others; "
+    code += "print(held_by_others(Path(sys.argv[1]), Path(sys.argv[2])))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(raw), str(own)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

@@ -122,8 +122,9 @@ def held_by_others(folder: Path, own: Path) -> bool:
         if path == own:
             continue
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:  # removed by its run as it ended
+            # O_NONBLOCK: a pipe put in a lock file's place must not stop the run's end
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:  # removed by its run as it ended, or a link (no runner makes one)
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
