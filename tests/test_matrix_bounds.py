@@ -244,6 +244,10 @@ def test_keys_that_load_as_the_same_value_are_duplicates(tmp_path: Path) -> None
          "at most 16384"),
         (("    num_hidden_layers: 1\n", "    num_hidden_layers: 1\n    hidden_size: 1000000000000\n"),
          "custom.Nest.hidden_size", "must be at most 1048576"),
+        (("image_size: 32,", "image_size: 32, layer_norm_eps: -0.5,"), "models.TinyViT.config.layer_norm_eps",
+         "must be at least 0 and below 1 (a normalisation's epsilon), got -0.5"),
+        (("    num_hidden_layers: 1\n", "    num_hidden_layers: 1\n    layer_norm_eps: 1\n"),
+         "custom.Nest.layer_norm_eps", "got 1"),
         (("modes: [eager]}", "modes: [eager]}\n" + "      - {models: [TinyViT], batch_sizes: [" +
           ", ".join(str(b) for b in range(1, 4097)) + "], modes: [eager, default, reduce-overhead]}"),
          "profiles.tiny.select", "selects 12,290 cells, more than a profile may (10,000)"),

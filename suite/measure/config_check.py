@@ -17,6 +17,7 @@ import difflib
 import functools
 import inspect
 import json
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
@@ -120,6 +121,41 @@ def _override_problems(
     return problems
 
 
+# Fields that name an activation function (`hidden_act: gelu`, DETR's `activation_function`):
+# the models look the name up in transformers' ACT2FN when they are built, so a name it lacks
+# fails every cell of the model (a KeyError in the worker), or never shows in `plan`.
+_ACTIVATION_NAME = re.compile(r"^(\w+_act|activation|activation_function)$")
+
+
+def _activation_fields(values: Mapping[str, Any], path: str = "") -> list[tuple[str, str]]:
+    """(dotted field path, name) of each activation named in `values` and its sub-configs."""
+    out: list[tuple[str, str]] = []
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            out += _activation_fields(value, f"{path}{key}.")
+        elif isinstance(value, str) and _ACTIVATION_NAME.match(str(key)):
+            out.append((f"{path}{key}", value))
+    return out
+
+
+def _activation_problems(values: Mapping[str, Any], version: str) -> list[tuple[str, str]]:
+    """(dotted path, problem) for each activation the matrix names that transformers lacks."""
+    fields = _activation_fields(values)
+    if not fields:
+        return []
+    # imports torch (seconds): done only when the matrix names an activation (matrix.yaml does not)
+    from transformers.activations import ACT2FN
+
+    known = sorted(ACT2FN.keys())
+    out = []
+    for path, name in fields:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            out.append((path, f"{name!r} is not an activation transformers {version} has{hint}"))
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def _transformers_names() -> frozenset[str]:
     """Every name transformers exports (its lazy module lists them without importing them;
@@ -159,7 +195,7 @@ def model_problems(spec: ModelSpec, shrink: bool, from_config: bool) -> list[Pro
     values = deep_merge(spec.config, spec.smoke.get("config", {})) if shrink else dict(spec.config)
     problems += [
         Problem(_origin(spec, shrink, path), problem)
-        for path, problem in limits.range_problems(values, defaults)
+        for path, problem in limits.range_problems(values, defaults) + _activation_problems(values, version)
     ]
     if problems:
         return problems

@@ -40,6 +40,9 @@ _COUNT_NAME = re.compile(
     r"|depths|d_model|dim_feedforward)$"
 )
 _SIDE_NAME = re.compile(r"^(image_size|height|width|shortest_edge|longest_edge|crop_size|size)$")
+# A normalisation's epsilon (`layer_norm_eps`, `batch_norm_eps`): added to a variance before its
+# square root, so a negative one gives NaN or infinite outputs, and 1 or more is not a small one.
+_EPS_NAME = re.compile(r"^(eps|\w+_eps)$")
 
 
 def setting_bounds(name: str) -> tuple[float, float]:
@@ -96,6 +99,17 @@ def too_small(key: str, value: object, default: object = None) -> str:
     return ""
 
 
+def bad_epsilon(key: str, value: object) -> str:
+    """Why `value` is not a normalisation epsilon for the field `key` ("" if it is one, or
+    the field is not an epsilon)."""
+    if not _EPS_NAME.match(key):
+        return ""
+    for x in _numbers(value):
+        if not 0 <= x < 1:
+            return f"must be at least 0 and below 1 (a normalisation's epsilon), got {number(x)}"
+    return ""
+
+
 def range_problems(
     values: Mapping[str, object], defaults: Mapping[str, object] | None = None, lower: bool = True
 ) -> list[tuple[str, str]]:
@@ -110,7 +124,8 @@ def range_problems(
             sub = default if isinstance(default, Mapping) else None
             out += [(f"{key}.{path}", problem) for path, problem in range_problems(value, sub, lower)]
             continue
-        problem = too_big(str(key), value) or (too_small(str(key), value, default) if lower else "")
+        problem = too_big(str(key), value) or bad_epsilon(str(key), value)
+        problem = problem or (too_small(str(key), value, default) if lower else "")
         if problem:
             out.append((str(key), problem))
     return out
