@@ -9,10 +9,12 @@ added there, once. This module is imported inside the containers: standard libra
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,9 +252,22 @@ class CsvFormatError(ValueError):
     """A raw CSV that does not follow the contract (header or rows)."""
 
 
+def _read_regular(path: Path) -> str:
+    """A file's text; a folder, a pipe or a device in a raw CSV's place is an OSError, never
+    read (reading a pipe nobody writes would wait forever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, encoding="utf-8") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe or a device)", str(path))
+        return fh.read()
+
+
 def read_rows(path: Path) -> ReadResult:
     """Read a raw CSV written by `RowWriter`, tolerating one torn final line."""
-    text = path.read_text(encoding="utf-8")
+    text = _read_regular(path)
     if not text.strip():
         return ReadResult(rows=[])
     lines = text.splitlines(keepends=True)

@@ -79,6 +79,27 @@ def _superseded_file(run: Path) -> str:
     return f"{run / 'raw' / NAME}: cannot rewrite for the resume: File exists ({run / 'superseded'})"
 
 
+def _csv_pipe(run: Path) -> str:
+    (run / "raw" / NAME).unlink()
+    os.mkfifo(run / "raw" / NAME)  # reading it would wait forever
+    return f"{run / 'raw' / NAME}: not a regular file (a pipe or a device) where a CSV of rows belongs{TAIL}"
+
+
+def _csv_folder(run: Path) -> str:
+    (run / "raw" / NAME).unlink()
+    (run / "raw" / NAME).mkdir()
+    return f"{run / 'raw' / NAME}: a folder where a CSV of rows belongs{TAIL}"
+
+
+def _superseded_pipe(run: Path) -> str:
+    (run / "superseded").mkdir()
+    os.mkfifo(run / "superseded" / NAME)  # the resume reads it before appending the failed row
+    path = run / "superseded" / NAME
+    return f"{path}: not a regular file (a pipe or a device) where a CSV of rows belongs{TAIL}"
+
+
+TAIL = "; move it away or use another --run-id"
+
 DAMAGE: dict[str, Callable[[Path], str]] = {
     "lock is a folder": _lock_dir,
     "lock is a link": _lock_link,
@@ -88,6 +109,9 @@ DAMAGE: dict[str, Callable[[Path], str]] = {
     "scratch is a file": _scratch_file,
     "this build's log folder is a file": _log_folder_file,
     "superseded is a file": _superseded_file,
+    "the CSV is a pipe": _csv_pipe,
+    "the CSV is a folder": _csv_folder,
+    "the superseded CSV is a pipe": _superseded_pipe,
 }
 
 

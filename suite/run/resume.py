@@ -51,8 +51,21 @@ def superseded_path(csv_path: Path) -> Path:
     return csv_path.parent.parent / "superseded" / csv_path.name
 
 
+def _check_regular(path: Path) -> None:
+    """A folder, a pipe or a device where a CSV belongs is one line: a pipe would hang the
+    reader, and neither can be repaired or rewritten."""
+    if path.is_dir():
+        kind = "a folder"
+    elif path.exists() and not path.is_file():
+        kind = "not a regular file (a pipe or a device)"
+    else:
+        return
+    raise UsageError(str(path), f"{kind} where a CSV of rows belongs; move it away or use another --run-id")
+
+
 def _rows_of(path: Path) -> ReadResult:
     """Every row of a raw CSV, or a UsageError naming the file (and line) if any is unusable."""
+    _check_regular(path)
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             header = next(csv.reader([fh.readline()]), [])
@@ -91,6 +104,7 @@ def prepare(csv_path: Path, keep_failed: bool = False) -> Resume:
     resume = Resume()
     if not csv_path.exists():
         return resume
+    _check_regular(csv_path)
     try:
         resume.cut_bytes = cut_torn_tail(csv_path)
     except OSError as exc:
