@@ -124,3 +124,21 @@ def test_plan_stops_on_a_layerless_custom_configuration(
         f"suite plan: error: {path}: custom.ViT-6-layers.num_hidden_layers: must be >= 1 "
         "(it counts or sizes something), got 0"
     ]
+
+
+def test_a_python_without_transformers_is_warned_about_only_where_asked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """`plan` runs on hosts without transformers, quietly; `run` warns once its probe found torch
+    (the workers would report a bad model only in their rows)."""
+    from suite.run import preflight
+    from suite.spec import expand
+
+    monkeypatch.setattr(preflight, "_run_child", lambda payload: "transformers cannot be imported: x")
+    cells = expand(MATRIX, "custom-smoke", "current")
+    preflight.check_models(MATRIX, cells)
+    assert capsys.readouterr().err == ""
+    preflight.check_models(MATRIX, cells, warn_unchecked=True)
+    assert (
+        capsys.readouterr().err == "suite: warning: models not checked (transformers cannot be imported: x)\n"
+    )

@@ -101,6 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     # validate the selection before probing (cheap, and no model is built either way)
     guess = default_profile(args, None)
     planned = expand(matrix, guess, args.build or "?", filters)
+    # a Python without transformers is not warned about here: the probe then says in one
+    # line what this Python lacks (torch too, as a rule), or the second check warns
     preflight.check_inputs(matrix, guess, filters, planned)
     if args.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
         selected(args, planned, guess)
@@ -110,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)
     cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_inputs(matrix, profile, filters, cells)
+    preflight.check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
     run_id = args.run_id or runner.new_run_id()
     shard = ""
     if args.shard:

@@ -117,7 +117,7 @@ CHECK_TIMEOUT_S = 300
 _checked: set[str] = set()  # models already checked in this process (cmd_run expands twice)
 
 
-def check_models(matrix: Matrix, cells: Iterable[Cell]) -> None:
+def check_models(matrix: Matrix, cells: Iterable[Cell], warn_unchecked: bool = False) -> None:
     """Raise UsageError for the first problem transformers finds in the models `cells` use
     (suite.measure.config_check, in a child process): an unknown model type or class, and
     for the models built from their config (random weights, custom configurations) the
@@ -138,6 +138,10 @@ def check_models(matrix: Matrix, cells: Iterable[Cell]) -> None:
     if not wanted:
         return
     problems = _run_child("[" + ", ".join(wanted) + "]")
+    if isinstance(problems, str):  # no transformers in this Python
+        if warn_unchecked:
+            print(f"suite: warning: models not checked ({problems})", file=sys.stderr)
+        return
     if problems is None:
         return
     if problems:
@@ -163,18 +167,23 @@ def check_image(image: ImageSpec, where: str, offline: bool) -> None:
             raise UsageError(where if where == "--image" else f"{where}.path", problem)
 
 
-def check_inputs(matrix: Matrix, profile: str, filters: Filters, cells: Sequence[Cell]) -> None:
+def check_inputs(
+    matrix: Matrix, profile: str, filters: Filters, cells: Sequence[Cell], warn_unchecked: bool = False
+) -> None:
     """What every cell needs before the first one runs: its model as transformers sees it,
-    and its image (each cell of one expansion feeds the same one)."""
+    and its image (each cell of one expansion feeds the same one). `warn_unchecked`: say so
+    when this Python has no transformers to check the models with (`run`, once the probe has
+    found torch: its workers would fail; `plan` runs on hosts without either, quietly)."""
     if cells:
         where = image_field(matrix, profile, filters.overrides)
         check_image(cells[0].settings.image, where, any(inputs.is_offline(c.settings.weights) for c in cells))
-    check_models(matrix, cells)
+    check_models(matrix, cells, warn_unchecked)
 
 
-def _run_child(payload: str) -> list[Problem] | None:
-    """Problems found by `python -m suite.measure.config_check`; None when it could not check (no
-    transformers here: the workers will report a bad model in their rows instead)."""
+def _run_child(payload: str) -> list[Problem] | str | None:
+    """Problems found by `python -m suite.measure.config_check`; the reason as text when this
+    Python has no transformers, None when the check failed otherwise (said in a warning). Either
+    way unchecked: the workers will report a bad model in their rows instead."""
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "suite.measure.config_check"],
@@ -200,6 +209,5 @@ def _run_child(payload: str) -> list[Problem] | None:
         print(f"suite: warning: models not checked against transformers ({tail})", file=sys.stderr)
         return None
     if "unavailable" in answer:
-        print(f"suite: warning: models not checked ({answer['unavailable']})", file=sys.stderr)
-        return None
+        return str(answer["unavailable"])
     return [Problem(**p) for p in answer["problems"]]
