@@ -84,6 +84,8 @@ CORE_TESTS = [
     "tests/test_faults.py",
     "tests/test_lifeline.py",
     "tests/test_preflight.py",
+    "tests/test_compile_cost.py",
+    "tests/test_compile_cost_e2e.py",
 ]
 
 

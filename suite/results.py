@@ -49,6 +49,11 @@ def _timed(name: str, unit: str = "ms", positive: bool = True, required: str = "
     return Column(name, NUMBER, unit, required=required, timing=True, positive=positive, doc=doc)
 
 
+def _extra_timed(name: str, unit: str, doc: str, positive: bool = True) -> Column:
+    """A measured number after the contract's columns: emptied on a failed row."""
+    return Column(name, NUMBER, unit, contract=False, timing=True, positive=positive, doc=doc)
+
+
 # The contract's columns, in this order, first; then the suite's extras ("more may follow").
 TABLE: tuple[Column, ...] = (
     Column("run_id"),
@@ -108,6 +113,50 @@ TABLE: tuple[Column, ...] = (
     Column("tolerance", NUMBER, contract=False, doc="accuracy tolerance of the pass/fail check"),
     Column(
         "compile_cache", contract=False, doc="cold (fresh inductor/triton cache per cell) or run (shared)"
+    ),
+    # compile cost (issue 14; README "What compiling costs"): figures of the compile-cost
+    # processes and of the dynamic-batch scenario
+    Column(
+        "dynamic",
+        contract=False,
+        key=True,
+        cell=12,
+        choices=("static", "auto", "marked"),
+        doc="dynamic-batch rows: torch.compile(dynamic=False) | torch's default | + mark_dynamic on "
+        "the batch dimension",
+    ),
+    # compile seconds and break-even calls may be 0 (nothing compiled: a warm cache that serves all,
+    # a batch size a symbolic graph already covers); like compile_s, never negative
+    _extra_timed(
+        "compile_warm_s",
+        "s",
+        "compile_s in a fresh process that finds the first process's caches",
+        positive=False,
+    ),
+    _extra_timed(
+        "compile_megacache_s",
+        "s",
+        "loading torch.compiler's saved artifacts + compile_s, fresh caches",
+        positive=False,
+    ),
+    _extra_timed(
+        "first_result_s", "s", "process start to the first compiled output: eager_first_result_s + compile_s"
+    ),
+    _extra_timed(
+        "eager_first_result_s", "s", "process start to model ready, plus the first eager call's duration"
+    ),
+    _extra_timed(
+        "breakeven_calls",
+        "calls",
+        "compile_s / (eager - compiled median per call); empty if not faster",
+        positive=False,
+    ),
+    _extra_timed("breakeven_calls_warm", "calls", "as breakeven_calls, from compile_warm_s", positive=False),
+    Column(
+        "compile_note",
+        contract=False,
+        doc="one line: which compile caches were hit, why a compile-cost figure is empty, what torch did "
+        "with the batch dimension",
     ),
     Column("variant", contract=False, cell=9, doc='"smoke" for a shrunk model; "custom of <base>"'),
     Column("input_source", contract=False, doc="which image fed the model (URL or file name)"),

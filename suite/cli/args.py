@@ -163,6 +163,13 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--image", default=None, help="photo to feed: a URL or a local path (default: the guide's COCO image)"
     )
+    p.add_argument(
+        "--compile-cost",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compiled cells also run a warm and a mega-cache process (compile_warm_s, compile_megacache_s; "
+        "fresh caches for the cell's own): more device time (default: as the profile's compile_cost says)",
+    )
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)")
     p.add_argument(
         "--run-id",
@@ -224,6 +231,10 @@ def filters_of(args: argparse.Namespace) -> object:
         overrides["warmup"] = int(args.warmup)
     if args.timeout:
         overrides["timeout_s"] = float(args.timeout)
+    if getattr(args, "compile_cost", None) is not None:
+        overrides["compile_cost"] = bool(args.compile_cost)
+        if args.compile_cost:  # a warm compile is measured against a cold one
+            overrides["compile_cache"] = "cold"
     if args.image:
         from suite.run.preflight import check_image
 

@@ -14,6 +14,7 @@ from suite.run import preflight, runner
 from suite.run.docker import no_nvidia_gpu
 from suite.spec import expand, load_matrix, pick_build
 from suite.spec.cost import estimate_seconds, format_duration
+from suite.spec.model import Cell
 from suite.spec.shard import assign, select
 
 
@@ -46,15 +47,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"estimated {format_duration(sum(costs[i] for i in shown))}"
             + ("" if shown else " (empty: more shards than cells; `run` does nothing and exits 0)")
         )
+    # a dynamic-batch cell: its batch sizes in turn and its setting; + the compile-cost processes
     header = ("#", "task", "model", "bs", "mode", "scenario", "weights", "dtype", "iters", "est")
     rows = [
         (
             str(i + 1),
             cells[i].model.task,
             cells[i].model.name,
-            str(cells[i].batch_size),
+            ">".join(map(str, cells[i].served)),
             cells[i].mode,
-            cells[i].scenario,
+            _scenario_label(cells[i]),
             cells[i].settings.weights + (" (shrunk)" if cells[i].settings.shrink else ""),
             cells[i].settings.dtype,
             str(cells[i].settings.iterations),
@@ -77,6 +79,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
             + f"; largest/mean {max(loads) / mean if mean else 1.0:.2f}"
         )
     return 0
+
+
+def _scenario_label(cell: Cell) -> str:
+    """`inference`, `dynamic-batch (marked)`, `inference + compile cost` (its extra processes)."""
+    label = f"{cell.scenario} ({cell.dynamic})" if cell.dynamic else cell.scenario
+    return label + (" + compile cost" if cell.compile_cost else "")
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[str]) -> list[str]:

@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from suite.measure import inputs, models
-from suite.measure.stats import Speedup, Summary
+from suite.measure.stats import Speedup, Summary, breakeven_calls
 from suite.spec.model import Cell
 
 
@@ -41,12 +41,15 @@ def compiled_fields(
     speed = Speedup.of(eager, compiled)
     breaks, after_first, at_end = graphs
     max_diff, passed = accuracy
+    eager_median, compiled_median = Summary.of(eager).median, Summary.of(compiled).median
+    compile_s = max(0.0, compile_ms) / 1000
     return {
-        "eager_median_ms": Summary.of(eager).median,
+        "breakeven_calls": breakeven_calls(compile_s, eager_median, compiled_median),
+        "eager_median_ms": eager_median,
         "speedup": speed.ratio,
         "speedup_ci95_low": speed.ci95_low,
         "speedup_ci95_high": speed.ci95_high,
-        "compile_s": max(0.0, compile_ms) / 1000,
+        "compile_s": compile_s,
         "graph_breaks": breaks,
         "recompiles": at_end - after_first,
         "max_abs_diff": max_diff,
@@ -54,11 +57,12 @@ def compiled_fields(
     }
 
 
-def compile_model(model: Any, mode: str) -> Any:
-    """`torch.compile` in a cell's mode (the matrix's `default` is torch's `mode=None`)."""
+def compile_model(model: Any, mode: str, **options: Any) -> Any:
+    """`torch.compile` in a cell's mode (the matrix's `default` is torch's `mode=None`); `options`
+    go to torch.compile as they are (the dynamic-batch scenario's `dynamic=False`)."""
     import torch
 
-    return torch.compile(model, mode=None if mode == "default" else mode)
+    return torch.compile(model, mode=None if mode == "default" else mode, **options)
 
 
 def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:

@@ -134,3 +134,17 @@ class Speedup:
     def of(eager_ms: Sequence[float], compiled_ms: Sequence[float]) -> Speedup:
         lo, hi = bootstrap_ratio_ci(eager_ms, compiled_ms)
         return Speedup(median(eager_ms) / median(compiled_ms), lo, hi)
+
+
+def breakeven_calls(
+    compile_s: float | None, eager_ms: float | None, compiled_ms: float | None
+) -> float | None:
+    """Calls after which compiling has paid for itself: the compile's seconds over the seconds
+    each compiled call saves (paired medians, eager - compiled). None when compiling is not
+    faster or a figure is missing. The one definition of the CSV's breakeven columns."""
+    if compile_s is None or eager_ms is None or compiled_ms is None:
+        return None
+    saved_s = (eager_ms - compiled_ms) / 1000.0
+    if not saved_s > 0 or not math.isfinite(compile_s):
+        return None
+    return compile_s / saved_s

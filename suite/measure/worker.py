@@ -10,35 +10,49 @@ process prints goes to the cell's log file, not the terminal.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-from suite.measure import lifeline
+from suite.measure import compile_cost, lifeline
 from suite.measure import training as train
 from suite.measure.failures import describe_exception, is_oom
-from suite.measure.scenarios import SCENARIOS, measure
+from suite.measure.scenarios import SCENARIOS, dynamic, measure
+from suite.measure.scenarios.dynamic import measure_sequence
 from suite.results import one_line
-from suite.spec.model import Cell
+from suite.spec.model import DYNAMIC_BATCH, Cell
 
 
-def run(cell: Cell, device: str) -> dict[str, Any]:
-    """Status + measurement for one cell; never raises for a failure inside the cell."""
+def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str, Any]:
+    """Status + measurement for one cell; never raises for a failure inside the cell.
+
+    `phase` (suite.measure.compile_cost): `measure` the cell, or be its `warm` or `megacache`
+    process. A dynamic-batch cell's result holds its rows (one per batch size) under "rows"."""
     import torch
 
     row: dict[str, Any] = {"torch_threads": torch.get_num_threads()}
     kind = SCENARIOS.get(cell.scenario)
-    if kind is None:
+    if kind is None and cell.scenario != DYNAMIC_BATCH:
         return {
             **row,
             "status": "skipped",
             "error": f"scenario {cell.scenario!r} is not supported by this suite version",
         }
     try:
-        row.update(measure(cell, device, kind))
+        if cell.scenario == DYNAMIC_BATCH:
+            row["rows"] = measure_sequence(cell, device)
+        elif phase != compile_cost.MEASURE:
+            row.update(compile_cost.first_compile(cell, device, kind, phase))
+        else:
+            row.update(measure(cell, device, kind))
+            if cell.compile_cost:
+                row["compile_note"] = compile_cost.after_measure(
+                    os.environ.get(compile_cost.MEGACACHE_ENV, "")
+                )
         row["status"], row["error"] = "ok", ""
-    except train.Unsupported as exc:  # no such measurement for this model: say why
+    except (train.Unsupported, dynamic.Unsupported) as exc:  # no such measurement here: say why
         traceback.print_exc()
         return {**row, "status": "skipped", "error": one_line(str(exc))}
     except Exception as exc:  # the sweep goes on: record why, in one line
@@ -60,14 +74,18 @@ def write_result(path: Path, row: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        print("usage: python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE", file=sys.stderr)
+    if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] not in compile_cost.PHASES):
+        print(
+            "usage: python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE [measure|warm|megacache]",
+            file=sys.stderr,
+        )
         return 2
     lifeline.die_with_parent()  # never outlive the runner (it may be killed mid-cell)
     cell = Cell.from_json(Path(argv[0]).read_text())
     device = argv[2]
-    print(f"cell: {cell.label} | build {cell.build} | device {device}", flush=True)
-    write_result(Path(argv[1]), run(cell, device))
+    phase = argv[3] if len(argv) == 4 else compile_cost.MEASURE
+    print(f"cell: {cell.label} | build {cell.build} | device {device} | {phase} process", flush=True)
+    write_result(Path(argv[1]), run(cell, device, phase))
     return 0
 
 

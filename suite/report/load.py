@@ -30,9 +30,12 @@ from suite.results import (
     read_rows,
 )
 
-# The rules of the contract's columns (suite.results.TABLE). The extras are not checked: an
-# older file may lack them, and no table reads one that a malformed value could corrupt.
-_CHECKED = [c for c in TABLE if c.contract]
+# The rules of the contract's columns (suite.results.TABLE), and of the extras tables read: the
+# measured ones (compile-cost figures) and those in a cell's key (`dynamic`); an older file may
+# lack them (they are then empty). The other extras are not checked: no table reads one that a
+# malformed value could corrupt.
+MEASURED_EXTRAS: tuple[str, ...] = tuple(c.name for c in TABLE if not c.contract and (c.timing or c.key))
+_CHECKED = [c for c in TABLE if c.contract or c.name in MEASURED_EXTRAS]
 NUMERIC_COLUMNS: tuple[str, ...] = tuple(c.name for c in _CHECKED if c.kind != TEXT)
 # Durations and ratios: a zero or negative value can only be a corrupt row.
 POSITIVE_COLUMNS: tuple[str, ...] = tuple(c.name for c in _CHECKED if c.positive)
@@ -199,7 +202,7 @@ def load(inputs: Sequence[Path]) -> Loaded:
     skipped_rows = seen - len(rows)
     frame = pd.DataFrame(rows, dtype=object).fillna("") if rows else pd.DataFrame()
     if rows:
-        for col in CELL_COLUMNS:  # an extra (variant) may be missing from an older file
+        for col in (*CELL_COLUMNS, *MEASURED_EXTRAS):  # extras an older file may lack
             if col not in frame.columns:
                 frame[col] = ""
         frame = frame.map(lambda v: v.strip() if isinstance(v, str) else v)

@@ -16,7 +16,9 @@ from suite.report.load import Loaded, load
 from suite.report.reference import Reference
 from suite.report.study import Study, build_kinds
 from suite.report.tables.cells import LEGEND, TRAIN, TRAIN_LEGEND
+from suite.report.tables.compile_cost import compile_cost_tables
 from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
+from suite.report.tables.dynamic import dynamic_study, dynamic_tables
 from suite.report.tables.memory import peak_memory
 from suite.report.tables.modes import compile_modes
 from suite.report.tables.stable_vs import stable_vs_others
@@ -48,6 +50,16 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "compile modes",
         "Compile modes (default vs reduce-overhead, ...)",
         "Needs two or more compile modes of one build on one GPU.",
+    ),
+    (
+        "compile cost",
+        "What compiling costs (cold, warm and mega-cache compile, first result, break-even)",
+        "No compiled cell in the inputs.",
+    ),
+    (
+        "dynamic shapes",
+        "Batch sizes that change (dynamic-batch: static, auto, marked)",
+        "No dynamic-batch cell in the inputs (run with --scenarios dynamic-batch).",
     ),
 )
 
@@ -84,11 +96,14 @@ def run_merge(
         raise UsageError("--strict", f"{loaded.skipped[0]}{more}")
     builds = list(dict.fromkeys(loaded.frame["build"]))
     kinds, kinds_note = build_kinds(builds, matrix, matrix_explicit)
-    study = Study(loaded.frame, kinds)
+    several = loaded.frame["dynamic"] != ""  # dynamic-batch rows: their own table (tables.dynamic)
+    study = Study(loaded.frame[~several], kinds)
+    dynamic = dynamic_study(loaded.frame[several])
     reference = Reference.load(reference_dir)
     tables_dir, plots_dir = out / "tables", out / "plots"
     _clear(tables_dir, ("*.md", "*.csv"))
     _clear(plots_dir, ("*.png",))  # also with plots off: an old plot must not pass for a current one
+    _clear(plots_dir / AMORTIZATION, ("*.png",))
     tables_dir.mkdir(parents=True, exist_ok=True)
     if plots:
         plots_dir.mkdir(parents=True, exist_ok=True)
@@ -97,12 +112,14 @@ def run_merge(
     groups = compile_groups(study)
     vs_eager = [compile_vs_eager(study, g, reference) for g in groups]
     tables = [summary, *vs_eager, *peak_memory(study), *stable_vs_others(study), *compile_modes(study)]
+    tables += [*compile_cost_tables(study), *dynamic_tables(study, dynamic)]
     for table in tables:
         write_table(table, tables_dir)
 
     plot_links: dict[str, list[Path]] = {}
     written: list[Path] = []
     if plots:
+        from suite.report.amortization import amortization_plots
         from suite.report.plots import plot_group
 
         for group, table in zip(groups, vs_eager, strict=True):
@@ -110,10 +127,22 @@ def run_merge(
             stem = stem.replace("train-compile-vs-eager__", "train__", 1)
             plot_links[table.name] = plot_group(study, group, reference, plots_dir, stem)
             written += plot_links[table.name]
+        (plots_dir / AMORTIZATION).mkdir(exist_ok=True)
+        for cost_table, paths in amortization_plots(study, plots_dir / AMORTIZATION).items():
+            plot_links.setdefault(cost_table, []).extend(paths)
+            written += paths
 
     index = tables_dir / "tables.md"
     index.write_text(render_index(loaded, study, kinds_note, tables, plot_links, reference), encoding="utf-8")
     return MergeResult(loaded=loaded, kinds_note=kinds_note, tables=tables, index=index, plots=written)
+
+
+AMORTIZATION = "amortization"  # plots/amortization/: the compile-cost tables' plots
+
+
+def _in_plots(path: Path) -> str:
+    """A plot's path under plots/ (the amortization plots have their own folder)."""
+    return f"{AMORTIZATION}/{path.name}" if path.parent.name == AMORTIZATION else path.name
 
 
 def render_index(
@@ -154,7 +183,7 @@ def render_index(
             links = plot_links.get(table.name, [])
             if links:
                 lines[-1] += " · plots: " + " · ".join(
-                    f"[{p.stem.rsplit('__', 1)[-1]}](../plots/{p.name})" for p in links
+                    f"[{p.stem.rsplit('__', 1)[-1]}](../plots/{_in_plots(p)})" for p in links
                 )
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"

@@ -96,6 +96,16 @@ class Measurement:
     eager_median_ms: float | None = None  # a compiled cell's: the eager calls interleaved with its own
     eager_ci_low_ms: float | None = None
     eager_ci_high_ms: float | None = None
+    compile_s: float | None = None
+    breakeven_calls: float | None = None
+    # what compiling costs (README "What compiling costs"); None where not measured
+    recompiles: float | None = None
+    compile_warm_s: float | None = None
+    compile_megacache_s: float | None = None
+    first_result_s: float | None = None
+    eager_first_result_s: float | None = None
+    breakeven_calls_warm: float | None = None
+    compile_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -191,7 +201,22 @@ def measurement_of(r: Any) -> Measurement:
         eager_median_ms=_num(r.eager_median_ms),
         eager_ci_low_ms=_extra(r, "eager_ci95_low_ms"),
         eager_ci_high_ms=_extra(r, "eager_ci95_high_ms"),
+        compile_s=_num(r.compile_s),
+        breakeven_calls=_num(getattr(r, "breakeven_calls", None)),
+        recompiles=_num(r.recompiles),
+        **{name: _num(getattr(r, name, None)) for name in COMPILE_COST_FIGURES},
+        compile_note=str(getattr(r, "compile_note", "") or ""),
     )
+
+
+# the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
+COMPILE_COST_FIGURES: tuple[str, ...] = (
+    "compile_warm_s",
+    "compile_megacache_s",
+    "first_result_s",
+    "eager_first_result_s",
+    "breakeven_calls_warm",
+)
 
 
 def ratio_interval(num: Measurement, den: Measurement) -> tuple[float | None, float | None]:

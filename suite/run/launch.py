@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import last_line
+from suite.measure.compile_cost import MEASURE, SPAWN_ENV
 from suite.measure.lifeline import PARENT_ENV
 from suite.redact import redact_bytes
 from suite.results import COLUMNS, STATUSES, one_line, raw_csv_name, slug
@@ -31,6 +32,7 @@ from suite.spec.model import Cell
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 WORKER_MODULE = "suite.measure.worker"
+ROWS = "rows"  # a several-row cell's result: its rows' fields, each checked (suite.run.rows)
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -108,11 +110,26 @@ def _pump(source: Any, log: Any) -> None:
 
 
 def _result_fields(path: Path) -> dict[str, Any]:
-    """The worker's result, checked: a garbled one becomes an error, never a crash of the sweep."""
+    """The worker's result, checked: a garbled one becomes an error, never a crash of the sweep.
+    A several-row cell's rows (under "rows") are checked the same way, each on its own."""
     try:
         fields = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return {"status": "error", "error": f"unreadable worker result: {exc}"}
+    rows = fields.pop("rows", None) if isinstance(fields, dict) else None
+    checked = _checked(fields)
+    if rows is not None and checked["status"] != "error":
+        if not isinstance(rows, list):
+            return {
+                "status": "error",
+                "error": f"worker result's rows are not a list (got {type(rows).__name__})",
+            }
+        checked[ROWS] = [_checked(row) for row in rows]
+    return checked
+
+
+def _checked(fields: object) -> dict[str, Any]:
+    """One row's fields with a valid status and the contract's columns only."""
     if not isinstance(fields, dict) or fields.get("status") not in STATUSES:
         status = fields.get("status") if isinstance(fields, dict) else None
         return {"status": "error", "error": f"worker result has no valid status (got {status!r})"}
@@ -122,29 +139,56 @@ def _result_fields(path: Path) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if k in COLUMNS}
 
 
+def cell_stem(cell: Cell, index: int) -> str:
+    """The name of a cell's files (its log, its attempt's scratch files)."""
+    stem = f"{index:03d}-{slug(cell.model.name)}-bs{cell.batch_size}-{cell.mode}-{cell.scenario}"
+    return stem + (f"-{cell.dynamic}" if cell.dynamic else "")
+
+
+def cache_env(cache: Path) -> dict[str, str]:
+    """The variables that point inductor and triton at one set of compile cache folders."""
+    return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton")}
+
+
 def run_worker(
-    cell: Cell, device_type: str, paths: RunPaths, index: int, python: str = sys.executable
+    cell: Cell,
+    device_type: str,
+    paths: RunPaths,
+    index: int,
+    python: str = sys.executable,
+    phase: str = MEASURE,
+    cache: Path | None = None,
+    log_path: Path | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], float, str]:
-    """Run one cell in a child process. Returns (worker fields, wall seconds, log path)."""
+    """Run one cell in a child process. Returns (worker fields, wall seconds, log path).
+
+    `phase`: the worker's job (suite.measure.compile_cost: the cell itself, or its warm or
+    mega-cache process). `cache`: compile cache folders the caller owns (suite.run.compile_cost);
+    by default the cell's `compile_cache` setting decides (cold: fresh, removed after). `log_path`:
+    append to this log instead of starting the cell's own."""
     paths.logs.mkdir(parents=True, exist_ok=True)
     paths.scratch.mkdir(parents=True, exist_ok=True)
-    stem = f"{index:03d}-{slug(cell.model.name)}-bs{cell.batch_size}-{cell.mode}-{cell.scenario}"
-    log_path = _log_path(paths, stem)
+    stem = cell_stem(cell, index)
+    appending = log_path is not None
+    log_path = log_path or _log_path(paths, stem)
     attempt = f"{stem}.{uuid.uuid4().hex[:12]}"  # files of this attempt only
     cell_path = paths.scratch / f"{attempt}.cell.json"
     result_path = paths.scratch / f"{attempt}.result.json"
     cell_path.write_text(cell.to_json())
-    extra: dict[str, str] = {PARENT_ENV: str(os.getpid())}
-    cache = None
-    if cell.settings.compile_cache == "cold":
-        cache = paths.scratch / f"{attempt}.compile-cache"
-    else:
-        cache = paths.compile_cache
-    extra["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
-    extra["TRITON_CACHE_DIR"] = str(cache / "triton")
+    extra: dict[str, str] = {PARENT_ENV: str(os.getpid()), **(extra_env or {})}
+    owned = cache is None and cell.settings.compile_cache == "cold"  # a fresh cache removed after
+    if cache is None:
+        cache = paths.scratch / f"{attempt}.compile-cache" if owned else paths.compile_cache
+    extra.update(cache_env(cache))
     cmd = [python, "-m", WORKER_MODULE, str(cell_path), str(result_path), device_type]
+    cmd += [phase] if phase != MEASURE else []
     start = time.monotonic()
-    with open(log_path, "wb") as log:
+    with open(log_path, "ab" if appending else "wb") as log:
+        if appending:
+            log.write(f"\n--- {phase} process ---\n".encode())
+            log.flush()
+        extra[SPAWN_ENV] = repr(time.time())  # the process's start, for time to first result
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
@@ -165,7 +209,7 @@ def run_worker(
             _kill_group(proc)
             pump.join(timeout=10)  # EOF once the group is gone
     wall = time.monotonic() - start
-    if cell.settings.compile_cache == "cold":
+    if owned:
         shutil.rmtree(cache, ignore_errors=True)
     cell_path.unlink(missing_ok=True)
     if timed_out:

@@ -22,7 +22,7 @@ from typing import Any
 from suite.errors import UsageError
 from suite.measure.provenance import Environment
 from suite.results import TIMING_COLUMNS, RowWriter, key_of
-from suite.run import launch, preflight, resume, tidy
+from suite.run import compile_cost, preflight, resume, tidy
 from suite.run.launch import RunPaths
 from suite.run.lock import RunLock
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
@@ -121,10 +121,10 @@ def run_cells(
             raise UsageError(str(paths.csv), f"cannot open for appending: {exc.strerror or exc}") from None
         with writer:
             for index, cell in enumerate(cells):
-                key = key_of(cell.key_fields(env.device))
-                if key in state.done:
+                keys = [key_of(k) for k in cell.row_keys(env.device)]
+                if all(key in state.done for key in keys):
                     report.resumed += 1
-                    progress.skip(cell, state.done[key])
+                    progress.skip(cell, state.done[keys[0]])
                     continue
                 free = preflight.free_mb(paths.run_dir)
                 if free < min_free_mb:
@@ -136,19 +136,27 @@ def run_cells(
                 progress.start(cell)
                 started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
                 try:
-                    fields, wall, log_file = launch.run_worker(cell, env.device_type, paths, index, python)
-                    row = build_row(cell, env, run_id, fields, started_at, wall, log_file, shard)
-                    writer.append(row)
+                    fields, wall, log_file = compile_cost.run_cell(
+                        cell, env.device_type, paths, index, python
+                    )
+                    rows = [
+                        build_row(cell, env, run_id, one, started_at, wall, log_file, shard)
+                        for one in compile_cost.rows_of(cell, fields)
+                    ]
+                    rows = [r for r in rows if key_of(r) not in state.done]  # a resumed cell's kept rows
+                    for row in rows:
+                        writer.append(row)
                 except OSError as exc:
                     raise UsageError(
                         "--out",
                         f"{cell.label}: {exc.strerror or exc} ({exc.filename or 'no file'}); {resume_hint}",
                     ) from None
                 report.ran += 1
-                report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
-                for what in row_warnings(row):
-                    report.warned.setdefault(what, []).append(cell.label)
-                progress.finish(cell, row, wall)
+                for row in rows:
+                    report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
+                    for what in row_warnings(row):
+                        report.warned.setdefault(what, []).append(cell.label)
+                progress.finish(cell, rows[0], wall)
         tidy.tidy(paths, keep_compile_cache)
     return report
 

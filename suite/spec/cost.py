@@ -8,11 +8,17 @@ the runner's ETA use, still hold. Only the cell's matrix data is read (never the
 device), so every machine computes the same figures and therefore the same shards.
 
     seconds = startup + load + compile + forwards * seconds per forward
+
+plus, with the `compile_cost` setting, the warm and mega-cache processes of a compiled cell
+(each: startup + load + a fraction of the compile + a few forwards), and for a dynamic-batch
+cell the forwards at each batch size it serves and the compiles its `dynamic` setting makes.
 """
 
 from __future__ import annotations
 
-from suite.spec.model import Cell
+from dataclasses import replace
+
+from suite.spec.model import DYNAMIC_BATCH, Cell
 from suite.spec.warmup import warmup_calls
 
 STARTUP_S = 15.0  # child process, torch + transformers imports, model build, inputs
@@ -39,6 +45,19 @@ COMPILE_FACTOR: dict[str, float] = {
 }
 
 
+# The compile-cost processes (suite.run.compile_cost): a warm one and a mega-cache one, each a
+# fresh process (startup, load) making an eager warm-up call, an eager call and the first
+# compiled call, which finds its graphs in a cache: on the order of a third of a cold compile
+# (dynamo still traces; inductor and the kernel compilers are skipped).
+COMPILE_COST_PROCESSES = 2
+COMPILE_COST_FORWARDS = 3
+WARM_COMPILE_FRACTION = 0.3
+# A dynamic-batch cell's compiles: `static` compiles for every batch size; `auto` and `marked`
+# compile the first size, then one graph with a symbolic batch dimension (a bit dearer).
+SYMBOLIC_COMPILES = 2.2  # auto, marked: the first size's graph + one symbolic graph at ~1.2x
+RETURN_FORWARDS = 2  # back at the first batch size: an eager call and a compiled one
+
+
 def params_m(cell: Cell) -> float:
     """Model size in millions of parameters, as far as the matrix knows it."""
     if cell.settings.shrink:
@@ -58,15 +77,36 @@ def forwards(cell: Cell) -> int:
     return eager_warmup + compiled_warmup + 2 * s.iterations + 4  # + eager, first compiled, 2 accuracy
 
 
+def _forward_s(size: float, batch_size: int) -> float:
+    return FORWARD_OVERHEAD_S + FORWARD_S_PER_M_PARAMS_IMAGE * size * batch_size
+
+
 def estimate_seconds(cell: Cell) -> float:
-    """Expected wall time of one cell (an estimate; see the module docstring)."""
+    """Expected wall time of one cell, all its processes (an estimate; see the module docstring)."""
     size = params_m(cell)
-    forward_s = FORWARD_OVERHEAD_S + FORWARD_S_PER_M_PARAMS_IMAGE * size * cell.batch_size
+    startup_s = STARTUP_S + LOAD_S_PER_M_PARAMS * size
     compile_s = COMPILE_FACTOR.get(cell.mode, 1.0) * (COMPILE_BASE_S + COMPILE_S_PER_M_PARAMS * size)
+    if cell.scenario == DYNAMIC_BATCH:
+        return startup_s + _dynamic_seconds(cell, size, compile_s)
+    forward_s = _forward_s(size, cell.batch_size)
     if cell.scenario == "train":
         forward_s *= TRAIN_STEP_FORWARDS
         compile_s *= TRAIN_COMPILE_FACTOR
-    return STARTUP_S + LOAD_S_PER_M_PARAMS * size + compile_s + forwards(cell) * forward_s
+    seconds = startup_s + compile_s + forwards(cell) * forward_s
+    if cell.compile_cost:
+        extra = startup_s + WARM_COMPILE_FRACTION * compile_s + COMPILE_COST_FORWARDS * forward_s
+        seconds += COMPILE_COST_PROCESSES * extra
+    return seconds
+
+
+def _dynamic_seconds(cell: Cell, size: float, compile_s: float) -> float:
+    """A dynamic-batch cell after startup: at each batch size a compiled cell's forwards (warm-up,
+    interleaved timing, accuracy), the return to the first size, and its compiles."""
+    one = replace(cell, batch_sizes=(), dynamic="", scenario="inference")
+    seconds = sum(forwards(one) * _forward_s(size, b) for b in cell.batch_sizes)
+    seconds += RETURN_FORWARDS * _forward_s(size, cell.batch_sizes[0])
+    compiles = len(cell.batch_sizes) if cell.dynamic == "static" else SYMBOLIC_COMPILES
+    return seconds + compiles * compile_s
 
 
 def format_duration(seconds: float) -> str:

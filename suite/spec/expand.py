@@ -12,7 +12,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from suite.errors import UsageError
-from suite.spec.model import BuildSpec, Cell, Matrix, Profile, Settings
+from suite.spec.load import check_compile_cost
+from suite.spec.model import (
+    DYNAMIC_BATCH,
+    DYNAMIC_SETTINGS,
+    BuildSpec,
+    Cell,
+    Matrix,
+    ModelSpec,
+    Profile,
+    Selection,
+    Settings,
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,7 @@ def pick_build(matrix: Matrix, name: str) -> BuildSpec:
 def resolve_settings(matrix: Matrix, profile: Profile, overrides: Mapping[str, Any]) -> Settings:
     settings = replace(matrix.defaults, **dict(profile.settings))
     settings = replace(settings, **dict(overrides))
+    check_compile_cost(settings, "--compile-cost")
     if settings.shrink and settings.weights != "random":
         raise UsageError(
             f"{matrix.path}: profiles.{profile.name}.settings.shrink",
@@ -102,6 +114,12 @@ def expand(
             cell_settings = replace(settings, weights="random") if spec.base else settings
             scenarios = filters.scenarios if filters.scenarios is not None else sel.scenarios
             for scenario in scenarios:
+                if scenario == DYNAMIC_BATCH:
+                    for cell in _dynamic_cells(matrix, profile, build, spec, sel, cell_settings, filters):
+                        cells.setdefault(
+                            (model_name, scenario, cell.batch_sizes, cell.mode, cell.dynamic), cell
+                        )
+                    continue
                 for bs in sel.batch_sizes:
                     if filters.batch_sizes is not None and bs not in filters.batch_sizes:
                         continue
@@ -111,6 +129,40 @@ def expand(
                         key = (model_name, scenario, bs, mode)
                         cells.setdefault(key, Cell(build, spec, bs, mode, scenario, cell_settings))
     return list(cells.values())
+
+
+def _dynamic_cells(
+    matrix: Matrix,
+    profile: Profile,
+    build: str,
+    spec: ModelSpec,
+    sel: Selection,
+    settings: Settings,
+    filters: Filters,
+) -> list[Cell]:
+    """A selection's dynamic-batch cells: one per compiled mode and `dynamic` setting, each
+    serving the batch sizes in turn (the `dynamic_batch_sizes` setting, else the selection's;
+    narrowed by --batch-sizes). Eager has no compile to make dynamic: no cell."""
+    sizes = settings.dynamic_batch_sizes or sel.batch_sizes
+    if filters.batch_sizes is not None:
+        sizes = tuple(b for b in sizes if b in filters.batch_sizes)
+    modes = [m for m in sel.modes if m != "eager" and (filters.modes is None or m in filters.modes)]
+    if not modes:
+        return []
+    if len(sizes) < 2:
+        where = (
+            "--batch-sizes" if filters.batch_sizes is not None else f"{matrix.path}: profiles.{profile.name}"
+        )
+        raise UsageError(
+            where,
+            f"the {DYNAMIC_BATCH} scenario serves two or more batch sizes in turn, this selection gives "
+            f"{list(sizes)}: set settings.dynamic_batch_sizes (e.g. [1, 4, 16]) or list more batch sizes",
+        )
+    return [
+        Cell(build, spec, sizes[0], mode, DYNAMIC_BATCH, settings, dynamic=d, batch_sizes=tuple(sizes))
+        for mode in modes
+        for d in DYNAMIC_SETTINGS
+    ]
 
 
 def _with_named_customs(matrix: Matrix, names: Sequence[str], wanted: set[str] | None) -> list[str]:

@@ -51,6 +51,10 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["shrink"] = r.bool("shrink", False)
     if r.has("compile_cache"):
         out["compile_cache"] = r.str("compile_cache", choices=COMPILE_CACHES)
+    if r.has("compile_cost"):
+        out["compile_cost"] = r.bool("compile_cost", False)
+    if r.has("dynamic_batch_sizes"):
+        out["dynamic_batch_sizes"] = _dynamic_batch_sizes(r)
     if r.has("image"):
         img = r.sub("image")
         url = img.raw("url", base.image.url) or ""
@@ -63,6 +67,29 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         img.done()
         out["image"] = ImageSpec(url=url, path=path)
     return out
+
+
+def _dynamic_batch_sizes(r: Reader) -> tuple[int, ...]:
+    """Two or more distinct batch sizes (>= 1): the dynamic-batch scenario's sequence."""
+    sizes = r.list("dynamic_batch_sizes")
+    for b in sizes:
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            r.fail(f"batch sizes must be integers >= 1, got {kind(b)}", "dynamic_batch_sizes")
+    distinct = tuple(dict.fromkeys(sizes))
+    if len(distinct) < 2:
+        r.fail("needs two or more different batch sizes (the scenario changes them)", "dynamic_batch_sizes")
+    return distinct
+
+
+def check_compile_cost(settings: Settings, where: str) -> None:
+    """`compile_cost` compares a cold compile with a warm one: a shared cache would make the
+    "cold" one warm already. `where` names the field for the one-line error."""
+    if settings.compile_cost and settings.compile_cache != "cold":
+        raise UsageError(
+            where,
+            "compile_cost measures a cold compile, then a warm one: it needs compile_cache: cold "
+            "(or compile_cost: false)",
+        )
 
 
 def _read_model(r: Reader, name: str) -> ModelSpec:
@@ -173,6 +200,7 @@ def load_matrix(path: str | Path) -> Matrix:
     defaults_r = top.sub("defaults")
     defaults = replace(Settings(), **_read_settings(defaults_r, Settings()))
     defaults_r.done()
+    check_compile_cost(defaults, defaults_r.where("compile_cost"))
 
     builds_r = top.sub("builds", required=True)
     builds = {name: read_build(builds_r.sub(name), name) for name in builds_r.names()}
@@ -207,6 +235,10 @@ def load_matrix(path: str | Path) -> Matrix:
         settings_r = pr.sub("settings")
         settings = _read_settings(settings_r, defaults)
         settings_r.done()
+        check_compile_cost(
+            replace(defaults, **settings),
+            settings_r.where("compile_cost" if "compile_cost" in settings else "compile_cache"),
+        )
         select = pr.list("select")
         selections = tuple(
             _read_selection(Reader(file, f"{pr.path}.select[{i}]", s), models) for i, s in enumerate(select)

@@ -27,7 +27,15 @@ MODES: tuple[str, ...] = (
 )
 DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 WEIGHTS: tuple[str, ...] = ("pretrained", "random")
-SCENARIOS: tuple[str, ...] = ("inference", "train")
+DYNAMIC_BATCH = "dynamic-batch"  # one process serves several batch sizes in turn: a row per size
+SCENARIOS: tuple[str, ...] = ("inference", "train", DYNAMIC_BATCH)
+# How the dynamic-batch scenario compiles (the CSV's `dynamic`): torch.compile(dynamic=False);
+# torch's default (dynamic after a second shape, from torch 2.1); the default plus
+# torch._dynamo.mark_dynamic on every input's batch dimension.
+DYNAMIC_SETTINGS: tuple[str, ...] = ("static", "auto", "marked")
+# Scenarios whose compiled cells get the compile-cost processes (warm, mega-cache) when the
+# `compile_cost` setting is on; the dynamic-batch scenario has compile figures of its own.
+COMPILE_COST_SCENARIOS: tuple[str, ...] = ("inference", "train")
 BUILD_KINDS: tuple[str, ...] = ("stable", "nightly", "release")
 COMPILE_CACHES: tuple[str, ...] = ("cold", "run")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
@@ -54,6 +62,10 @@ class Settings:
     shrink: bool = False
     compile_cache: str = "cold"  # cold: a fresh inductor/triton cache per cell; run: shared
     image: ImageSpec = field(default_factory=ImageSpec)
+    # compiled cells also run a warm and a mega-cache process (suite.run.compile_cost)
+    compile_cost: bool = False
+    # the batch sizes a dynamic-batch cell serves in turn; empty: its selection's batch sizes
+    dynamic_batch_sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,7 +162,11 @@ class Matrix:
 
 @dataclass(frozen=True)
 class Cell:
-    """One measurement: (build, model, task, batch_size, mode, dtype, scenario) + settings."""
+    """One measurement: (build, model, task, batch_size, mode, dtype, scenario) + settings.
+
+    A dynamic-batch cell is (model, mode, `dynamic` setting) over `batch_sizes`: its one
+    process serves them in turn, then the first again, and it owes one row per batch size
+    (`row_keys`); its `batch_size` is the first of them."""
 
     build: str
     model: ModelSpec
@@ -158,10 +174,33 @@ class Cell:
     mode: str
     scenario: str
     settings: Settings
+    dynamic: str = ""  # a dynamic-batch cell's setting (DYNAMIC_SETTINGS), else ""
+    batch_sizes: tuple[int, ...] = ()  # a dynamic-batch cell's distinct batch sizes, in order
 
     @property
     def label(self) -> str:
+        if self.dynamic:
+            sizes = ">".join(str(b) for b in self.served)
+            return f"{self.model.name} bs={sizes} {self.mode} {self.scenario} ({self.dynamic})"
         return f"{self.model.name} bs={self.batch_size} {self.mode} {self.scenario}"
+
+    @property
+    def served(self) -> tuple[int, ...]:
+        """The batch sizes in the order the cell's process serves them: each once, then the
+        first again (does coming back recompile?); a single-batch cell's own."""
+        if not self.batch_sizes:
+            return (self.batch_size,)
+        return (*self.batch_sizes, self.batch_sizes[0])
+
+    @property
+    def compile_cost(self) -> bool:
+        """Does this cell get the warm and mega-cache processes after its own?"""
+        return self.settings.compile_cost and self.mode != "eager" and self.scenario in COMPILE_COST_SCENARIOS
+
+    def row_keys(self, device: str) -> list[dict[str, object]]:
+        """The key of every row this cell owes: one per batch size it serves."""
+        sizes = self.batch_sizes or (self.batch_size,)
+        return [{**self.key_fields(device), "batch_size": b} for b in sizes]
 
     @property
     def variant(self) -> str:
@@ -184,6 +223,7 @@ class Cell:
             "mode": self.mode,
             "dtype": self.settings.dtype,
             "scenario": self.scenario,
+            "dynamic": self.dynamic,
         }
 
     def to_json(self) -> str:
@@ -193,7 +233,13 @@ class Cell:
     def from_json(text: str) -> Cell:
         raw = json.loads(text)
         model = ModelSpec(**{**raw["model"], "text_queries": tuple(raw["model"]["text_queries"])})
-        settings = Settings(**{**raw["settings"], "image": ImageSpec(**raw["settings"]["image"])})
+        settings = Settings(
+            **{
+                **raw["settings"],
+                "image": ImageSpec(**raw["settings"]["image"]),
+                "dynamic_batch_sizes": tuple(raw["settings"].get("dynamic_batch_sizes", ())),
+            }
+        )
         return Cell(
             build=raw["build"],
             model=model,
@@ -201,6 +247,8 @@ class Cell:
             mode=raw["mode"],
             scenario=raw["scenario"],
             settings=settings,
+            dynamic=raw.get("dynamic", ""),
+            batch_sizes=tuple(raw.get("batch_sizes", ())),
         )
 
 

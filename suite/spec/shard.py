@@ -49,10 +49,10 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def _identity(cell: Cell) -> tuple[str, str, int, str]:
+def _identity(cell: Cell) -> tuple[str, str, int, str, str, tuple[int, ...]]:
     """What tells two cells of one plan apart (the key `matrix.expand` de-duplicates on);
     the build is left out so that `plan` (build not yet detected) agrees with `run`."""
-    return (cell.model.name, cell.scenario, cell.batch_size, cell.mode)
+    return (cell.model.name, cell.scenario, cell.batch_size, cell.mode, cell.dynamic, cell.batch_sizes)
 
 
 def assign(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import cell as parts
+from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
 from suite.measure.counters import dynamo_counts
 from suite.measure.faults import inject_fault
 from suite.measure.memory import PeakMemory
@@ -62,6 +63,8 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     """The row fields of one cell measured as scenario `kind` on `device`."""
     model, batch, facts = parts.prepare(cell, device)
     scenario = kind(cell, model, batch)
+    ready_s = seconds_since_spawn()  # process start to model, batch (and a train step's state) ready
+    first_eager = FirstCall(scenario, device)  # times the first eager call: time to first result
     loop = TimingLoop(synchronizer(device), cell.settings.warmup)
     inject_fault(cell.model.name)  # test-only (suite.measure.faults): once, before any call
     row: dict[str, Any] = dict(facts)
@@ -70,6 +73,7 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
             row.update(_eager_cell(scenario, loop, device))
         else:
             row.update(_compiled_cell(scenario, loop, device))
+    row.update(first_results(ready_s, first_eager.ms, row.get("compile_s")))
     return row
 
 

@@ -22,6 +22,7 @@ from suite.report.study import Measurement, ratio_interval
 from suite.results import OK, OOM, STATUS_WORDS, STATUSES
 
 NOT_MEASURED = "—"
+NEVER = "never"  # a break-even where compiling is not faster: it never pays off
 DAGGER = "†"
 GUIDE_ERRATUM = "erratum"
 # How a failed or skipped cell reads: "OOM", "error", "timeout", "skipped".
@@ -38,6 +39,11 @@ TRAIN_LEGEND = (
     "median [95% CI], paired within the compiled cell's process. "
     f"{' / '.join(FAILURE_WORDS)}: the cell failed or has no training step (reason in the raw CSV); "
     f"{NOT_MEASURED}: not measured."
+)
+COMPILE_NOTE = (
+    "compile (s): the first compiled call minus an eager call, in the cell's own process (cold caches "
+    "unless compile_cache: run). break-even (calls): calls after which compiling has paid for itself, "
+    f"compile seconds / (eager - compiled median per call); {NEVER} where compiling is not faster."
 )
 DAGGER_NOTE = f"{DAGGER} compiled output differs from eager beyond the tolerance (accuracy check failed)."
 TRAIN_DAGGER_NOTE = (
@@ -65,6 +71,41 @@ class Mb:
     """A peak-memory cell: one measurement (or none)."""
 
     m: Measurement | None
+
+
+@dataclass(frozen=True)
+class Qty:
+    """A number of a cell's row (seconds, calls), or the cell's failure word when it failed."""
+
+    m: Measurement | None
+    value: float | None
+    digits: int = 1
+    mark: str = ""  # after the number in Markdown (a footnote sign)
+    text: str = ""  # what an empty value reads as, where it means something ("never")
+
+
+def breakeven(m: Measurement | None, warm: bool = False) -> Qty:
+    """A break-even cell: the calls, "never" where the compiled median is not below eager's."""
+    value = None if m is None else (m.breakeven_calls_warm if warm else m.breakeven_calls)
+    slower = (
+        m is not None
+        and value is None
+        and m.eager_median_ms is not None
+        and m.median_ms is not None
+        and m.median_ms >= m.eager_median_ms
+        and (m.compile_warm_s if warm else m.compile_s) is not None
+    )
+    return Qty(m, value, digits=0, text=NEVER if slower else "")
+
+
+@dataclass(frozen=True)
+class Dyn:
+    """A batch size under one way of compiling: the compile paid when it arrived, the graphs
+    compiled then, the compiled mean and the paired speed-up; or (m None) a sequence's totals."""
+
+    m: Measurement | None
+    total_s: float | None = None
+    total_recompiles: float | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +185,16 @@ def md_cell(kind: str, value: object) -> str:
         if not value.m.ok:
             return STATUS_WORDS[value.m.status]
         return NOT_MEASURED if value.m.peak_mem_mb is None else f"{value.m.peak_mem_mb:.0f}"
+    if kind == "dyn":
+        assert isinstance(value, Dyn)
+        return _dyn_md(value)
+    if kind == "qty":
+        assert isinstance(value, Qty)
+        if value.m is not None and not value.m.ok:
+            return STATUS_WORDS[value.m.status]
+        if value.value is None:
+            return value.text or NOT_MEASURED
+        return f"{value.value:,.{value.digits}f}{value.mark}"
     if kind == "guide":
         if value is None:
             return NOT_MEASURED
@@ -172,6 +223,15 @@ def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
         return {
             name: (m.peak_mem_mb if m.peak_mem_mb is not None else "") if m.ok else STATUS_WORDS[m.status]
         }
+    if kind == "dyn":
+        assert isinstance(value, Dyn)
+        return _dyn_csv(name, value)
+    if kind == "qty":
+        assert isinstance(value, Qty)
+        if value.m is not None and not value.m.ok:
+            return {name: STATUS_WORDS[value.m.status]}
+        # plain numbers: "never" stays in the Markdown (the note says so); the CSV column stays numeric
+        return {name: "" if value.value is None else round(value.value, 4)}
     if kind == "gain":
         pre = f"{name} " if name else ""
         out: dict[str, object] = {f"{pre}{c}": "" for c in ("improvement %", "speed-up", "CI low", "CI high")}
@@ -196,3 +256,41 @@ def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
                 out[f"{name} speed-up"] = round(value.speedup, 4)
         return out
     return {name: value}
+
+
+def _dyn_md(value: Dyn) -> str:
+    """`18.0 s · 1 · 1.047 ms · 33.89x` (compile, recompiles, compiled median, speed-up), or totals."""
+    m = value.m
+    if m is None:
+        if value.total_s is None:
+            return NOT_MEASURED
+        graphs = "" if value.total_recompiles is None else f" · {value.total_recompiles:.0f}"
+        return f"{value.total_s:.1f} s{graphs}"
+    if not m.ok:
+        return STATUS_WORDS[m.status]
+    parts = [
+        NOT_MEASURED if m.compile_s is None else f"{m.compile_s:.1f} s",
+        NOT_MEASURED if m.recompiles is None else f"{m.recompiles:.0f}",
+        NOT_MEASURED if m.median_ms is None else fmt_ms(m.median_ms) + " ms",
+        NOT_MEASURED if m.speedup is None else f"{m.speedup:.2f}x",
+    ]
+    return " · ".join(parts) + (f" {DAGGER}" if m.accuracy_failed else "")
+
+
+def _dyn_csv(name: str, value: Dyn) -> dict[str, object]:
+    m = value.m
+    out: dict[str, object] = {f"{name} {c}": "" for c in ("compile s", "recompiles", "median ms", "speed-up")}
+    if m is None:
+        out[f"{name} compile s"] = "" if value.total_s is None else round(value.total_s, 4)
+        out[f"{name} recompiles"] = "" if value.total_recompiles is None else value.total_recompiles
+    elif not m.ok:
+        out[f"{name} median ms"] = STATUS_WORDS[m.status]
+    else:
+        for col, v in (
+            ("compile s", m.compile_s),
+            ("recompiles", m.recompiles),
+            ("median ms", m.median_ms),
+            ("speed-up", m.speedup),
+        ):
+            out[f"{name} {col}"] = "" if v is None else round(v, 4)
+    return out

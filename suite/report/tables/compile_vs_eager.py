@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from suite.report.reference import Reference
 from suite.report.study import EAGER, Gpu, Setup, Study
-from suite.report.tables.cells import TRAIN, Ms, legend, paired_gain
+from suite.report.tables.cells import COMPILE_NOTE, TRAIN, Ms, Qty, breakeven, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 
 GUIDE_SETUP = "float32 inference of the full (not shrunk) models"
@@ -58,8 +58,18 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
         Column("compile (ms)", "with torch.compile", "ms"),
         Column("speed-up", "", "gain"),
     ]
+    # compile time and break-even calls where the rows have them (an older CSV may not)
+    timed_compile = any(
+        m is not None and m.compile_s is not None
+        for m in (study.get(g.build, g.gpu, g.setup, t, mo, g.batch_size, g.mode) for t, mo in study.models)
+    )
+    if timed_compile:
+        columns += [
+            Column("compile (s)", "compile s", "qty"),
+            Column("break-even (calls)", "break-even calls", "qty"),
+        ]
     training = g.setup.scenario == TRAIN
-    notes = [legend(g.setup.scenario)]
+    notes = [legend(g.setup.scenario), *([COMPILE_NOTE] if timed_compile else [])]
     if guide_table is not None:
         columns.append(Column(f"guide: {guide_table}", "guide", "guide"))
         guide_build = next(f.build for f in reference.figures if f.table == guide_table)
@@ -94,6 +104,8 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
             Ms(compiled, True),
             paired_gain(compiled),
         ]
+        if timed_compile:
+            values += [Qty(compiled, compiled.compile_s if compiled else None), breakeven(compiled)]
         if guide_table is not None:
             values.append(reference.lookup(g.gpu.name, kind, g.mode, g.batch_size, task, model))
         context = row_context(
