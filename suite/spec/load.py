@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from suite.errors import UsageError
 from suite.spec import limits
 from suite.spec.builds import read_build
 from suite.spec.fields import Reader, kind, number
