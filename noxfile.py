@@ -14,6 +14,7 @@ above asks for. Importing this file starts no process.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 from pathlib import Path
@@ -104,9 +105,17 @@ def check_selection(build: BuildSpec, bench: BenchArgs) -> None:
 
     args = ["plan", "--build", build.name, "--run-id", bench.run_id, *bench.suite_args]
     args += ["--device", bench.device] if bench.device else []
-    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+    # plan's warnings (`--device cuda` on a host without a GPU: the containers have one, which the
+    # session checks itself) are shown only with its error
+    said = io.StringIO()
+    with (
+        open(os.devnull, "w") as devnull,
+        contextlib.redirect_stdout(devnull),
+        contextlib.redirect_stderr(said),
+    ):
         code = suite_main(args)
     if code != 0:
+        sys.stderr.write(said.getvalue())
         raise SystemExit(code)
 
 

@@ -9,11 +9,13 @@ added there, once. This module is imported inside the containers: standard libra
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+import stat
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -296,6 +298,30 @@ def key_of(row: Mapping[str, object]) -> tuple[str, ...]:
     return tuple(format_value(row.get(col)) for col in KEY_COLUMNS)
 
 
+def one_per_cell(
+    rows: Sequence[Mapping[str, object]], columns: Sequence[str]
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Which row of a cell to keep when it has several (the same cell in two runs, a row
+    recorded twice): an ok row beats a failed one, then the later `started_at`, then the
+    later row. The merge (suite.report.load, cells across runs) and the resume
+    (suite.run.resume, cells of one raw CSV) both decide with this; `columns` say what one
+    cell is. Returns the kept rows' indices in input order, and (dropped, kept instead)
+    index pairs in the order of the rule (least preferred first)."""
+
+    def rank(i: int) -> tuple[bool, str, int]:
+        return rows[i].get("status") == OK, str(rows[i].get("started_at") or ""), i
+
+    best: dict[tuple[object, ...], int] = {}
+    for i, row in enumerate(rows):
+        key = tuple(row.get(c) for c in columns)
+        if key not in best or rank(i) > rank(best[key]):
+            best[key] = i
+    kept = sorted(best.values())
+    winner = {i: best[tuple(row.get(c) for c in columns)] for i, row in enumerate(rows)}
+    dropped = sorted((i for i in winner if winner[i] != i), key=rank)
+    return kept, [(i, winner[i]) for i in dropped]
+
+
 @dataclass
 class ReadResult:
     """Rows read from a raw CSV, plus what had to be set aside and why."""
@@ -311,9 +337,22 @@ class CsvFormatError(ValueError):
     """A raw CSV that does not follow the contract (header or rows)."""
 
 
+def _read_regular(path: Path) -> str:
+    """A file's text; a folder, a pipe or a device in a raw CSV's place is an OSError, never
+    read (reading a pipe nobody writes would wait forever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, encoding="utf-8") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe or a device)", str(path))
+        return fh.read()
+
+
 def read_rows(path: Path) -> ReadResult:
     """Read a raw CSV written by `RowWriter`, tolerating one torn final line."""
-    text = path.read_text(encoding="utf-8")
+    text = _read_regular(path)
     if not text.strip():
         return ReadResult(rows=[])
     lines = text.splitlines(keepends=True)

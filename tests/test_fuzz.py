@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite.cli import main
+from suite.measure import config_check
 from suite.results import RowWriter
 from suite.run import preflight, runner
 
@@ -62,7 +64,7 @@ models:
     config: {num_labels: 1000}
     processor: {class: ViTImageProcessor, size: {height: 224, width: 224}}
     smoke:
-      config: {hidden_size: 64}
+      config: {hidden_size: 64, num_attention_heads: 2}  # heads divide the width (checked)
       processor: {size: {height: 64, width: 64}}
   OwlViT:
     task: Object Detection
@@ -71,7 +73,7 @@ models:
     revision: main
     text_queries: ["a cat", "a remote"]
 custom:
-  ViT-wide: {base: ViT, hidden_size: 1024}
+  ViT-wide: {base: ViT, hidden_size: 1024, num_attention_heads: 16}
 profiles:
   smoke:
     description: quick
@@ -146,6 +148,17 @@ def mutated_matrices(draw: st.DrawFn) -> dict[str, Any]:
         elif op == "rename" and isinstance(parent, dict):
             parent[draw(st.one_of(st.text(max_size=10), st.integers()))] = parent.pop(key)
     return data
+
+
+@pytest.fixture(autouse=True)
+def models_checked_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model check's own code (suite.measure.config_check), run here instead of in a child
+    process: the same problems, without importing transformers once per generated matrix
+    (minutes over a fuzz run); an exception in it would now fail the test instead of being a
+    warning."""
+    monkeypatch.setattr(
+        preflight, "_run_child", lambda payload: config_check.check_items(json.loads(payload))
+    )
 
 
 def call(argv: list[str]) -> tuple[int, str, str]:

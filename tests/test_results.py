@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -161,3 +164,23 @@ def test_statuses_and_their_groups() -> None:
     assert results.STATUS_WORDS == {
         "ok": "ok", "oom": "OOM", "error": "error", "timeout": "timeout", "skipped": "skipped",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["pipe", "folder"])
+def test_a_pipe_or_folder_in_a_csvs_place_is_refused_not_read(tmp_path: Path, kind: str) -> None:
+    """merge and compare read every raw/*.csv: a pipe there used to block them forever (in a
+    child with a timeout, which a blocking open would hit)."""
+    path = tmp_path / "raw.csv"
+    if kind == "pipe":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    code = "import sys; from pathlib import Path; from suite.results import read_rows\n"
+    code += "try:\n    read_rows(Path(sys.argv[1]))\nexcept OSError as exc:\n    print(exc.strerror)"
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=repo, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    want = "not a regular file (a pipe or a device)" if kind == "pipe" else "Is a directory"
+    assert proc.stdout.strip() == want

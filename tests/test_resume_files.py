@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from suite.cli import main
 from suite.errors import UsageError
-from suite.results import COLUMNS, CsvFormatError, RowWriter, read_rows
+from suite.results import COLUMNS, KEY_COLUMNS, CsvFormatError, RowWriter, read_rows
 from suite.run import launch, preflight, resume
+from suite.run.resume import superseded_path
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
@@ -154,3 +155,116 @@ def test_a_bad_row_in_the_middle_stops_the_run_before_any_cell(tmp_path: Path, m
         "fix or remove the row, or use another --run-id"
     ]
     assert csv_path.read_bytes() == broken and not started
+
+
+# --- a cell recorded more than once -----------------------------------------------------------
+
+
+def cell_row(model: str, status: str, second: int) -> dict[str, object]:
+    """A row the merge can read too (its required fields filled)."""
+    ok = status == "ok"
+    return {
+        "run_id": "r",
+        "build": "torch9.9.9",
+        "device": "cpu",
+        "gpu_name": "cpu",
+        "task": "Image Classification",
+        "model": model,
+        "model_id": {"TinyViT": "vit (config)", "TinyResNet": "resnet (config)"}.get(model, model),
+        "weights": "random",
+        "batch_size": 1,
+        "mode": "eager",
+        "dtype": "float32",
+        "scenario": "inference",
+        "status": status,
+        "error": "" if ok else status,
+        "mean_ms": 2.0 if ok else None,
+        "median_ms": 1.5 if ok else None,
+        "started_at": f"2026-01-01T00:00:{second:02d}+00:00",
+    }
+
+
+def test_duplicated_rows_are_reported_and_one_row_per_cell_kept(tmp_path: Path, monkeypatch) -> None:
+    """The issue's case (more rows than cells, and a resume that said "nothing new"), through
+    the CLI: both cells are done, so nothing runs; the extra rows move to superseded/."""
+    monkeypatch.setattr(
+        preflight, "probe", lambda device, python=None: stub_environment(torch_version="9.9.9")
+    )
+    started: list[object] = []
+    monkeypatch.setattr(launch, "run_worker", lambda *a, **k: started.append(a))
+    csv_path = tmp_path / "r" / "raw" / "torch9.9.9__cpu.csv"
+    rows = [
+        cell_row("TinyViT", "ok", 1),
+        cell_row("TinyViT", "ok", 1),  # the same line twice: the later one counts, as in merge
+        cell_row("TinyResNet", "ok", 2),
+        cell_row("TinyResNet", "error", 3),  # a later failure does not beat an ok row
+    ]
+    with RowWriter(csv_path) as w:
+        for row in rows:
+            w.append(row)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        args = ["--matrix", str(TINY), "--profile", "tiny", "--device", "cpu", "--min-free-mb", "0"]
+        code = main(["run", *args, "--out", str(tmp_path), "--run-id", "r"])
+    assert code == 0 and not started, err.getvalue()
+    lines = err.getvalue().splitlines()
+    assert lines[0] == (
+        f"{csv_path}: 2 more row(s) of a cell already recorded (line(s) 2, 5); one row per cell counts, "
+        "chosen as the merge does (an ok row, else the latest); the others moved to "
+        f"{tmp_path / 'r' / 'superseded' / csv_path.name}"
+    )
+    assert lines[-1].startswith("done: nothing new; 2 already recorded")
+    kept = read_rows(csv_path).rows
+    assert [(r["model"], r["status"]) for r in kept] == [("TinyViT", "ok"), ("TinyResNet", "ok")]
+    moved = read_rows(tmp_path / "r" / "superseded" / csv_path.name).rows
+    assert sorted((r["model"], r["status"]) for r in moved) == [("TinyResNet", "error"), ("TinyViT", "ok")]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from("ABC"), st.sampled_from(["ok", "oom", "error", "timeout"]), st.integers(0, 5)
+        ),
+        min_size=1,
+        max_size=9,
+    ),
+    keep_failed=st.booleans(),
+)
+def test_resume_keeps_the_row_the_merge_keeps(
+    rows: list[tuple[str, str, int]],
+    keep_failed: bool,
+    tmp_path_factory: pytest.TempPathFactory,
+    no_fsync: None,
+) -> None:
+    """Any mix of repeated cells: the row a resume counts for a cell is the one `merge` uses,
+    and every row stays in the raw file or in superseded/."""
+    from suite.report.load import load
+
+    run = tmp_path_factory.mktemp("run")
+    path = run / "raw" / "b__cpu.csv"
+    with RowWriter(path) as w:
+        for model, status, second in rows:
+            w.append(cell_row(model, status, second))
+    everything = read_rows(path).rows
+    merged = load([path]).frame
+    chosen = {r["model"]: (r["status"], r["started_at"]) for r in merged.to_dict("records")}
+
+    state = resume.prepare(path, keep_failed)
+
+    after = read_rows(path).rows
+    moved = read_rows(superseded_path(path)).rows if superseded_path(path).exists() else []
+    assert sorted(map(str, after + moved)) == sorted(map(str, everything))  # nothing lost or copied
+    assert {status for status in state.done.values()} <= {"ok", "oom", "error", "timeout"}
+    counted = {key[KEY_COLUMNS.index("model")]: status for key, status in state.done.items()}
+    for model, (status, _) in chosen.items():
+        if keep_failed or status in ("ok", "oom"):
+            assert counted[model] == status, (model, chosen, counted)
+        else:
+            assert model not in counted  # runs again
+    if not keep_failed:  # one row per cell left, the merge's own choice
+        assert sorted((r["model"], r["status"], r["started_at"]) for r in after) == sorted(
+            (m, s, t) for m, (s, t) in chosen.items() if s in ("ok", "oom")
+        )
+    else:
+        assert not moved and after == everything

@@ -14,6 +14,8 @@ from suite.spec import Filters, expand, load_matrix
 
 MATRIX = """
 version: 1
+defaults:
+  image: {path: suite/assets/chelsea-640x480.jpg}  # every cell feeds it (checked)
 builds:
   stable: {kind: stable, python: "3.10", torch: "2.0.1"}
 models:

@@ -34,16 +34,20 @@ def _csv_list(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
+def _int_list(flag: str, maximum: int) -> Callable[[str], tuple[int, ...]]:
     def parse(text: str) -> tuple[int, ...]:
         items = _csv_list(text)
         if not items:
             raise UsageError(flag, "needs at least one value")
         out = []
         for item in items:
-            if not item.isdigit() or int(item) < 1:
-                raise UsageError(flag, f"{item!r} is not a positive integer")
-            out.append(int(item))
+            # ASCII digits only ('²' is a digit to str.isdigit, not to int), and few of them
+            digits = item.lstrip("0")
+            if not (item.isascii() and item.isdigit()) or not digits:
+                raise UsageError(flag, f"{item[:20]!r} is not a positive integer")
+            if len(digits) > len(str(maximum)) or int(digits) > maximum:
+                raise UsageError(flag, f"{item[:20]}{'...' * (len(item) > 20)} is more than {maximum}")
+            out.append(int(digits))
         return tuple(out)
 
     return parse
@@ -62,20 +66,29 @@ def _choice_list(flag: str, choices: Sequence[str]) -> Callable[[str], tuple[str
     return parse
 
 
-def _positive(flag: str, kind: type, minimum: int = 0) -> Callable[[str], float]:
-    """A number > 0 (and >= minimum when one is given), finite."""
+def _positive(flag: str, kind: type, setting: str) -> Callable[[str], float]:
+    """A number > 0, finite, within the bounds of the matrix setting it overrides
+    (suite.spec.limits: the same for the flag as for matrix.yaml)."""
+    from suite.spec.fields import number
+    from suite.spec.limits import setting_bounds
+
+    minimum, maximum = setting_bounds(setting)
 
     def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
-            raise UsageError(flag, f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+            raise UsageError(
+                flag, f"{text[:20]!r} is not a{'n integer' if kind is int else ' number'}"
+            ) from None
         if not value > 0 or value != value or value == float("inf"):
-            raise UsageError(flag, f"must be > 0, got {text}")
+            raise UsageError(flag, f"must be > 0, got {text[:20]}")
         if value < minimum:
             raise UsageError(
                 flag, f"must be >= {minimum} (a median and its interval need samples), got {text}"
             )
+        if value > maximum:
+            raise UsageError(flag, f"must be at most {number(maximum)}, got {number(value)}")
         return value
 
     return parse
@@ -95,6 +108,7 @@ def _shard(text: str) -> object:
 
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     """The flags shared by `plan` and `run`."""
+    from suite.spec.limits import MAX_BATCH_SIZE
     from suite.spec.model import DEVICES, MODES, SCENARIOS, WEIGHTS
 
     p.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
@@ -107,7 +121,9 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--models", type=_csv_list, default=None, help="comma list of display names or hub ids (any case)"
     )
-    p.add_argument("--batch-sizes", type=_int_list("--batch-sizes"), default=None, help="e.g. 1,4")
+    p.add_argument(
+        "--batch-sizes", type=_int_list("--batch-sizes", MAX_BATCH_SIZE), default=None, help="e.g. 1,4"
+    )
     p.add_argument(
         "--modes",
         type=_choice_list("--modes", MODES),
@@ -128,16 +144,19 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--iterations",
-        type=_positive("--iterations", int, minimum=2),
+        type=_positive("--iterations", int, "iterations"),
         default=None,
         help="timed iterations per cell",
     )
     p.add_argument(
-        "--warmup", type=_positive("--warmup", int), default=None, help="warm-up iterations per cell"
+        "--warmup",
+        type=_positive("--warmup", int, "warmup"),
+        default=None,
+        help="warm-up iterations per cell",
     )
     p.add_argument(
         "--timeout",
-        type=_positive("--timeout", float),
+        type=_positive("--timeout", float, "timeout_s"),
         default=None,
         help="seconds per cell before it is killed",
     )
@@ -217,10 +236,12 @@ def filters_of(args: argparse.Namespace) -> object:
         if args.compile_cost:  # a warm compile is measured against a cold one
             overrides["compile_cache"] = "cold"
     if args.image:
+        from suite.run.preflight import check_image
+
         is_url = args.image.startswith(("http://", "https://"))
         overrides["image"] = ImageSpec(url=args.image if is_url else "", path="" if is_url else args.image)
-        if not is_url and not Path(args.image).is_file():
-            raise UsageError("--image", f"{args.image}: no such file")
+        if not is_url:  # a file pillow reads, found where the worker looks (before anything else)
+            check_image(overrides["image"], "--image", offline=False)
     return Filters(
         models=tuple(args.models) if args.models is not None else None,
         batch_sizes=args.batch_sizes,

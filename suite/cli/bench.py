@@ -24,8 +24,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     build = args.build or "(detected at run time)"
     if args.build:
         pick_build(matrix, args.build)
-    cells = selected(args, expand(matrix, profile, build, filters_of(args)), profile)
-    preflight.check_custom(matrix, cells)
+    filters = filters_of(args)
+    cells = selected(args, expand(matrix, profile, build, filters), profile)
+    preflight.check_inputs(matrix, profile, filters, cells)
     costs = [estimate_seconds(c) for c in cells]
     if args.device == "cuda":  # `run` stops here (its probe finds no GPU); a plan is still worth seeing
         no_gpu = no_nvidia_gpu()
@@ -100,13 +101,17 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Collect
 
 def cmd_run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
+    if args.run_id:  # a damaged run folder is found in a moment, before the slower checks
+        preflight.check_run_folder(args.out / args.run_id)
     filters = filters_of(args)
     if args.build:
         pick_build(matrix, args.build)
     # validate the selection before probing (cheap, and no model is built either way)
     guess = default_profile(args, None)
     planned = expand(matrix, guess, args.build or "?", filters)
-    preflight.check_custom(matrix, planned)
+    # a Python without transformers is not warned about here: the probe then says in one
+    # line what this Python lacks (torch too, as a rule), or the second check warns
+    preflight.check_inputs(matrix, guess, filters, planned)
     if args.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
         selected(args, planned, guess)
     preflight.check_writable(args.out)
@@ -115,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)
     cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_custom(matrix, cells)
+    preflight.check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
     run_id = args.run_id or runner.new_run_id()
     shard = ""
     if args.shard:

@@ -29,7 +29,7 @@ def cmd_crosscheck(args: Any) -> int:
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)
     cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_custom(matrix, cells)
+    preflight.check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
     if any(c.scenario != "inference" for c in cells):
         raise UsageError("--scenarios", "the cross-check times forward passes: inference cells only")
     if len(cells) > MAX_CELLS:

@@ -24,7 +24,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)
     cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_custom(matrix, cells)
+    preflight.check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
     run_id = args.run_id or "repeat-" + runner.new_run_id()
     folder = Path(args.out) / run_id
     before = os.getloadavg()[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,36 @@ def _resolve_local(path: str) -> Path:
         # relative to the repository (matrix.yaml sits next to suite/)
         p = REPO_ROOT / path
     return p
+
+
+def is_offline(weights: str) -> bool:
+    """Whether a cell runs without the network: random weights need no hub, and
+    HF_HUB_OFFLINE=1 forbids it; the local image then feeds the model."""
+    return weights == "random" or os.environ.get("HF_HUB_OFFLINE") == "1"
+
+
+def image_problem(path: str) -> str:
+    """Why the local image `path` cannot feed the cells ("" if it can): no such file, or
+    nothing pillow decodes. The parent asks before the first cell, where one bad photo
+    would otherwise fail every cell the same way."""
+    try:
+        from PIL import Image
+    except ImportError:  # no pillow here: the workers report it in their rows
+        return ""
+    resolved = _resolve_local(path)
+    if not resolved.exists():
+        return f"{path}: no such file (looked in the working folder and in {REPO_ROOT})"
+    if not resolved.is_file():  # a folder, a device, a pipe (which would block a reader)
+        return f"{path}: not a file"
+    try:
+        with warnings.catch_warnings():  # a very large image: its error says so, no warning
+            warnings.simplefilter("ignore")
+            with Image.open(resolved) as im:
+                im.load()
+    except Exception as exc:
+        why = " ".join(str(exc).split())[:120] or type(exc).__name__
+        return f"{path}: not an image pillow can read ({why})"
+    return ""
 
 
 def _download(url: str) -> Path:

@@ -26,6 +26,7 @@ from suite.results import (
     TEXT,
     WHEN_OK,
     CsvFormatError,
+    one_per_cell,
     read_rows,
 )
 
@@ -180,18 +181,17 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """One row per cell: an ok row beats a failed one, then the later start wins."""
-    ranked = frame.assign(_ok=(frame["status"] == OK).astype(int), _order=range(len(frame)))
-    ranked = ranked.sort_values(["_ok", "started_at", "_order"], kind="stable")
-    keep = ~ranked.duplicated(list(CELL_COLUMNS), keep="last")
-    winners = ranked[keep].set_index(list(CELL_COLUMNS))["source"]
-    notes = [
-        f"{row.source}: {row.model} bs={row.batch_size} {row.mode} on {row.build} "
-        f"({row.status}), replaced by {winners.loc[tuple(getattr(row, c) for c in CELL_COLUMNS)]}"
-        for row in ranked[~keep].itertuples()
-    ]
-    kept = ranked[keep].sort_values("_order").drop(columns=["_ok", "_order"]).reset_index(drop=True)
-    return kept, notes
+    """One row per cell, by the rule resume applies too (suite.results.one_per_cell)."""
+    records = frame.to_dict("records")
+    kept, dropped = one_per_cell(records, CELL_COLUMNS)
+    notes = []
+    for i, winner in dropped:
+        row = records[i]
+        notes.append(
+            f"{row['source']}: {row['model']} bs={row['batch_size']} {row['mode']} on {row['build']} "
+            f"({row['status']}), replaced by {records[winner]['source']}"
+        )
+    return frame.iloc[kept].reset_index(drop=True), notes
 
 
 def load(inputs: Sequence[Path]) -> Loaded:

@@ -11,7 +11,7 @@ import os
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +217,7 @@ def bench_containers(
     for spec in chosen:
         if not spec.container:
             raise no_container(matrix, spec)
-        check(spec, bench)
+        check(spec, replace(bench, device=device))  # the cells of the device the containers use
     # Every container's command line, checked for secrets before anything runs or is shown.
     commands = {}
     for spec in chosen:

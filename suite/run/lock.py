@@ -13,9 +13,11 @@ only who has it, for the message.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import socket
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,12 +38,18 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> RunLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._damaged(exc.strerror or str(exc)) from None
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by workers
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):  # e.g. a file system without locks
+                    os.close(fd)
+                    raise self._damaged(f"cannot be locked ({exc.strerror or exc})") from None
                 holder = self._holder(fd)
                 os.close(fd)
                 raise UsageError(
@@ -52,11 +60,33 @@ class RunLock:
             if self._still_there(fd):
                 break
             os.close(fd)  # removed by the run that just ended: lock the path's new file
-        os.ftruncate(fd, 0)
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode())
+        with contextlib.suppress(OSError):  # who holds it is for messages only: a full disk may refuse
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}\n".encode())
         self._fd = fd
         return self
+
+    def _open(self) -> int:
+        """The lock file, opened (created if missing); a damaged one is one line (exit 2)."""
+        try:
+            # not inherited by workers; a symbolic link is refused (the suite makes none)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            link = exc.errno == errno.ELOOP and self.path.is_symlink()
+            raise self._damaged("it is a symbolic link" if link else exc.strerror or str(exc)) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise self._damaged("not a regular file")
+        return fd
+
+    def _damaged(self, why: str) -> UsageError:
+        """The lock file cannot be used (a folder or a link in its place, no permission):
+        no run can safely write this CSV until it is moved away."""
+        return UsageError(
+            "--run-id",
+            f"cannot use the lock file {self.path}: {why}; move it away, or use another --run-id",
+        )
 
     @staticmethod
     def _holder(fd: int) -> str:
@@ -71,6 +101,9 @@ class RunLock:
             on_disk = os.stat(self.path)
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            os.close(fd)
+            raise self._damaged(exc.strerror or str(exc)) from None
         held = os.fstat(fd)
         return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
 
@@ -89,8 +122,9 @@ def held_by_others(folder: Path, own: Path) -> bool:
         if path == own:
             continue
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:  # removed by its run as it ended
+            # O_NONBLOCK: a pipe put in a lock file's place must not stop the run's end
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except OSError:  # removed by its run as it ended, or a link (no runner makes one)
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

@@ -1,6 +1,6 @@
 """Checks made before the first cell: where results go, the environment (probed in a child,
-so the parent never imports torch), the build label, and custom configurations against
-transformers (again in a child). Each failure is a UsageError: one line, exit status 2.
+so the parent never imports torch), the build label, the models against transformers (again in
+a child), and the image every cell feeds. Each failure is a UsageError: one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from suite.errors import UsageError, last_line
-from suite.measure import provenance
+from suite.measure import inputs, provenance
 from suite.measure.config_check import Problem
 from suite.results import one_line, slug
 from suite.run.launch import child_env
-from suite.spec.expand import pick_build
-from suite.spec.model import Cell, Matrix, ModelSpec
+from suite.spec.expand import Filters, image_field, pick_build
+from suite.spec.model import Cell, ImageSpec, Matrix
 
 # Below this much free space where results go, no cell starts (`run --min-free-mb`):
 # a cold compile cache alone can take hundreds of MB per cell.
@@ -34,6 +34,8 @@ def probe(device: str, python: str = sys.executable) -> provenance.Environment:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=300, check=False)
     except subprocess.TimeoutExpired:
         raise UsageError("env", "probing the environment took over 300 s") from None
+    except OSError as exc:  # the worker's Python cannot even start: no cell could
+        raise UsageError("env", f"cannot start {python}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
         last = last_line(proc.stderr, "(no output)").removeprefix("suite env: error: ")
         if last.startswith("--device: "):
@@ -60,14 +62,33 @@ def resolve_build(matrix: Matrix, requested: str | None, env: provenance.Environ
     return matching[0] if len(matching) == 1 else slug(f"torch{env.torch_version}")
 
 
-def check_writable(out: Path) -> None:
-    """Fail before any cell runs if results cannot be written."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
-            pass
-    except OSError as exc:
-        raise UsageError("--out", f"cannot write results to {out}: {exc.strerror or exc}") from None
+RUN_FOLDER_HINT = "move it away, or use another --run-id"
+
+
+def check_writable(folder: Path, where: str = "--out", hint: str = "", create: bool = True) -> None:
+    """Fail before any cell runs if results cannot be written to `folder`: a file in its
+    place, a folder that takes no file. `create`: make it if missing (else a missing one
+    passes, and nothing is made: a quick look before the slower checks)."""
+    problem = ""
+    if folder.exists() and not folder.is_dir():
+        problem = "it is a file, not a folder"
+    elif create or folder.is_dir():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+                pass
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+    if problem:
+        raise UsageError(where, f"cannot write results to {folder}: {problem}{f'; {hint}' if hint else ''}")
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """A run folder being resumed: `raw/`, `logs/` and `.scratch/` take files, where they are
+    there (nothing is made: the runner looks again, creating them, once the probe has named
+    the CSV and its lock)."""
+    for folder in (run_dir, run_dir / "raw", run_dir / "logs", run_dir / ".scratch"):
+        check_writable(folder, "--run-id", RUN_FOLDER_HINT, create=False)
 
 
 def _mb(value: float) -> str:
@@ -93,38 +114,76 @@ def check_free_space(out: Path, min_free_mb: float) -> None:
 
 
 CHECK_TIMEOUT_S = 300
-_checked: set[str] = set()  # payloads already checked in this process (cmd_run expands twice)
+_checked: set[str] = set()  # models already checked in this process (cmd_run expands twice)
 
 
-def check_custom(matrix: Matrix, cells: Iterable[Cell]) -> None:
-    """Raise UsageError for the first problem among the custom configurations `cells` use."""
-    wanted: dict[tuple[str, bool], ModelSpec] = {}
+def check_models(matrix: Matrix, cells: Iterable[Cell], warn_unchecked: bool = False) -> None:
+    """Raise UsageError for the first problem transformers finds in the models `cells` use
+    (suite.measure.config_check, in a child process): an unknown model type or class, and
+    for the models built from their config (random weights, custom configurations) the
+    config's fields, types, ranges and head counts."""
+    wanted: dict[str, None] = {}
     for cell in cells:
-        if cell.model.base:
-            wanted.setdefault((cell.model.name, cell.settings.shrink), cell.model)
+        # default=str: a config may hold YAML values JSON has no type for (the child sees their text)
+        item = json.dumps(
+            {
+                "spec": asdict(cell.model),
+                "shrink": cell.settings.shrink,
+                "from_config": cell.settings.weights == "random",
+            },
+            default=str,
+        )
+        if item not in _checked:
+            wanted.setdefault(item, None)
     if not wanted:
         return
-    # insertion order (the matrix's) keeps the payload stable; default=str: a base config may
-    # hold YAML values JSON has no type for (the child then sees their text)
-    payload = json.dumps(
-        [{"spec": asdict(spec), "shrink": shrink} for (_, shrink), spec in wanted.items()], default=str
-    )
-    if payload in _checked:
+    problems = _run_child("[" + ", ".join(wanted) + "]")
+    if isinstance(problems, str):  # no transformers in this Python
+        if warn_unchecked:
+            print(f"suite: warning: models not checked ({problems})", file=sys.stderr)
         return
-    problems = _run_child(payload)
     if problems is None:
         return
     if problems:
         p = problems[0]
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        field = ".".join(x for x in ("custom", p.name, p.key) if x)
-        raise UsageError(f"{matrix.path}: {field}", p.message + more)
-    _checked.add(payload)
+        raise UsageError(f"{matrix.path}: {p.field}", p.message + more)
+    _checked.update(wanted)
 
 
-def _run_child(payload: str) -> list[Problem] | None:
-    """Problems found by `python -m suite.measure.config_check`; None when it could not check (no
-    transformers here: the workers will report a bad configuration in their rows instead)."""
+def check_image(image: ImageSpec, where: str, offline: bool) -> None:
+    """The photo every cell feeds, before the first cell: a local file pillow reads, and one
+    at all when the cells run offline (a URL is then never fetched). A URL is left to the
+    worker, which fetches it once into a cache and falls back to the local file."""
+    if offline and not image.path:
+        raise UsageError(
+            where,
+            f"{f'{image.url}: ' if image.url else ''}cells built from configs (random weights) or run "
+            "with HF_HUB_OFFLINE=1 feed a local image, and none is given (image.path)",
+        )
+    if image.path:
+        problem = inputs.image_problem(image.path)
+        if problem:
+            raise UsageError(where if where == "--image" else f"{where}.path", problem)
+
+
+def check_inputs(
+    matrix: Matrix, profile: str, filters: Filters, cells: Sequence[Cell], warn_unchecked: bool = False
+) -> None:
+    """What every cell needs before the first one runs: its model as transformers sees it,
+    and its image (each cell of one expansion feeds the same one). `warn_unchecked`: say so
+    when this Python has no transformers to check the models with (`run`, once the probe has
+    found torch: its workers would fail; `plan` runs on hosts without either, quietly)."""
+    if cells:
+        where = image_field(matrix, profile, filters.overrides)
+        check_image(cells[0].settings.image, where, any(inputs.is_offline(c.settings.weights) for c in cells))
+    check_models(matrix, cells, warn_unchecked)
+
+
+def _run_child(payload: str) -> list[Problem] | str | None:
+    """Problems found by `python -m suite.measure.config_check`; the reason as text when this
+    Python has no transformers, None when the check failed otherwise (said in a warning). Either
+    way unchecked: the workers will report a bad model in their rows instead."""
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "suite.measure.config_check"],
@@ -136,10 +195,10 @@ def _run_child(payload: str) -> list[Problem] | None:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        print(
-            f"suite: warning: checking custom configurations took over {CHECK_TIMEOUT_S} s", file=sys.stderr
-        )
+        print(f"suite: warning: checking the models took over {CHECK_TIMEOUT_S} s", file=sys.stderr)
         return None
+    except OSError as exc:  # the workers' Python cannot even start: no cell could
+        raise UsageError("env", f"cannot start {sys.executable}: {exc.strerror or exc}") from None
     lines = proc.stdout.strip().splitlines()
     try:
         answer = json.loads(lines[-1]) if lines else None
@@ -147,9 +206,8 @@ def _run_child(payload: str) -> list[Problem] | None:
         answer = None
     if not isinstance(answer, dict):
         tail = last_line(proc.stderr, "no output")
-        print(f"suite: warning: custom configurations not checked ({tail})", file=sys.stderr)
+        print(f"suite: warning: models not checked against transformers ({tail})", file=sys.stderr)
         return None
     if "unavailable" in answer:
-        print(f"suite: warning: custom configurations not checked ({answer['unavailable']})", file=sys.stderr)
-        return None
+        return str(answer["unavailable"])
     return [Problem(**p) for p in answer["problems"]]

@@ -117,6 +117,8 @@ def run_cells(
     paths = RunPaths.make(out, run_id, build, env.device, shard)
     report = RunReport(csv=paths.csv)
     resume_hint = f"the rows recorded so far are safe; run again with --run-id {run_id} to resume"
+    for folder in (paths.csv.parent, paths.logs, paths.scratch):  # a damaged run folder: one line
+        preflight.check_writable(folder, "--run-id", preflight.RUN_FOLDER_HINT)
     with RunLock(paths.csv):
         state = resume.prepare(paths.csv, keep_failed)
         if banner:

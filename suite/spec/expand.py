@@ -1,7 +1,8 @@
 """Expand a profile (and the command line's filters) into cells: pure, no child process.
 
-Checking custom configurations against transformers needs a child process; that is
-`suite.run.preflight.check_custom`, called on the cells this returns.
+Checking the models (custom configurations, configs, classes) against transformers needs a
+child process; that is
+`suite.run.preflight.check_models`, called on the cells this returns.
 """
 
 from __future__ import annotations
@@ -63,6 +64,17 @@ def resolve_settings(matrix: Matrix, profile: Profile, overrides: Mapping[str, A
             "a shrunk (smoke) model has no checkpoint: set weights: random",
         )
     return settings
+
+
+def image_field(matrix: Matrix, profile_name: str, overrides: Mapping[str, Any]) -> str:
+    """Where the cells' `image` setting was given (for messages): the flag, the profile's
+    settings, or the matrix's defaults (resolve_settings' order, last wins)."""
+    if "image" in overrides:
+        return "--image"
+    profile = matrix.profiles.get(profile_name)
+    if profile is not None and "image" in profile.settings:
+        return f"{matrix.path}: profiles.{profile_name}.settings.image"
+    return f"{matrix.path}: defaults.image"
 
 
 def expand(

@@ -47,7 +47,9 @@ class Reader:
             self.fail(f"{value!r} is not one of: {', '.join(choices)}", key)
         return value
 
-    def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+    def int(
+        self, key: str, default: int | None = None, minimum: int = 1, maximum: float | None = None
+    ) -> int:
         value = self.raw(key, default)
         if value is None:
             self.fail("is required", key)
@@ -55,9 +57,13 @@ class Reader:
             self.fail(f"must be an integer, got {kind(value)}", key)
         if value < minimum:
             self.fail(f"must be >= {minimum}, got {value}", key)
+        if maximum is not None and value > maximum:
+            self.fail(f"must be at most {number(maximum)}, got {number(value)}", key)
         return value
 
-    def float(self, key: str, default: float | None = None, positive: bool = True) -> float:
+    def float(
+        self, key: str, default: float | None = None, positive: bool = True, maximum: float | None = None
+    ) -> float:
         value = self.raw(key, default)
         if value is None:
             self.fail("is required", key)
@@ -67,6 +73,8 @@ class Reader:
             self.fail(f"must be a finite number, got {value}", key)
         if positive and value <= 0:
             self.fail(f"must be > 0, got {value}", key)
+        if maximum is not None and value > maximum:
+            self.fail(f"must be at most {number(maximum)}, got {number(value)}", key)
         return float(value)
 
     def bool(self, key: str, default: bool) -> bool:
@@ -125,3 +133,13 @@ def kind(value: object) -> str:
     if isinstance(value, (int, float, str)):
         return f"{type(value).__name__} {value!r}"
     return type(value).__name__
+
+
+def number(value: float) -> str:
+    """A number for a message, short even when it is huge (10**40 -> 1e+40)."""
+    if abs(value) < 1e6:
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    try:
+        return f"{value:g}"
+    except OverflowError:  # an int beyond a float's range
+        return f"about 1e+{len(str(abs(value))) - 1}"

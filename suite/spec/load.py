@@ -12,11 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from suite.errors import UsageError
+from suite.spec import limits
 from suite.spec.builds import read_build
-from suite.spec.fields import Reader, kind
+from suite.spec.fields import Reader, kind, number
 from suite.spec.model import (
     COMPILE_CACHES,
     DTYPES,
@@ -32,6 +31,7 @@ from suite.spec.model import (
     Settings,
     deep_merge,
 )
+from suite.spec.yamlfile import load_yaml
 
 
 def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
@@ -41,14 +41,13 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["dtype"] = r.str("dtype", choices=DTYPES)
     if r.has("weights"):
         out["weights"] = r.str("weights", choices=WEIGHTS)
-    if r.has("warmup"):
-        out["warmup"] = r.int("warmup", minimum=0)
-    if r.has("iterations"):
-        out["iterations"] = r.int("iterations", minimum=2)
-    if r.has("timeout_s"):
-        out["timeout_s"] = r.float("timeout_s")
-    if r.has("tolerance"):
-        out["tolerance"] = r.float("tolerance")
+    for key in ("warmup", "iterations"):
+        if r.has(key):
+            low, high = limits.setting_bounds(key)
+            out[key] = r.int(key, minimum=int(low), maximum=high)
+    for key in ("timeout_s", "tolerance"):
+        if r.has(key):
+            out[key] = r.float(key, maximum=limits.setting_bounds(key)[1])
     if r.has("shrink"):
         out["shrink"] = r.bool("shrink", False)
     if r.has("compile_cache"):
@@ -112,13 +111,17 @@ def _read_model(r: Reader, name: str) -> ModelSpec:
     queries = r.raw("text_queries", [])
     if not isinstance(queries, list) or not all(isinstance(q, str) and q for q in queries):
         r.fail("must be a list of non-empty strings", "text_queries")
-    params = r.float("params_m") if r.has("params_m") else None
+    params = r.float("params_m", maximum=limits.MAX_PARAMS_M) if r.has("params_m") else None
     smoke = r.mapping("smoke")
     for key in smoke:
         if key not in ("config", "processor"):
             r.fail(f"unknown key {key!r} (allowed: config, processor)", f"smoke.{key}")
         if not isinstance(smoke[key], Mapping):
             r.fail(f"must be a mapping, got {kind(smoke[key])}", f"smoke.{key}")
+    _check_ranges(r, "config", config)
+    _check_ranges(r, "processor", processor)
+    _check_ranges(r, "smoke.config", smoke.get("config", {}))
+    _check_ranges(r, "smoke.processor", smoke.get("processor", {}))
     r.done()
     return ModelSpec(
         name=name,
@@ -133,6 +136,15 @@ def _read_model(r: Reader, name: str) -> ModelSpec:
         published_params_m=params,
         smoke=smoke,
     )
+
+
+def _check_ranges(r: Reader, key: str, values: Mapping[str, Any]) -> None:
+    """Counts and sizes in range (suite.spec.limits). In a config only the upper bounds:
+    whether 0 means "none" for a field depends on its class's default, which the child
+    check (suite.measure.config_check) knows; a processor's sizes are all >= 1."""
+    lower = key.endswith("processor")
+    for path, problem in limits.range_problems(values, lower=lower):
+        r.fail(problem, f"{key}.{path}" if key else path)
 
 
 def _names(
@@ -155,6 +167,8 @@ def _read_selection(r: Reader, models: Mapping[str, ModelSpec]) -> Selection:
     for b in batch_sizes:
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             r.fail(f"batch sizes must be integers >= 1, got {kind(b)}", "batch_sizes")
+        if b > limits.MAX_BATCH_SIZE:
+            r.fail(f"batch sizes must be at most {limits.MAX_BATCH_SIZE}, got {number(b)}", "batch_sizes")
     modes = r.list("modes")
     for m in modes:
         if m not in MODES:
@@ -178,19 +192,7 @@ def load_matrix(path: str | Path) -> Matrix:
     """Read and validate matrix.yaml. Raises UsageError naming the file and field."""
     path = Path(path)
     file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(file, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(file, f"cannot read: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}" if mark else file
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UsageError(where, f"not valid YAML: {problem}") from None
+    data = load_yaml(path)  # bounded: size, aliases, nesting, duplicate keys
     top = Reader(file, "", data)
     version = top.raw("version", 1)
     if version != 1:
@@ -243,6 +245,9 @@ def load_matrix(path: str | Path) -> Matrix:
             _read_selection(Reader(file, f"{pr.path}.select[{i}]", s), models) for i, s in enumerate(select)
         )
         description = pr.raw("description", "") or ""
+        cells = sum(len(s.models) * len(s.batch_sizes) * len(s.modes) * len(s.scenarios) for s in selections)
+        if cells > limits.MAX_CELLS:
+            pr.fail(f"selects {cells:,} cells, more than a profile may ({limits.MAX_CELLS:,})", "select")
         pr.done()
         profiles[name] = Profile(name, str(description), settings, selections)
     if not profiles:
@@ -263,14 +268,15 @@ def _read_custom(r: Reader, name: str, models: Mapping[str, ModelSpec]) -> Model
     `image_size` changes. Under a shrunk (smoke) profile the base's smoke overrides apply
     first and this configuration's overrides after them, so what makes it differ from its
     base survives the shrinking. Whether each override is a field of the base's config
-    class, with a value of the right type, needs transformers: `suite.run.preflight.check_custom` checks it
-    when a profile selects the configuration.
+    class, with a value of the right type and range, needs transformers:
+    `suite.run.preflight.check_models` checks it when a profile selects the configuration.
     """
     base_name = r.str("base", choices=tuple(models))
     base = models[base_name]
     if not base.model_type:
         r.fail(f"base {base_name!r} has no model_type, so it cannot be rebuilt from a config", "base")
     processor = r.mapping("processor")
+    _check_ranges(r, "processor", processor)
     overrides: dict[str, Any] = {}
     for key, value in r.data.items():
         if key in CUSTOM_KEYS:
@@ -280,6 +286,7 @@ def _read_custom(r: Reader, name: str, models: Mapping[str, ModelSpec]) -> Model
         problem = _override_problem(value)
         if problem:
             r.fail(problem, key)
+        _check_ranges(r, "", {key: value})
         overrides[key] = value
         r._seen.add(key)
     if not overrides and not processor:
