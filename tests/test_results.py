@@ -104,6 +104,20 @@ def test_reader_reports_bad_rows(tmp_path: Path) -> None:
     assert any("unknown status 'weird'" in p for p in got.problems)
 
 
+def test_a_nul_byte_makes_a_row_unreadable_on_every_python(tmp_path: Path) -> None:
+    # Python 3.10's csv refuses a NUL, 3.11's reads it into the field: a damaged build or
+    # model name would then count as a cell of its own on resume
+    path = tmp_path / "x.csv"
+    with RowWriter(path) as w:
+        w.append(row())
+    line = path.read_text().splitlines()[1]
+    with open(path, "a") as fh:
+        fh.write("\x00" + line + "\n")
+    got = read_rows(path)
+    assert len(got.rows) == 1 and got.skipped == 1
+    assert any("NUL byte" in p for p in got.problems)
+
+
 def test_reader_rejects_a_file_without_the_contract_header(tmp_path: Path) -> None:
     path = tmp_path / "x.csv"
     path.write_text("a,b\n1,2\n")
