@@ -85,7 +85,20 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
 
     def make(out: Path) -> None:
         proc = suite_cli(
-            "run", "--profile", "smoke", "--device", "cpu", "--out", str(out), "--run-id", run_id
+            # the profile's compile-cost processes and cold caches are tests/test_compile_cost_e2e.py's;
+            # here one shared cache and one process per cell keep the run to CI's minutes
+            "run",
+            "--profile",
+            "smoke",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--run-id",
+            run_id,
+            "--no-compile-cost",
+            "--compile-cache",
+            "run",
         )
         (out / "stderr.txt").write_text(proc.stderr)
         assert proc.returncode == 0, proc.stderr[-3000:]

@@ -159,6 +159,25 @@ def test_bad_settings_are_named(tmp_path: Path, edit, field: str, message: str) 
     assert str(info.value).startswith(f"{path}: {field}") and message in str(info.value), str(info.value)
 
 
+def test_compile_cache_flag_sets_the_cache_and_is_checked_against_compile_cost(
+    tmp_path: Path, capsys
+) -> None:
+    from suite.cli import build_parser
+    from suite.cli.args import filters_of
+
+    def overrides(*flags: str) -> dict:
+        return dict(filters_of(build_parser().parse_args(["run", *flags])).overrides)
+
+    assert overrides("--no-compile-cost", "--compile-cache", "run") == {
+        "compile_cost": False,
+        "compile_cache": "run",
+    }
+    assert "compile_cache" not in overrides()
+    # the profile measures compile cost (cold caches): a shared cache alone is refused in one line
+    assert main(["plan", "--matrix", str(matrix(tmp_path)), "--profile", "p", "--compile-cache", "run"]) == 2
+    assert "compile_cache: cold" in capsys.readouterr().err
+
+
 def test_the_flag_turns_compile_cost_on_with_cold_caches_or_off(tmp_path: Path, capsys) -> None:
     path = matrix(
         tmp_path, lambda d: d["profiles"]["p"]["settings"].update(compile_cost=False, compile_cache="run")

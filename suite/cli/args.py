@@ -109,7 +109,7 @@ def _shard(text: str) -> object:
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     """The flags shared by `plan` and `run`."""
     from suite.spec.limits import MAX_BATCH_SIZE
-    from suite.spec.model import DEVICES, MODES, SCENARIOS, WEIGHTS
+    from suite.spec.model import COMPILE_CACHES, DEVICES, MODES, SCENARIOS, WEIGHTS
 
     p.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
     p.add_argument(
@@ -169,6 +169,13 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="compiled cells also run a warm and a mega-cache process (compile_warm_s, compile_megacache_s; "
         "fresh caches for the cell's own): more device time (default: as the profile's compile_cost says)",
+    )
+    p.add_argument(
+        "--compile-cache",
+        choices=COMPILE_CACHES,
+        default=None,
+        help="cold: fresh inductor/triton caches per cell; run: one cache shared by the run's cells "
+        "(default: as the profile's compile_cache says)",
     )
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)")
     p.add_argument(
@@ -235,6 +242,8 @@ def filters_of(args: argparse.Namespace) -> object:
         overrides["compile_cost"] = bool(args.compile_cost)
         if args.compile_cost:  # a warm compile is measured against a cold one
             overrides["compile_cache"] = "cold"
+    if getattr(args, "compile_cache", None):
+        overrides["compile_cache"] = args.compile_cache
     if args.image:
         from suite.run.preflight import check_image
 
