@@ -80,7 +80,8 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, str]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("SUITE_FAULT", None)
     base = [sys.executable, "-m", "suite", "run", "--profile", "smoke", "--scenarios", "train"]
-    base += ["--device", "cpu", "--out", str(out), "--run-id", "train"]
+    # one compile cache for the run, as the profile had before it measured compile cost
+    base += ["--device", "cpu", "--out", str(out), "--run-id", "train", "--compile-cache", "run"]
     start = time.monotonic()
     for extra in invocations():
         proc = subprocess.run(
