@@ -80,7 +80,8 @@ def test_repeat_runs_the_cells_n_times_and_prints_the_spreads(tmp_path: Path) ->
         cols = [c.strip() for c in line.strip("|").split("|")]
         medians = [float(m) for m in cols[3].split(", ")]
         assert len(medians) == 2
-        assert cols[4] == f"{max(medians) / min(medians) - 1:.1%}"
+        # the spread is of the unrounded medians, the medians printed to 3 decimals: within rounding
+        assert abs(float(cols[4].rstrip("%")) - 100 * (max(medians) / min(medians) - 1)) <= 0.2
     assert (tmp_path / "rr" / "repeat.md").read_text().startswith("Repeatability on ")
     assert "repetition 2: 2 ok" in proc.stderr
 
