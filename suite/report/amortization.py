@@ -20,9 +20,10 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from suite.measure.stats import breakeven_calls
-from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
+from suite.report.study import Measurement, Study
 from suite.report.tables.cells import TRAIN
 from suite.report.tables.compile_cost import CostGroup, table_name
+from suite.report.tables.compile_vs_eager import CompileGroup, compile_groups
 from suite.report.tables.table import gpu_stem, group_stem
 from suite.results import STATUS_WORDS
 
@@ -50,34 +51,6 @@ LABEL_OFFSETS: tuple[tuple[tuple[int, int], str], ...] = (
     ((5, -22), "left"),
     ((5, -12), "left"),
 )
-
-
-@dataclass(frozen=True)
-class AmortizationGroup:
-    gpu: Gpu
-    setup: Setup
-    build: str
-    batch_size: int
-    mode: str
-
-
-def amortization_groups(study: Study) -> list[AmortizationGroup]:
-    """Every (GPU, setup, build, batch size, compiled mode) with a compiled cell."""
-    groups = {
-        AmortizationGroup(k.gpu, k.setup, k.build, k.batch_size, k.mode)
-        for k in study.cells
-        if k.mode != EAGER
-    }
-    return sorted(
-        groups,
-        key=lambda g: (
-            study.gpus.index(g.gpu),
-            study.setups.index(g.setup),
-            study.builds.index(g.build),
-            study.modes.index(g.mode),
-            g.batch_size,
-        ),
-    )
 
 
 @dataclass(frozen=True)
@@ -152,7 +125,7 @@ def _panel(ax: Axes, title: str, m: Measurement | None, per: str) -> None:
     ax.tick_params(labelsize=7)
 
 
-def plot_amortization(study: Study, g: AmortizationGroup, path: Path) -> Path:
+def plot_amortization(study: Study, g: CompileGroup, path: Path) -> Path:
     """One panel per model of the group; returns `path`."""
     per = "training step" if g.setup.scenario == TRAIN else "inference"
     models = [
@@ -201,7 +174,7 @@ def plot_amortization(study: Study, g: AmortizationGroup, path: Path) -> Path:
 def amortization_plots(study: Study, folder: Path) -> dict[str, list[Path]]:
     """Every group's plot, written to `folder`, by the compile-cost table it belongs to."""
     out: dict[str, list[Path]] = {}
-    for g in amortization_groups(study):
+    for g in compile_groups(study):  # the compile-vs-eager tables' groups
         cost = CostGroup(g.gpu, g.setup, g.build, g.mode)
         stem = group_stem(study, gpu_stem(g.gpu), g.build, g.mode, setup=g.setup)
         path = plot_amortization(study, g, folder / f"{stem}__amortization-bs{g.batch_size}.png")
