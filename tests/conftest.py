@@ -1,10 +1,10 @@
 """What the test files share: the one smoke run of a test session, the Hypothesis profiles, and
 how the slow tests are grouped under pytest-xdist.
 
-The smoke run (`suite run --profile smoke`, 36 cells on this CPU) is the costliest thing the
-tests do, so it runs once per session whoever asks for it: tests/test_smoke_e2e.py checks its
-rows and merges it (tests/test_crosscheck.py no longer uses it: its rounds time a toy model
-afresh, nothing is resumed from a row). Under pytest-xdist
+The smoke run (`suite run --profile smoke`: in CI every architecture eager and compiled, and
+reduce-overhead for three of them, 27 cells; SUITE_SMOKE_E2E=full: the profile's 36, see
+tests/helpers.py) is the costliest thing the tests do, so it runs once per session whoever
+asks for it: tests/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist
 (`nox -s tests`: `-n 2 --dist loadgroup`) every test that uses it is put in one xdist_group, so
 one worker runs them all while the other runs the rest; a file lock makes the run happen once
 even where the groups are not honoured (another --dist; pytest 9.2, see noxfile.py), at the
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import SmokeRun, suite_cli
+from helpers import SmokeRun, smoke_passes, suite_cli
 
 # Hypothesis: `ci` (the default: a quarter of the examples each test asks for, see
 # helpers.examples), `thorough` (ten times as many), or Hypothesis' own `default`; pick one with
@@ -84,24 +84,16 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
     run_id = "e2e"
 
     def make(out: Path) -> None:
-        proc = suite_cli(
-            # the profile's compile-cost processes and cold caches are tests/test_compile_cost_e2e.py's;
-            # here one shared cache and one process per cell keep the run to CI's minutes
-            "run",
-            "--profile",
-            "smoke",
-            "--device",
-            "cpu",
-            "--out",
-            str(out),
-            "--run-id",
-            run_id,
-            "--no-compile-cost",
-            "--compile-cache",
-            "run",
-        )
-        (out / "stderr.txt").write_text(proc.stderr)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        # the profile's compile-cost processes and cold caches are tests/test_compile_cost_e2e.py's;
+        # here one shared cache and one process per cell keep the run to CI's minutes
+        base = ("run", "--profile", "smoke", "--device", "cpu", "--out", str(out), "--run-id", run_id)
+        base += ("--no-compile-cost", "--compile-cache", "run")
+        printed = []
+        for extra in smoke_passes():
+            proc = suite_cli(*base, *extra)
+            printed.append(proc.stderr)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        (out / "stderr.txt").write_text("".join(printed))
 
     out = once(tmp_path_factory, "smoke", make)
     return SmokeRun(out, run_id, (out / "stderr.txt").read_text())

@@ -42,6 +42,41 @@ def suite_cli(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[
     )
 
 
+# The scope of the tests' shared smoke run (tests/conftest.py), like SUITE_TRAIN_E2E's:
+# SUITE_SMOKE_E2E=ci (the default) runs every architecture eager and `default`, and
+# `reduce-overhead` for SMOKE_REDUCE_OVERHEAD (on a CPU, where no CUDA graph is captured,
+# reduce-overhead compiles what default compiles, at about 40% more of CI's critical path);
+# SUITE_SMOKE_E2E=full runs the whole profile (36 cells).
+SMOKE_SCOPE = os.environ.get("SUITE_SMOKE_E2E", "ci")
+SMOKE_REDUCE_OVERHEAD = ("ViT", "ResNet", "DETR")  # a plain graph, a CNN, a detector
+
+
+def smoke_passes() -> list[list[str]]:
+    """The `run` flags of each pass of the shared smoke run into one run folder (a later pass
+    resumes it)."""
+    if SMOKE_SCOPE == "full":
+        return [[]]
+    if SMOKE_SCOPE != "ci":
+        raise ValueError(f"SUITE_SMOKE_E2E={SMOKE_SCOPE!r}: use ci or full")
+    return [
+        ["--modes", "eager,default"],
+        # --keep-failed: the first pass's error rows (torch 2.0.1's Maskformer) stay where they are
+        ["--modes", "reduce-overhead", "--models", ",".join(SMOKE_REDUCE_OVERHEAD), "--keep-failed"],
+    ]
+
+
+def smoke_cells(matrix: Path, build: str) -> list[Any]:
+    """The cells the shared smoke run measures, in its order: the passes' expansions."""
+    from suite.spec import Filters, expand, load_matrix
+
+    m = load_matrix(matrix)
+    if SMOKE_SCOPE == "full":
+        return expand(m, "smoke", build)
+    return expand(m, "smoke", build, Filters(modes=("eager", "default"))) + expand(
+        m, "smoke", build, Filters(modes=("reduce-overhead",), models=SMOKE_REDUCE_OVERHEAD)
+    )
+
+
 @dataclass(frozen=True)
 class SmokeRun:
     """The smoke profile run on this CPU: `suite run --profile smoke --run-id e2e`."""

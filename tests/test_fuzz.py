@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -157,7 +156,9 @@ def models_checked_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     (minutes over a fuzz run); an exception in it would now fail the test instead of being a
     warning."""
     monkeypatch.setattr(
-        preflight, "_run_child", lambda payload: config_check.check_items(json.loads(payload))
+        preflight,
+        "_run_child",
+        lambda payload, probe_device=None: config_check.check_items(config_check.read_request(payload)[0]),
     )
 
 

@@ -134,7 +134,9 @@ def test_a_python_without_transformers_is_warned_about_only_where_asked(
     from suite.run import preflight
     from suite.spec import expand
 
-    monkeypatch.setattr(preflight, "_run_child", lambda payload: "transformers cannot be imported: x")
+    monkeypatch.setattr(
+        preflight, "_run_child", lambda payload, probe_device=None: "transformers cannot be imported: x"
+    )
     cells = expand(MATRIX, "custom-smoke", "current")
     preflight.check_models(MATRIX, cells)
     assert capsys.readouterr().err == ""

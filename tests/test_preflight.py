@@ -80,6 +80,33 @@ def test_missing_gpu_when_cuda_was_asked_for(tmp_path: Path) -> None:
     assert code == 2 and err.startswith("suite env: error: --device: cuda was asked for"), err
 
 
+def test_run_starts_one_python_to_check_the_models_and_probe(tmp_path: Path, monkeypatch) -> None:
+    """The model check's child also probes the environment (it has imported torch already), so
+    `run` starts one Python before its first cell, not two, and probes what `env` would."""
+    monkeypatch.setattr(preflight, "_checked", set())  # models checked by an earlier test
+    started: list[list[str]] = []
+    real = preflight.subprocess.run
+
+    def recording(cmd, *args, **kwargs):
+        started.append(cmd[1:3])
+        return real(cmd, *args, **kwargs)
+
+    probed = []
+
+    def stop(matrix, requested, environment):
+        probed.append(environment)
+        raise UsageError("--build", "stopped by the test after the probe")
+
+    monkeypatch.setattr(preflight.subprocess, "run", recording)
+    monkeypatch.setattr(preflight, "resolve_build", stop)
+    code, err = call(["run", *TINY_ARGS, "--device", "cpu", "--out", str(tmp_path), "--min-free-mb", "0"])
+    assert code == 2 and "stopped by the test after the probe" in err, err
+    assert started == [["-m", "suite.measure.config_check"]]
+    (environment,) = probed
+    assert environment.device_type == "cpu" and environment.torch_version and environment.cpu_name
+    assert preflight._probed == {}  # taken, not left for another run in this process
+
+
 def test_disk_filling_up_mid_sweep_stops_cleanly_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -111,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     planned = expand(matrix, guess, args.build or "?", filters)
     # a Python without transformers is not warned about here: the probe then says in one
     # line what this Python lacks (torch too, as a rule), or the second check warns
-    preflight.check_inputs(matrix, guess, filters, planned)
+    preflight.check_inputs(matrix, guess, filters, planned, probe_device=args.device)
     if args.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
         selected(args, planned, guess)
     preflight.check_writable(args.out)

@@ -229,15 +229,34 @@ def check_items(items: list[dict[str, Any]]) -> list[Problem]:
     return problems
 
 
+def read_request(text: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The models to check, and the device to probe for (None: no probe), from main's stdin."""
+    request = json.loads(text)
+    return (request["models"], request["device"]) if isinstance(request, dict) else (request, None)
+
+
 def main() -> int:
-    """Child side: JSON [{spec, shrink, from_config}] on stdin -> {"problems": [...]} on stdout."""
-    items = json.loads(sys.stdin.read())
+    """Child side: JSON [{spec, shrink, from_config}] on stdin -> {"problems": [...]} on stdout;
+    or {"models": [...], "device": D}, which also probes this Python for device D (what
+    `suite env --json --device D` says, or why it cannot), since importing transformers has
+    imported torch already: `run` then starts one Python before its first cell, not two."""
+    items, device = read_request(sys.stdin.read())
     try:
         import transformers  # noqa: F401
     except ImportError as exc:
         print(json.dumps({"unavailable": f"transformers cannot be imported: {exc}"}))
         return 0
-    print(json.dumps({"problems": [asdict(p) for p in check_items(items)]}))
+    answer: dict[str, Any] = {"problems": [asdict(p) for p in check_items(items)]}
+    if device is not None:
+        from suite.measure import provenance
+
+        try:
+            answer["environment"] = asdict(provenance.collect(device))
+        except RuntimeError as exc:  # --device cuda without a GPU: said where `run` probes
+            answer["device_error"] = str(exc)
+        except Exception:  # any other surprise: the parent probes on its own, and says what
+            pass
+    print(json.dumps(answer))
     return 0
 
 

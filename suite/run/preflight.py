@@ -27,8 +27,19 @@ from suite.spec.model import Cell, ImageSpec, Matrix
 DEFAULT_MIN_FREE_MB = 1024
 
 
+# What the model check's child found when it was also asked to probe (`run`: check_inputs
+# before probe), by device: the Environment, or the reason the device cannot be used.
+_probed: dict[str, provenance.Environment | str] = {}
+
+
 def probe(device: str, python: str = sys.executable) -> provenance.Environment:
-    """Collect provenance in a child process (also checks --device cuda before any cell)."""
+    """Collect provenance in a child process (also checks --device cuda before any cell); the
+    model check's answer where it already probed this Python (one child instead of two)."""
+    found = _probed.pop(device, None) if python == sys.executable else None
+    if isinstance(found, provenance.Environment):
+        return found
+    if isinstance(found, str):
+        raise UsageError("--device", one_line(found))
     cmd = [python, "-m", "suite", "env", "--json", "--device", device]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(), timeout=300, check=False)
@@ -117,11 +128,14 @@ CHECK_TIMEOUT_S = 300
 _checked: set[str] = set()  # models already checked in this process (cmd_run expands twice)
 
 
-def check_models(matrix: Matrix, cells: Iterable[Cell], warn_unchecked: bool = False) -> None:
+def check_models(
+    matrix: Matrix, cells: Iterable[Cell], warn_unchecked: bool = False, probe_device: str | None = None
+) -> None:
     """Raise UsageError for the first problem transformers finds in the models `cells` use
     (suite.measure.config_check, in a child process): an unknown model type or class, and
     for the models built from their config (random weights, custom configurations) the
-    config's fields, types, ranges and head counts."""
+    config's fields, types, ranges and head counts. `probe_device`: the child also probes
+    for it, and a later `probe(probe_device)` takes its answer."""
     wanted: dict[str, None] = {}
     for cell in cells:
         # default=str: a config may hold YAML values JSON has no type for (the child sees their text)
@@ -137,7 +151,12 @@ def check_models(matrix: Matrix, cells: Iterable[Cell], warn_unchecked: bool = F
             wanted.setdefault(item, None)
     if not wanted:
         return
-    problems = _run_child("[" + ", ".join(wanted) + "]")
+    models = "[" + ", ".join(wanted) + "]"
+    if probe_device is None:
+        payload = models
+    else:
+        payload = f'{{"models": {models}, "device": {json.dumps(probe_device)}}}'
+    problems = _run_child(payload, probe_device)
     if isinstance(problems, str):  # no transformers in this Python
         if warn_unchecked:
             print(f"suite: warning: models not checked ({problems})", file=sys.stderr)
@@ -168,22 +187,29 @@ def check_image(image: ImageSpec, where: str, offline: bool) -> None:
 
 
 def check_inputs(
-    matrix: Matrix, profile: str, filters: Filters, cells: Sequence[Cell], warn_unchecked: bool = False
+    matrix: Matrix,
+    profile: str,
+    filters: Filters,
+    cells: Sequence[Cell],
+    warn_unchecked: bool = False,
+    probe_device: str | None = None,
 ) -> None:
     """What every cell needs before the first one runs: its model as transformers sees it,
     and its image (each cell of one expansion feeds the same one). `warn_unchecked`: say so
     when this Python has no transformers to check the models with (`run`, once the probe has
-    found torch: its workers would fail; `plan` runs on hosts without either, quietly)."""
+    found torch: its workers would fail; `plan` runs on hosts without either, quietly).
+    `probe_device`: see check_models."""
     if cells:
         where = image_field(matrix, profile, filters.overrides)
         check_image(cells[0].settings.image, where, any(inputs.is_offline(c.settings.weights) for c in cells))
-    check_models(matrix, cells, warn_unchecked)
+    check_models(matrix, cells, warn_unchecked, probe_device)
 
 
-def _run_child(payload: str) -> list[Problem] | str | None:
+def _run_child(payload: str, probe_device: str | None = None) -> list[Problem] | str | None:
     """Problems found by `python -m suite.measure.config_check`; the reason as text when this
     Python has no transformers, None when the check failed otherwise (said in a warning). Either
-    way unchecked: the workers will report a bad model in their rows instead."""
+    way unchecked: the workers will report a bad model in their rows instead. What it probed
+    for `probe_device` is kept for `probe`."""
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "suite.measure.config_check"],
@@ -210,4 +236,8 @@ def _run_child(payload: str) -> list[Problem] | str | None:
         return None
     if "unavailable" in answer:
         return str(answer["unavailable"])
+    if probe_device is not None and "environment" in answer:
+        _probed[probe_device] = provenance.Environment(**answer["environment"])
+    elif probe_device is not None and "device_error" in answer:
+        _probed[probe_device] = str(answer["device_error"])
     return [Problem(**p) for p in answer["problems"]]
