@@ -84,6 +84,7 @@ def test_run_starts_one_python_to_check_the_models_and_probe(tmp_path: Path, mon
     """The model check's child also probes the environment (it has imported torch already), so
     `run` starts one Python before its first cell, not two, and probes what `env` would."""
     monkeypatch.setattr(preflight, "_checked", set())  # models checked by an earlier test
+    monkeypatch.setattr(preflight, "_probed", {"cpu": "a probe an earlier run left, not to be taken"})
     started: list[list[str]] = []
     real = preflight.subprocess.run
 

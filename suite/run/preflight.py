@@ -136,6 +136,8 @@ def check_models(
     for the models built from their config (random weights, custom configurations) the
     config's fields, types, ranges and head counts. `probe_device`: the child also probes
     for it, and a later `probe(probe_device)` takes its answer."""
+    if probe_device is not None:
+        _probed.clear()  # what an earlier check found is not this run's probe
     wanted: dict[str, None] = {}
     for cell in cells:
         # default=str: a config may hold YAML values JSON has no type for (the child sees their text)
