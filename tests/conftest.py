@@ -5,8 +5,8 @@ The smoke run (`suite run --profile smoke`: in CI every architecture eager and c
 reduce-overhead for three of them, 27 cells; SUITE_SMOKE_E2E=full: the profile's 36, see
 tests/helpers.py) is the costliest thing the tests do, so it runs once per session whoever
 asks for it: tests/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist
-(`nox -s tests`: `-n 2 --dist loadgroup`) every test that uses it is put in one xdist_group, so
-one worker runs them all while the other runs the rest; a file lock makes the run happen once
+(`nox -s tests`: `-n 3 --dist loadgroup`) every test that uses it is put in one xdist_group, so
+one worker runs them all while the others run the rest; a file lock makes the run happen once
 even where the groups are not honoured (another --dist; pytest 9.2, see noxfile.py), at the
 cost of a worker waiting for it.
 """

@@ -21,7 +21,9 @@ from suite.results import key_of, read_rows
 REPO = Path(__file__).resolve().parent.parent
 MATRIX = REPO / "tests" / "data" / "compile-cost-matrix.yaml"
 SIZES = ("2", "4", "8")
-pytestmark = pytest.mark.slow
+# one module-scoped run: under xdist its tests stay on one worker (else each worker that takes
+# one of them makes the run again: 175 s more of CI under `-n 3`)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("compile-cost")]
 
 
 def torch_version() -> tuple[int, int]:

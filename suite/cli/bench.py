@@ -12,9 +12,9 @@ from suite.errors import UsageError
 from suite.measure import provenance
 from suite.run import preflight, runner
 from suite.run.docker import no_nvidia_gpu
-from suite.spec import expand, load_matrix, pick_build
+from suite.spec import Filters, expand, load_matrix, pick_build
 from suite.spec.cost import estimate_seconds, format_duration
-from suite.spec.model import Cell
+from suite.spec.model import Cell, Matrix
 from suite.spec.shard import assign, select
 
 
@@ -99,6 +99,17 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Collect
     return [line(header), *(line(row) for row in rows)]
 
 
+def check_before_probe(args: argparse.Namespace, matrix: Matrix, filters: Filters) -> tuple[str, list[Cell]]:
+    """The selection and its models and image, checked before the probe (cheap, and no model is
+    built); the model check's child probes for --device too, so the probe that follows starts
+    no Python of its own (preflight.check_models). A Python without transformers is not warned
+    about here: the probe then says in one line what it lacks, or the later check warns."""
+    guess = default_profile(args, None)
+    planned = expand(matrix, guess, args.build or "?", filters)
+    preflight.check_inputs(matrix, guess, filters, planned, probe_device=args.device)
+    return guess, planned
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     if args.run_id:  # a damaged run folder is found in a moment, before the slower checks
@@ -106,12 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     filters = filters_of(args)
     if args.build:
         pick_build(matrix, args.build)
-    # validate the selection before probing (cheap, and no model is built either way)
-    guess = default_profile(args, None)
-    planned = expand(matrix, guess, args.build or "?", filters)
-    # a Python without transformers is not warned about here: the probe then says in one
-    # line what this Python lacks (torch too, as a rule), or the second check warns
-    preflight.check_inputs(matrix, guess, filters, planned, probe_device=args.device)
+    guess, planned = check_before_probe(args, matrix, filters)
     if args.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
         selected(args, planned, guess)
     preflight.check_writable(args.out)

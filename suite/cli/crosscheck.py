@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.cli.args import default_profile, filters_of, selected
+from suite.cli.bench import check_before_probe
 from suite.errors import UsageError
 from suite.redact import redact
 from suite.run import crosscheck, preflight, runner
@@ -25,6 +26,7 @@ def cmd_crosscheck(args: Any) -> int:
     matrix = load_matrix(args.matrix)
     filters = filters_of(args)
     preflight.check_writable(args.out)
+    check_before_probe(args, matrix, filters)
     environment = preflight.probe(args.device)
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)

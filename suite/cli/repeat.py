@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from suite.cli.args import default_profile, filters_of, selected
+from suite.cli.bench import check_before_probe
 from suite.redact import redact
 from suite.run import preflight, repeat, runner
 from suite.spec import expand, load_matrix
@@ -20,6 +21,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     filters = filters_of(args)
     preflight.check_writable(args.out)
     preflight.check_free_space(args.out, preflight.DEFAULT_MIN_FREE_MB)
+    check_before_probe(args, matrix, filters)
     environment = preflight.probe(args.device)
     profile = default_profile(args, environment.device_type)
     build = preflight.resolve_build(matrix, args.build, environment)
