@@ -27,8 +27,9 @@ from suite.spec.model import Cell, ImageSpec, Matrix
 DEFAULT_MIN_FREE_MB = 1024
 
 
-# What the model check's child found when it was also asked to probe (`run`: check_inputs
-# before probe), by device: the Environment, or the reason the device cannot be used.
+# What the model check's child found when it was also asked to probe (run, repeat and
+# crosscheck check their models first: suite.cli.bench.check_before_probe), by device: the
+# Environment, or the reason the device cannot be used.
 _probed: dict[str, provenance.Environment | str] = {}
 
 
