@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from helpers import stub_environment
 
-from suite.measure import health
+from suite.measure import allocator, health
 from suite.measure.health import Health, other_processes, throttle_names, verdict
 from suite.run.progress import Progress
 from suite.run.runner import RunReport, build_row
@@ -83,10 +83,16 @@ def opener(fake: FakeNvml):
 
 @pytest.fixture
 def counters(monkeypatch: pytest.MonkeyPatch):
-    """/proc/stat and /proc/pressure/cpu, as two readings: at the start and at the end."""
-    readings = {"cpu": [(100, 10_000), (130, 11_000)], "wait": [5_000_000, 5_050_000]}
+    """/proc/stat, /proc/pressure/cpu and getrusage's page faults, as two readings: at the start
+    and at the end."""
+    readings = {
+        "cpu": [(100, 10_000), (130, 11_000)],
+        "wait": [5_000_000, 5_050_000],
+        "faults": [7_000, 7_900],
+    }
     monkeypatch.setattr(health, "_cpu_times", lambda: readings["cpu"].pop(0))
     monkeypatch.setattr(health, "_cpu_wait_us", lambda: readings["wait"].pop(0))
+    monkeypatch.setattr(health, "_page_faults", lambda: readings["faults"].pop(0))
     return readings
 
 
@@ -135,11 +141,12 @@ def test_without_nvml_the_gpu_columns_are_empty(counters) -> None:
 def test_cpu_figures_from_the_counters(counters, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter([10.0, 10.5])
     monkeypatch.setattr(health.time, "monotonic", lambda: next(clock))
-    with Health("cpu") as h:
+    with Health("cpu", calls=60) as h:
         pass
     f = h.fields()
     assert f["cpu_steal_pct"] == 3.0
     assert f["cpu_wait_pct"] == 10.0  # 50 ms of waiting in 0.5 s
+    assert f["page_faults_per_call"] == 15.0  # 900 faults over 60 calls
     assert all(f[c] is None for c in f if c.startswith("gpu_"))  # a CPU cell asks no GPU
     assert verdict(f, cores=2) == "steal,busy"
 
@@ -156,10 +163,18 @@ def test_a_loop_shorter_than_a_tick_has_no_steal_figure(counters, monkeypatch: p
     assert f["cpu_steal_pct"] is None and f["cpu_wait_pct"] is not None
 
 
+def test_page_faults_need_the_number_of_calls(counters) -> None:
+    """Faults per call over no calls is not 0: the figure is left empty."""
+    with Health("cpu") as h:
+        pass
+    assert h.fields()["page_faults_per_call"] is None
+
+
 def test_off_linux_every_column_is_empty(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health, "_cpu_times", lambda: None)
     monkeypatch.setattr(health, "_cpu_wait_us", lambda: None)
-    with Health("cpu") as h:
+    monkeypatch.setattr(health, "_page_faults", lambda: None)
+    with Health("cpu", calls=10) as h:
         pass
     assert set(h.fields().values()) == {None}
     assert verdict(h.fields(), cores=2) == ""  # no figures: no verdict either
@@ -285,6 +300,9 @@ def test_a_real_cpu_run_fills_the_cpu_columns_and_leaves_the_gpu_ones_empty(tmp_
     for row in rows:
         assert all(row[c] == "" for c in health.COLUMNS if c.startswith("gpu_")), row  # no GPU: empty
         assert 0 <= float(row["cpu_steal_pct"]) <= 100
+        assert float(row["page_faults_per_call"]) >= 0
+        steady_env = dict(os.environ, **allocator.child_env("steady", os.environ))
+        assert row["malloc"] == allocator.in_effect(steady_env)  # the default: steady, on glibc
         if Path("/proc/pressure/cpu").exists():
             assert 0 <= float(row["cpu_wait_pct"]) <= 100
         assert row["health"] == verdict(row, os.cpu_count() or 1)

@@ -57,6 +57,8 @@ def test_gate_runs_aa_then_slowed_then_calibrates(ran, tmp_path: Path) -> None:
     report = trust.gate(_runner(), ["--run-id", "g", "--out", str(tmp_path)], ROOT, host_python="hostpy")
     (aa, aa_env), (slowed, slowed_env), (cal, _) = ran
     assert aa_env == {} and slowed_env == {"SUITE_FAULT": "slow:1.2"}
+    # the cell's own compile_s is what compare judges: no warm and mega-cache processes
+    assert "--no-compile-cost" in aa and "--no-compile-cost" in slowed
     assert aa[aa.index("--run-id") + 1] == "g" and slowed[slowed.index("--run-id") + 1] == "g-slowed"
     assert cal[:4] == ["hostpy", "-m", "suite", "calibrate"]
     assert cal[cal.index("--aa") + 1 : cal.index("--slowed")] == [

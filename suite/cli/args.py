@@ -109,7 +109,7 @@ def _shard(text: str) -> object:
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     """The flags shared by `plan` and `run`."""
     from suite.spec.limits import MAX_BATCH_SIZE
-    from suite.spec.model import COMPILE_CACHES, DEVICES, MODES, SCENARIOS, WEIGHTS
+    from suite.spec.model import COMPILE_CACHES, DEVICES, MALLOCS, MODES, SCENARIOS, WEIGHTS
 
     p.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
     p.add_argument(
@@ -176,6 +176,13 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="cold: fresh inductor/triton caches per cell; run: one cache shared by the run's cells "
         "(default: as the profile's compile_cache says)",
+    )
+    p.add_argument(
+        "--malloc",
+        choices=MALLOCS,
+        default=None,
+        help="steady: glibc's mmap and trim thresholds fixed in each worker, so calls do not page-fault "
+        "by the allocator's history; system: the allocator as it is (default: as the profile's malloc says)",
     )
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)")
     p.add_argument(
@@ -244,6 +251,8 @@ def filters_of(args: argparse.Namespace) -> object:
             overrides["compile_cache"] = "cold"
     if getattr(args, "compile_cache", None):
         overrides["compile_cache"] = args.compile_cache
+    if getattr(args, "malloc", None):
+        overrides["malloc"] = args.malloc
     if args.image:
         from suite.run.preflight import check_image
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from suite.measure import lifeline
+from suite.measure import allocator, lifeline
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.stats import median
 from suite.measure.timing import TimingLoop, synchronizer
@@ -115,6 +115,7 @@ def main(argv: list[str]) -> int:
     try:
         timings = crosscheck_rounds(cell, device, rounds)
         result: dict[str, Any] = {"status": "ok", "error": "", "timings": timings}
+        result["malloc"] = allocator.in_effect()
     except Exception as exc:  # the parent reports it in the cell's line
         import traceback
 

@@ -54,6 +54,7 @@ COLUMNS: tuple[str, ...] = (
     "gpu_other_processes",
     "cpu_steal_pct",
     "cpu_wait_pct",
+    "page_faults_per_call",
 )
 
 
@@ -132,6 +133,16 @@ def _cpu_wait_us(path: str = "/proc/pressure/cpu") -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def _page_faults() -> int | None:
+    """Minor page faults of this process so far (all its threads), or None where getrusage is
+    missing. A call that faults pages in pays for it in its time (suite.measure.allocator)."""
+    try:
+        import resource
+    except ImportError:  # not Unix
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 # ---------------------------------------------------------------------------------------
@@ -227,10 +238,13 @@ def other_processes(pids: set[int], most_at_once: int, me: int) -> int:
 
 
 class Health:
-    """Sample the machine's health while the block runs; `fields()` gives the CSV columns."""
+    """Sample the machine's health while the block runs; `fields()` gives the CSV columns.
+    `calls`: how many timed calls the block makes (the page faults are given per call)."""
 
-    def __init__(self, device: str, interval_s: float = 0.1, nvml: Callable[[], Any] = _nvml) -> None:
-        self.device, self.interval_s, self._open_nvml = device, interval_s, nvml
+    def __init__(
+        self, device: str, calls: int = 0, interval_s: float = 0.1, nvml: Callable[[], Any] = _nvml
+    ) -> None:
+        self.device, self.calls, self.interval_s, self._open_nvml = device, calls, interval_s, nvml
         self._nvml: Any = None
         self._handle: Any = None
         self._gpu = GpuSamples()
@@ -240,6 +254,8 @@ class Health:
         self._cpu1: tuple[int, int] | None = None
         self._wait0: int | None = None
         self._wait1: int | None = None
+        self._faults0: int | None = None
+        self._faults1: int | None = None
         self._t0 = self._t1 = 0.0
 
     def __enter__(self) -> Health:
@@ -255,6 +271,7 @@ class Health:
                 self._thread = threading.Thread(target=self._run, name="health", daemon=True)
                 self._thread.start()
         self._cpu0, self._wait0, self._t0 = _cpu_times(), _cpu_wait_us(), time.monotonic()
+        self._faults0 = _page_faults()
         return self
 
     def _run(self) -> None:
@@ -262,6 +279,7 @@ class Health:
             _sample(self._nvml, self._handle, self._gpu)
 
     def __exit__(self, *exc: object) -> None:
+        self._faults1 = _page_faults()
         self._cpu1, self._wait1, self._t1 = _cpu_times(), _cpu_wait_us(), time.monotonic()
         if self._thread is not None:
             self._stop.set()
@@ -290,4 +308,6 @@ class Health:
         wall_us = (self._t1 - self._t0) * 1e6
         if self._wait0 is not None and self._wait1 is not None and wall_us > 0:
             out["cpu_wait_pct"] = round(min(100.0, 100.0 * (self._wait1 - self._wait0) / wall_us), 2)
+        if self._faults0 is not None and self._faults1 is not None and self.calls > 0:
+            out["page_faults_per_call"] = round((self._faults1 - self._faults0) / self.calls, 1)
         return out

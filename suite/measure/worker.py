@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from suite.measure import compile_cost, lifeline
+from suite.measure import allocator, compile_cost, lifeline
 from suite.measure import training as train
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.scenarios import SCENARIOS, dynamic, measure
@@ -32,7 +32,8 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
     process. A dynamic-batch cell's result holds its rows (one per batch size) under "rows"."""
     import torch
 
-    row: dict[str, Any] = {"torch_threads": torch.get_num_threads()}
+    # how the process runs, on every row (a failed one's too)
+    row: dict[str, Any] = {"torch_threads": torch.get_num_threads(), "malloc": allocator.in_effect()}
     kind = SCENARIOS.get(cell.scenario)
     if kind is None and cell.scenario != DYNAMIC_BATCH:
         return {
@@ -61,6 +62,7 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
         reason = describe_exception(exc)
         row = {
             "torch_threads": row["torch_threads"],
+            "malloc": row["malloc"],
             "status": "oom" if oom else "error",
             "error": one_line(reason),
         }

@@ -166,6 +166,12 @@ TABLE: tuple[Column, ...] = (
     Column("torch_cuda_build", contract=False, doc="torch.version.cuda, CPU runs too (cuda_version: empty)"),
     Column("cpu_name", contract=False, doc="host CPU model (latency on CPU, launch overhead on GPU)"),
     Column("torch_threads", INT, contract=False, doc="torch.get_num_threads() in the worker"),
+    Column(
+        "malloc",
+        contract=False,
+        choices=("steady", "system"),
+        doc="the worker's C allocator: steady (glibc's mmap and trim thresholds fixed) or system (as is)",
+    ),
     Column("host_load", NUMBER, contract=False, doc="1-minute load average as the cell ended: contention"),
     # machine health while the calls were timed (suite.measure.health): empty where not measured
     # (a failed cell's worker returns none of them)
@@ -186,6 +192,13 @@ TABLE: tuple[Column, ...] = (
         "%",
         contract=False,
         doc="time some runnable task waited for a CPU (Linux PSI): the load was above the cores",
+    ),
+    Column(
+        "page_faults_per_call",
+        NUMBER,
+        contract=False,
+        doc="minor page faults of the worker per timed call (eager and compiled calls alike): pages "
+        "the allocator handed back and took again (malloc column)",
     ),
     Column(
         "health",

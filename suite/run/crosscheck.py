@@ -24,7 +24,7 @@ CHILD = "suite.measure.crosscheck"
 DEFAULT_ROUNDS = 5
 # How far the suite's median may be from an independent timer's (issue 13): an idle CPU, CUDA.
 TARGETS: dict[str, float] = {"cpu": 0.03, "cuda": 0.02}
-KEEP = ("status", "error", "timings")  # the child's result fields
+KEEP = ("status", "error", "timings", "malloc")  # the child's result fields
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,10 @@ class Timed:
     vs_benchmark: Ratio | None = None
     vs_events: Ratio | None = None
     error: str = ""
+    malloc: str = ""  # the child's C allocator (suite.measure.allocator)
 
     @staticmethod
-    def of(cell: Cell, timed: str, t: dict[str, list[float]]) -> Timed:
+    def of(cell: Cell, timed: str, t: dict[str, list[float]], malloc: str = "") -> Timed:
         def mid(xs: list[float]) -> float | None:
             return median(xs) if xs else None
 
@@ -77,6 +78,7 @@ class Timed:
             events_ms=mid(t["events"]),
             vs_benchmark=Ratio.of(t["suite"], t["benchmark"]),
             vs_events=Ratio.of(t["suite"], t["events"]),
+            malloc=malloc,
         )
 
     def ratios(self) -> list[Ratio]:
@@ -97,7 +99,8 @@ def run(
             out.append(Timed(cell, cell.mode, error=f"{fields['status']}: {fields.get('error', '')} ({log})"))
         else:
             timings: dict[str, Any] = fields["timings"]
-            out.extend(Timed.of(cell, name, t) for name, t in timings.items())
+            malloc = str(fields.get("malloc") or "")
+            out.extend(Timed.of(cell, name, t, malloc) for name, t in timings.items())
         print(f"[{index + 1}/{len(cells)}] {cell.label}: {fields['status']} in {wall:.0f} s", file=sys.stderr)
     return out
 
@@ -133,10 +136,12 @@ def render(results: Sequence[Timed], device_type: str, title: str, load: tuple[f
             f"{head} {t.rounds} | {_ms(t.suite_ms)} | {_ms(t.benchmark_ms)} | {bench} | "
             f"{_ms(t.events_ms)} | {events} | {'yes' if ok else 'NO'} |"
         )
+    mallocs = sorted({t.malloc for t in results if t.malloc})
     lines += [
         "",
         f"{met} of {total} ratio(s) within ±{target:.0%} (the target on {device_type}); 1-minute load "
-        f"{load[0]:.2f} before, {load[1]:.2f} after, on {os.cpu_count()} core(s).",
+        f"{load[0]:.2f} before, {load[1]:.2f} after, on {os.cpu_count()} core(s); the children's C "
+        f"allocator: {', '.join(mallocs) or 'not reported'} (malloc setting).",
         "Each round times the suite's loop and the independent timers back to back in one process, "
         "in alternating order; a ratio is the median over rounds of suite / independent, "
         "the range its lowest and highest round.",
@@ -158,6 +163,7 @@ def as_json(results: Sequence[Timed]) -> list[dict[str, Any]]:
             "benchmark_ms": t.benchmark_ms,
             "events_ms": t.events_ms,
             "error": t.error,
+            "malloc": t.malloc,
         }
         for name, r in (("vs_benchmark", t.vs_benchmark), ("vs_events", t.vs_events)):
             item[name] = None if r is None else {"ratio": r.value, "low": r.low, "high": r.high}

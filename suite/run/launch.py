@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import last_line
+from suite.measure import allocator
 from suite.measure.compile_cost import MEASURE, SPAWN_ENV
 from suite.measure.lifeline import PARENT_ENV
 from suite.redact import redact_bytes
@@ -188,6 +189,7 @@ def run_worker(
     if cache is None:
         cache = paths.scratch / f"{attempt}.compile-cache" if owned else paths.compile_cache
     extra.update(cache_env(cache))
+    extra.update(allocator.child_env(cell.settings.malloc, os.environ))
     cmd = [python, "-m", module, str(cell_path), str(result_path), device_type]
     cmd += [phase] if phase != MEASURE else []
     cmd += list(args)

@@ -19,6 +19,7 @@ from suite.spec.fields import Reader, kind, number
 from suite.spec.model import (
     COMPILE_CACHES,
     DTYPES,
+    MALLOCS,
     MODES,
     SCENARIOS,
     TASKS,
@@ -52,6 +53,8 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["shrink"] = r.bool("shrink", False)
     if r.has("compile_cache"):
         out["compile_cache"] = r.str("compile_cache", choices=COMPILE_CACHES)
+    if r.has("malloc"):
+        out["malloc"] = r.str("malloc", choices=MALLOCS)
     if r.has("compile_cost"):
         out["compile_cost"] = r.bool("compile_cost", False)
     if r.has("dynamic_batch_sizes"):

@@ -38,6 +38,9 @@ DYNAMIC_SETTINGS: tuple[str, ...] = ("static", "auto", "marked")
 COMPILE_COST_SCENARIOS: tuple[str, ...] = ("inference", "train")
 BUILD_KINDS: tuple[str, ...] = ("stable", "nightly", "release")
 COMPILE_CACHES: tuple[str, ...] = ("cold", "run")
+# How the worker's C heap behaves (suite.measure.allocator): fixed glibc thresholds, or as is.
+MALLOC_STEADY, MALLOC_SYSTEM = "steady", "system"
+MALLOCS: tuple[str, ...] = (MALLOC_STEADY, MALLOC_SYSTEM)
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 
 
@@ -61,6 +64,7 @@ class Settings:
     tolerance: float = 1e-3
     shrink: bool = False
     compile_cache: str = "cold"  # cold: a fresh inductor/triton cache per cell; run: shared
+    malloc: str = MALLOC_STEADY  # steady: glibc's thresholds fixed for the worker; system: as is
     image: ImageSpec = field(default_factory=ImageSpec)
     # compiled cells also run a warm and a mega-cache process (suite.run.compile_cost)
     compile_cost: bool = False

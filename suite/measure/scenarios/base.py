@@ -81,8 +81,9 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
 def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[str, Any]:
     with PeakMemory(device) as mem:
         warmup = scenario.warm_up_eager(loop)
-    with Health(device) as health:  # the machine's health while timed (suite.measure.health)
-        (samples,) = loop.interleaved([scenario.eager], scenario.cell.settings.iterations)
+    n = scenario.cell.settings.iterations
+    with Health(device, calls=n) as health:  # the machine's health while timed (suite.measure.health)
+        (samples,) = loop.interleaved([scenario.eager], n)
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
     return {**row, **health.fields()}
 
@@ -100,7 +101,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[st
     with PeakMemory(device) as mem:
         warmup = loop.warm_up(compiled, compiled=True)
     accuracy = scenario.accuracy(compiled)
-    with Health(device) as health:
+    with Health(device, calls=2 * s.iterations) as health:
         eager_samples, samples = loop.interleaved([scenario.eager, compiled], s.iterations)
     _, graphs_end = dynamo_counts()
     graphs = (breaks, graphs_after_first, graphs_end)
