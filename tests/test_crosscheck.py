@@ -53,20 +53,25 @@ def test_crosscheck_prints_both_medians_and_their_ratio(tmp_path: Path) -> None:
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ToyViT ")]
     cols = [c.strip() for c in line.strip("|").split("|")]
     assert cols[:5] == ["ToyViT", "1", "eager", "eager", "3"]
-    ours, theirs = float(cols[5]), float(cols[6])
+    ours, theirs = float(cols[5]), float(cols[7])
     assert ours > 0 and theirs > 0
-    ratio, spread = cols[7].split(" ", 1)
+    ratio, spread = cols[8].split(" ", 1)
     low, high = (float(x) for x in spread.strip("()").split("-"))
     assert low <= float(ratio) <= high
     # the ratio is a median of the rounds' ratios, so it lies near the ratio of the medians
     assert float(ratio) == pytest.approx(ours / theirs, rel=max(0.01, high / low - 1))
-    assert cols[8:10] == ["", ""]  # no CUDA events on a CPU
-    assert cols[10] in ("yes", "NO")
+    assert cols[9:11] == ["", ""]  # no CUDA events on a CPU
+    assert cols[11] in ("yes", "NO")
     report = (tmp_path / "out" / "r" / "crosscheck.md").read_text()
     assert line in report and "1-minute load" in report
     figures = json.loads((tmp_path / "out" / "r" / "crosscheck.json").read_text())
     (item,) = figures["results"]
     assert item["rounds"] == 3 and item["vs_benchmark"]["ratio"] == pytest.approx(float(ratio), abs=1e-3)
+    # the suite's median of each round, and the range the table shows: the median lies in it
+    rounds = item["suite_rounds_ms"]
+    assert len(rounds) == 3 and min(rounds) - 5e-3 <= ours <= max(rounds) + 5e-3
+    assert cols[6] == f"{min(rounds):.2f}-{max(rounds):.2f} ({max(rounds) / min(rounds) - 1:.1%})"
+    assert item["malloc"] in ("steady", "system")
     assert (tmp_path / "out" / "r" / "logs").is_dir()
 
 

@@ -4,6 +4,8 @@ with its own threshold and floor; and the CLI's defaults are the rule's."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,6 +78,7 @@ def test_the_cli_defaults_are_the_rules(capsys) -> None:
     assert f"as a fraction (default: {rule.threshold})" in help_text
     assert f"as a fraction (default: {rule.compile_threshold})" in help_text
     assert f"and {rule.compile_floor_s:g} s or more" in help_text
+    assert f"the threshold alone (default: {rule.noise_z:g})" in help_text
 
 
 def test_compare_exits_0_on_suspects_and_1_on_less_speed_up(tmp_path: Path) -> None:
@@ -129,9 +132,12 @@ def test_calibrate_counts_false_positives_and_detections(tmp_path: Path, capsys)
     assert text == capsys.readouterr().out
     # 6 ordered A/A comparisons of 2 cells: nothing flagged; the slowed compiled cell is caught in
     # each of its 3 comparisons, by its paired speed-up (the run was busy: its median is suspect)
-    assert (
-        "| 5% | 25% + 1 s | 0/12 (0.0%) | 0/6 (0.0%) | 0/12 (0.0%) | 3/3 (100.0%) | less speed-up 3 " in text
-    )
+    # (2 cells in common: too few to measure a noise floor on, so both rows read the same)
+    for floor in ("off", "4 sd: A/A none measured, slowed none measured"):
+        assert (
+            f"| 5% | {floor} | 25% + 1 s | 0/12 (0.0%) | 0/6 (0.0%) | 0/12 (0.0%) | 3/3 (100.0%) "
+            "| less speed-up 3 " in text
+        )
     assert "| 3/3 (100.0%) | 0/3 (0.0%) |" in text  # every slowed compare exits 1; eager untouched
     assert "| speed-up base / new (paired) | 1.000 / 1.000 / 1.000 (n=6) |" in text
 
@@ -143,3 +149,75 @@ def test_calibrate_needs_two_aa_runs(tmp_path: Path, capsys) -> None:
         capsys.readouterr().err.strip()
         == "suite calibrate: error: --aa: needs two or more runs of the same cells"
     )
+
+
+# --- the runs' noise floor (compare's medians on a drifting machine) ---------------------------
+
+
+def _drifting(folder: Path, factors: list[float], changed: dict[str, float] | None = None) -> Path:
+    """One eager cell per model M0, M1, ...: median 10 ms times the model's drift factor (times a
+    real change where `changed` says), each with a tight CI, as a shared VM gives them."""
+    changed = changed or {}
+    rows = []
+    for i, f in enumerate(factors):
+        m = 10 * f * changed.get(f"M{i}", 1.0)
+        rows.append(cell(f"M{i}", m, 0.995 * m, 1.005 * m, mode="eager", health="ok"))
+    return write(folder, rows)
+
+
+# 12 cells that drift by up to 8% between two runs (spread of logs about 4.4%), nothing changed
+DRIFT = [1.0, 1.02, 0.98, 1.04, 0.96, 1.06, 0.94, 1.08, 0.97, 1.03, 1.01, 0.99]
+
+
+def test_noise_floor_is_the_robust_spread_of_the_log_ratios() -> None:
+    from scipy.stats import median_abs_deviation
+
+    from suite.compare import NoiseFloor
+
+    assert NoiseFloor.of(DRIFT[:7]) == NoiseFloor(None, 7)  # too few cells: no floor
+    assert NoiseFloor.of(DRIFT[:7]).bound(4) == 0.0
+    noise = NoiseFloor.of(DRIFT)
+    logs = [math.log(r) for r in DRIFT]
+    assert noise.cells == 12
+    assert noise.sigma == pytest.approx(median_abs_deviation(logs, scale="normal"), rel=1e-12)
+    assert noise.bound(4) == pytest.approx(math.exp(4 * noise.sigma) - 1)
+    assert noise.bound(0) == 0.0
+    # a change common to every cell moves the center, not the spread
+    assert NoiseFloor.of([1.3 * r for r in DRIFT]).sigma == pytest.approx(noise.sigma)
+    # one cell of 12 changed by 40% widens it by a third (medians of 12 values are coarse); the
+    # standard deviation would more than double
+    one = [1.4 * DRIFT[0], *DRIFT[1:]]
+    widened = NoiseFloor.of(one).sigma / noise.sigma
+    sd_widened = statistics.stdev(math.log(r) for r in one) / statistics.stdev(logs)
+    assert widened < 1.4 and sd_widened > 2
+
+
+def test_an_aa_pair_that_drifted_is_quiet_and_real_changes_still_show(tmp_path: Path) -> None:
+    from suite.compare import compare
+    from suite.report.load import load
+
+    base = load([_drifting(tmp_path / "base", [1.0] * 12)])
+    aa = load([_drifting(tmp_path / "aa", DRIFT)])
+    quiet = compare(base, aa, 0.05)
+    assert not quiet.failed and quiet.noise.cells == 12 and quiet.median_bound > 0.05
+    # the same pair judged against the threshold alone: the drifting cells read as regressions
+    bare = compare(base, aa, 0.05, replace(Rule(), noise_z=0.0))
+    assert bare.failed and bare.count(REGRESSION) == 2  # +6% and +8%: beyond 5% (+4% is not)
+    # every cell 30% slower: the spread is the drift's, so all 12 are regressions
+    slow = compare(base, load([_drifting(tmp_path / "slow", [1.3 * f for f in DRIFT])]), 0.05)
+    assert slow.count(REGRESSION) == 12
+    # one cell 40% slower among the drifting ones: caught, the floor measured on the others
+    one = compare(base, load([_drifting(tmp_path / "one", DRIFT, {"M0": 1.4})]), 0.05)
+    assert [c.key[1] for c in one.changes if c.verdict == REGRESSION] == ["M0"]
+
+
+def test_the_report_says_which_floor_judged_the_medians(tmp_path: Path) -> None:
+    base = _drifting(tmp_path / "base", [1.0] * 12)
+    aa = _drifting(tmp_path / "aa", DRIFT)
+    report = tmp_path / "r.md"
+    assert main(["compare", str(base), str(aa), "-o", str(report)]) == 0
+    text = report.read_text()
+    assert "the runs' noise floor" in text and "over the 12 cells ok and healthy in both" in text
+    assert main(["compare", str(base), str(aa), "--noise-z", "0", "-o", str(report)]) == 1
+    assert "no noise floor (--noise-z 0)" in report.read_text()
+    assert main(["compare", str(base), str(aa), "--noise-z", "-1"]) == 2

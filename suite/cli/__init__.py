@@ -23,6 +23,7 @@ from suite.cli.args import (
     add_selection_args,
     compile_threshold,
     count,
+    noise_z,
     threshold,
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
@@ -108,6 +109,13 @@ def build_parser() -> Parser:
         type=compile_threshold,
         default=None,
         help="compile-time growth that counts (and 1 s or more), as a fraction (default: 0.25)",
+    )
+    p.add_argument(
+        "--noise-z",
+        type=noise_z,
+        default=None,
+        help="a slower median must also clear this many robust standard deviations of the two runs' "
+        "drift, measured on their matched cells; 0: the threshold alone (default: 4)",
     )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)

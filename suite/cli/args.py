@@ -295,14 +295,24 @@ def default_profile(args: argparse.Namespace, device_type: str | None) -> str:
     return "full" if device_type == "cuda" else "smoke"
 
 
-def threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError("--threshold", f"{text!r} is not a number") from None
-    if not 0 <= value < 1:
-        raise UsageError("--threshold", f"must be a fraction in [0, 1), e.g. 0.05 for 5%, got {text}")
-    return value
+def bounded(flag: str, low: float, high: float, rule: str) -> Callable[[str], float]:
+    """A number in [low, high) for `flag`; `rule` says which in the one-line error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise UsageError(flag, f"{text!r} is not a number") from None
+        if not low <= value < high:
+            raise UsageError(flag, f"must be {rule}, got {text}")
+        return value
+
+    return parse
+
+
+threshold = bounded("--threshold", 0, 1, "a fraction in [0, 1), e.g. 0.05 for 5%")
+compile_threshold = bounded("--compile-threshold", 0, 100, "a fraction >= 0, e.g. 0.25 for 25%")
+noise_z = bounded("--noise-z", 0, 100, "a number >= 0, e.g. 4 (0: no noise floor)")
 
 
 def count(flag: str) -> Callable[[str], int]:
@@ -318,13 +328,3 @@ def count(flag: str) -> Callable[[str], int]:
         return value
 
     return parse
-
-
-def compile_threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError("--compile-threshold", f"{text!r} is not a number") from None
-    if not 0 <= value < 100:
-        raise UsageError("--compile-threshold", f"must be a fraction >= 0, e.g. 0.25 for 25%, got {text}")
-    return value

@@ -6,7 +6,8 @@ any failing verdict there is a false positive (per cell, and per comparison: the
 `compare` would give). Detection: each run made with `SUITE_FAULT=slow:<factor>` (compiled
 calls slowed by a known factor, suite.measure.faults) is compared with each A/A run: its
 compiled cells must be flagged; its eager cells, untouched, are more null cases. The rates are
-given for several thresholds, with the spread of the A/A ratios they are set against.
+given for several thresholds, each with and without the runs' noise floor (compare's default,
+`--noise-z`), with the spread of the A/A ratios they are set against.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from dataclasses import dataclass, field, replace
 from itertools import permutations
 from pathlib import Path
 
-from suite.compare import FAILING_VERDICTS, SUSPECT, Comparison, Rule, compare, speedup_change
+from suite.compare import FAILING_VERDICTS, NOISE_Z, SUSPECT, Comparison, Rule, compare, speedup_change
 from suite.report.load import Loaded, load
 
 THRESHOLDS = (0.02, 0.05, 0.10)
+NOISE_ZS = (0.0, NOISE_Z)  # without the noise floor, and with compare's default
 
 
 @dataclass
@@ -41,6 +43,21 @@ class Tally:
     detected_by: Counter[str] = field(default_factory=Counter)
     untouched_cells: int = 0  # eager cells of slowed runs
     untouched_flagged: int = 0
+    aa_floors: list[float] = field(default_factory=list)  # the noise floor of each comparison
+    slowed_floors: list[float] = field(default_factory=list)
+
+    def floor_text(self) -> str:
+        """The floors the comparisons measured: A/A (the drift alone), and against the slowed runs
+        (where the slowed cells' change widens the spread too)."""
+        if self.rule.noise_z <= 0:
+            return "off"
+
+        def span(floors: list[float]) -> str:
+            seen = [f for f in floors if f > 0]
+            return f"{min(seen):.1%}-{max(seen):.1%}" if seen else "none measured"
+
+        text = f"{self.rule.noise_z:g} sd: A/A {span(self.aa_floors)}"
+        return text + (f", slowed {span(self.slowed_floors)}" if self.slowed_comparisons else "")
 
 
 def _mode(cmp: Comparison, key: tuple[str, ...]) -> str:
@@ -51,6 +68,7 @@ def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule) -> Tally:
     t = Tally(rule)
     for i, j in permutations(range(len(aa)), 2):
         cmp = compare(aa[i], aa[j], rule.threshold, rule)
+        t.aa_floors.append(cmp.noise.bound(rule.noise_z))
         t.aa_comparisons += 1
         t.aa_failed += cmp.failed
         t.aa_cells += len(cmp.changes)
@@ -59,6 +77,7 @@ def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule) -> Tally:
     for base in aa:
         for new in slowed:
             cmp = compare(base, new, rule.threshold, rule)
+            t.slowed_floors.append(cmp.noise.bound(rule.noise_z))
             t.slowed_comparisons += 1
             t.slowed_failed += cmp.failed
             for c in cmp.changes:
@@ -97,7 +116,7 @@ def spreads(aa: Sequence[Loaded]) -> list[str]:
     speed: list[float] = []
     comp: list[float] = []
     for i, j in permutations(range(len(aa)), 2):
-        for c in compare(aa[i], aa[j], 0.0).changes:
+        for c in compare(aa[i], aa[j], 0.0, Rule(threshold=0.0, noise_z=0.0)).changes:
             if c.ratio is not None:
                 every.append(c.ratio)
                 if not c.unhealthy:
@@ -124,15 +143,17 @@ def render(tallies: Sequence[Tally], aa: Sequence[Path], slowed: Sequence[Path],
         f"- A/A runs: {', '.join(map(str, aa))} (every ordered pair compared)",
         f"- Slowed runs: {', '.join(map(str, slowed)) or 'none'} (each compared with each A/A run)",
         "",
-        "| threshold | compile threshold | A/A cells flagged | A/A compares exiting 1 | A/A suspect "
+        "| threshold | noise floor of the medians (range over the compares) | compile threshold "
+        "| A/A cells flagged | A/A compares exiting 1 | A/A suspect "
         "| slowed compiled cells flagged | by verdict | slowed compares exiting 1 | untouched eager cells "
         "flagged |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in tallies:
         by = ", ".join(f"{v} {n}" for v, n in sorted(t.detected_by.items())) or "—"
         lines.append(
-            f"| {t.rule.threshold:.0%} | {t.rule.compile_threshold:.0%} + {t.rule.compile_floor_s:g} s "
+            f"| {t.rule.threshold:.0%} | {t.floor_text()} "
+            f"| {t.rule.compile_threshold:.0%} + {t.rule.compile_floor_s:g} s "
             f"| {_pct(t.aa_flagged, t.aa_cells)} | {_pct(t.aa_failed, t.aa_comparisons)} "
             f"| {_pct(t.aa_suspect, t.aa_cells)} | {_pct(t.detected, t.slowed_cells)} | {by} "
             f"| {_pct(t.slowed_failed, t.slowed_comparisons)} "
@@ -145,7 +166,9 @@ def render(tallies: Sequence[Tally], aa: Sequence[Path], slowed: Sequence[Path],
 def calibrate(args: argparse.Namespace) -> int:
     aa = [load([p]) for p in args.aa]
     slowed = [load([p]) for p in args.slowed]
-    tallies = [tally(aa, slowed, replace(Rule(), threshold=th)) for th in THRESHOLDS]
+    tallies = [
+        tally(aa, slowed, replace(Rule(), threshold=th, noise_z=z)) for z in NOISE_ZS for th in THRESHOLDS
+    ]
     text = render(tallies, args.aa, args.slowed, spreads(aa))
     print(text, end="")
     if args.output:

@@ -66,6 +66,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rule = replace(rule, threshold=args.threshold)
     if args.compile_threshold is not None:
         rule = replace(rule, compile_threshold=args.compile_threshold)
+    if args.noise_z is not None:
+        rule = replace(rule, noise_z=args.noise_z)
     result = compare(base, new, rule.threshold, rule)
     text = render(result, [args.base], [args.new], base, new)
     if args.output:

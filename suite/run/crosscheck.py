@@ -63,6 +63,15 @@ class Timed:
     vs_events: Ratio | None = None
     error: str = ""
     malloc: str = ""  # the child's C allocator (suite.measure.allocator)
+    suite_rounds_ms: tuple[float, ...] = ()  # the suite's median in each round: the machine's drift
+
+    def drift(self) -> str:
+        """The suite's medians over the rounds, lowest-highest, and how far apart: how much the
+        machine moved under both timers while the ratio was taken."""
+        if not self.suite_rounds_ms:
+            return ""
+        lo, hi = min(self.suite_rounds_ms), max(self.suite_rounds_ms)
+        return f"{lo:.2f}-{hi:.2f} ({hi / lo - 1:.1%})"
 
     @staticmethod
     def of(cell: Cell, timed: str, t: dict[str, list[float]], malloc: str = "") -> Timed:
@@ -79,6 +88,7 @@ class Timed:
             vs_benchmark=Ratio.of(t["suite"], t["benchmark"]),
             vs_events=Ratio.of(t["suite"], t["events"]),
             malloc=malloc,
+            suite_rounds_ms=tuple(t["suite"]),
         )
 
     def ratios(self) -> list[Ratio]:
@@ -115,17 +125,17 @@ def render(results: Sequence[Timed], device_type: str, title: str, load: tuple[f
     lines = [
         title,
         "",
-        "| model | batch | mode | timed | rounds | suite median ms | torch.utils.benchmark ms "
-        "| suite / benchmark (range) | CUDA events ms | suite / events (range) "
+        "| model | batch | mode | timed | rounds | suite median ms | suite's rounds ms (apart) "
+        "| torch.utils.benchmark ms | suite / benchmark (range) | CUDA events ms | suite / events (range) "
         f"| within ±{target:.0%} |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     met = total = 0
     for t in results:
         c = t.cell
         head = f"| {c.model.name} | {c.batch_size} | {c.mode} | {t.timed} |"
         if t.error:
-            lines.append(f"{head} | {t.error[:160]} | | | | | |")
+            lines.append(f"{head} | {t.error[:160]} | | | | | | |")
             continue
         ratios = t.ratios()
         ok = all(r.within(target) for r in ratios)
@@ -133,7 +143,7 @@ def render(results: Sequence[Timed], device_type: str, title: str, load: tuple[f
         bench = t.vs_benchmark.text() if t.vs_benchmark else ""
         events = t.vs_events.text() if t.vs_events else ""
         lines.append(
-            f"{head} {t.rounds} | {_ms(t.suite_ms)} | {_ms(t.benchmark_ms)} | {bench} | "
+            f"{head} {t.rounds} | {_ms(t.suite_ms)} | {t.drift()} | {_ms(t.benchmark_ms)} | {bench} | "
             f"{_ms(t.events_ms)} | {events} | {'yes' if ok else 'NO'} |"
         )
     mallocs = sorted({t.malloc for t in results if t.malloc})
@@ -144,7 +154,8 @@ def render(results: Sequence[Timed], device_type: str, title: str, load: tuple[f
         f"allocator: {', '.join(mallocs) or 'not reported'} (malloc setting).",
         "Each round times the suite's loop and the independent timers back to back in one process, "
         "in alternating order; a ratio is the median over rounds of suite / independent, "
-        "the range its lowest and highest round.",
+        "the range its lowest and highest round. The suite's rounds: its lowest and highest median "
+        "of a round, how far the machine moved under both timers.",
     ]
     return lines
 
@@ -160,6 +171,7 @@ def as_json(results: Sequence[Timed]) -> list[dict[str, Any]]:
             "timed": t.timed,
             "rounds": t.rounds,
             "suite_ms": t.suite_ms,
+            "suite_rounds_ms": list(t.suite_rounds_ms),
             "benchmark_ms": t.benchmark_ms,
             "events_ms": t.events_ms,
             "error": t.error,

@@ -1,0 +1,178 @@
+"""The regression report as Markdown: a verdict line, what the rule was, one section per kind
+of change (suite.compare.rule), then the unmatched cells and the inputs' notes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from suite.compare.rule import (
+    ACCURACY_REGRESSION,
+    COMPILE_REGRESSION,
+    FAILING_VERDICTS,
+    FIXED,
+    IMPROVEMENT,
+    LESS_SPEEDUP,
+    NEWLY_FAILING,
+    REGRESSION,
+    SECTIONS,
+    SUSPECT,
+    UNCHANGED,
+    CellChange,
+    Comparison,
+    speedup_change,
+)
+from suite.report.load import Loaded
+from suite.report.study import Gpu, Measurement, Setup
+from suite.results import STATUS_WORDS
+
+
+def _cell_label(columns: Sequence[str], key: tuple[str, ...]) -> list[str]:
+    k = dict(zip(columns, key, strict=True))
+    setup = Setup(k["dtype"], k["scenario"], k["weights"], k["variant"]).label
+    where = Gpu(k["device"], k["gpu_name"]).label
+    label = [f"{k['task']}/{k['model']}", k["batch_size"], k["mode"], where, setup]
+    return [k["build"], *label] if "build" in k else label
+
+
+def _label_header(columns: Sequence[str]) -> list[str]:
+    head = ["Task/Model", "Batch Size", "Mode", "GPU", "Setup"]
+    return ["Build", *head] if "build" in columns else head
+
+
+def _median(m: Measurement) -> str:
+    if not m.ok:
+        return STATUS_WORDS[m.status]
+    if m.median_ms is None:
+        return "—"
+    ci = f" [{m.ci_low_ms:.3f}, {m.ci_high_ms:.3f}]" if m.ci_low_ms and m.ci_high_ms else ""
+    return f"{m.median_ms:.3f}{ci}"
+
+
+def _ratio(c: CellChange) -> str:
+    if c.ratio is None:
+        return "—"
+    interval = f" [{c.low:.3f}, {c.high:.3f}]" if c.low is not None and c.high is not None else ""
+    return f"{c.ratio:.3f}x{interval}"
+
+
+def _change(c: CellChange) -> str:
+    return "—" if c.ratio is None else f"{(c.ratio - 1) * 100:+.1f}%"
+
+
+def _speedups(c: CellChange) -> str:
+    b, n = c.base.speedup, c.new.speedup
+    if b is None or n is None or not (c.base.ok and c.new.ok):
+        return "—"
+    pair = speedup_change(c.base, c.new)
+    interval = f" [{pair[1]:.3f}, {pair[2]:.3f}]" if pair else ""
+    return f"{b:.2f}x -> {n:.2f}x ({b / n:.3f}{interval})"
+
+
+def _compile(c: CellChange) -> str:
+    b, n = c.base.compile_s, c.new.compile_s
+    if b is None or n is None or not (c.base.ok and c.new.ok):
+        return "—"
+    return f"{b:.1f} -> {n:.1f}" + (f" ({n / b - 1:+.0%})" if b > 0 else "")
+
+
+def _health(c: CellChange) -> str:
+    if not (c.base.health or c.new.health):
+        return "—"
+    return f"{c.base.health or '—'} / {c.new.health or '—'}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+
+
+def verdict_line(cmp: Comparison) -> str:
+    """One line: REGRESSED or OK, and the counts."""
+    regressed = sum(cmp.count(v) for v in FAILING_VERDICTS)
+    return (
+        f"{'REGRESSED' if cmp.failed else 'OK'}: {regressed} failing change(s) "
+        f"({cmp.count(REGRESSION)} slower, {cmp.count(NEWLY_FAILING)} newly failing, "
+        f"{cmp.count(ACCURACY_REGRESSION)} accuracy), {cmp.count(LESS_SPEEDUP)} less speed-up, "
+        f"{cmp.count(COMPILE_REGRESSION)} slower compile; {cmp.count(SUSPECT)} suspect (unhealthy "
+        f"machine, not counted); {cmp.count(IMPROVEMENT)} improvement(s), "
+        f"{cmp.count(FIXED)} fixed, {cmp.count(UNCHANGED)} unchanged; {len(cmp.changes)} cell(s) matched, "
+        f"{len(cmp.only_base)} only in base, {len(cmp.only_new)} only in new"
+    )
+
+
+def _noise_text(cmp: Comparison) -> str:
+    noise, z = cmp.noise, cmp.rule.noise_z
+    if z <= 0:
+        return "no noise floor (--noise-z 0): medians are judged against the threshold alone."
+    if noise.sigma is None:
+        return (
+            f"no noise floor: {noise.cells} cell(s) ok and healthy in both runs, too few to measure the "
+            "runs' drift on (medians are judged against the threshold alone)."
+        )
+    return (
+        f"the runs' noise floor {noise.bound(z):.1%}: {z:g} x the robust spread ({noise.sigma:.2%}) of "
+        f"log(new / base) over the {noise.cells} cells ok and healthy in both, the drift between the "
+        "runs where nothing changed."
+    )
+
+
+def render(
+    cmp: Comparison, base_inputs: Sequence[Path], new_inputs: Sequence[Path], base: Loaded, new: Loaded
+) -> str:
+    """The report: a verdict line, then one section per kind of change, then unmatched cells."""
+    t, r, m = cmp.threshold, cmp.rule, cmp.median_bound
+    unhealthy = sum(c.unhealthy for c in cmp.changes)
+    lines = [
+        "# Regression report",
+        "",
+        f"- Base: {', '.join(map(str, base_inputs))} (builds: {', '.join(base.frame['build'].unique())})",
+        f"- New: {', '.join(map(str, new_inputs))} (builds: {', '.join(new.frame['build'].unique())})",
+        f"- Cells matched on: {', '.join(cmp.key_columns)}"
+        + ("" if "build" in cmp.key_columns else " (each run has one build, so builds may differ)"),
+        f"- Threshold {t:.1%}; {_noise_text(cmp)}",
+        f"- A regression is a new/base ratio of medians above {1 + m:.3f} (the higher of the two) whose "
+        f"interval lies above 1; an improvement, below {1 - m:.3f} with the interval below 1.",
+        "- Interval: [new CI low / base CI high, new CI high / base CI low] from each median's 95% CI "
+        "(conservative; the CSVs keep no samples).",
+        f"- Less speed-up: base speed-up / new speed-up above {1 + t:.3f} with its interval above 1 (the "
+        "speed-ups are paired within each run, so the machine's drift cancels: judged on any machine).",
+        f"- Slower compile: compile_s up by more than {r.compile_threshold:.0%} and {r.compile_floor_s:g} s.",
+        f"- Health: {unhealthy} matched cell(s) timed on an unhealthy machine in either run (busy, steal, "
+        "throttled, clock-varied, shared-gpu): slower medians or compiles there are 'suspect', not "
+        "regressions.",
+        "",
+        f"**{verdict_line(cmp)}**",
+    ]
+    header = [*_label_header(cmp.key_columns), "base median (ms) [95% CI]", "new median (ms) [95% CI]"]
+    header += ["new / base [interval]", "change", "speed-up base -> new (ratio [interval])"]
+    header += ["compile s base -> new", "health base / new"]
+    for verdict, title in SECTIONS:
+        rows = [c for c in cmp.changes if c.verdict == verdict]
+        if not rows:
+            continue
+        lines += ["", f"## {title}: {len(rows)}", ""]
+        lines += _table(
+            header,
+            [
+                [
+                    *_cell_label(cmp.key_columns, c.key),
+                    _median(c.base),
+                    _median(c.new),
+                    _ratio(c),
+                    _change(c),
+                    _speedups(c),
+                    _compile(c),
+                    _health(c),
+                ]
+                for c in rows
+            ],
+        )
+    for title, keys in (("Only in base", cmp.only_base), ("Only in new", cmp.only_new)):
+        if keys:
+            lines += ["", f"## {title}: {len(keys)}", ""]
+            lines += _table(_label_header(cmp.key_columns), [_cell_label(cmp.key_columns, k) for k in keys])
+    for name, loaded in (("base", base), ("new", new)):
+        if loaded.skipped or loaded.superseded:
+            lines += ["", f"## Input notes ({name})", "", *(f"- {line}" for line in loaded.report())]
+    return "\n".join(lines) + "\n"

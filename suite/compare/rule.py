@@ -1,0 +1,263 @@
+"""The regression gate's rule: for each cell two runs both ran, the ratio of medians new / base
+with an interval, the paired speed-up's change and the compile time's, each judged against a
+threshold.
+
+Host side only. The raw CSVs keep each cell's median and its 95% CI, not the samples, so the
+ratio's interval is built from the two CIs: [new low / base high, new high / base low]. If the
+two runs are independent and each CI covers its true median with probability 0.95, both do with
+probability >= 0.9025, and then the true ratio lies inside. The CIs cover the noise within a
+run, not the machine's drift between runs, and on a shared VM that drift is the larger: two
+back-to-back runs of the same cells moved single medians by up to 13% on this project's 2-core
+CPU (README, "Numbers you can check"). So a slower median must also clear the runs' own noise
+floor (`NoiseFloor`: `noise_z` robust standard deviations of all matched cells' log ratios,
+which a real change in a few cells does not inflate), and a cell timed on an unhealthy machine
+(suite.measure.health: busy, steal, throttled, ...) in either run is not judged slower, only
+listed ("suspect"). The paired speed-up (eager / compiled, timed interleaved in one process)
+cancels the machine's drift, so its change is judged against the threshold alone, in every
+cell: a compiled function slowed against its own eager calls fails the gate even on a busy
+machine. Compile time is one sample per cell: its own, wider threshold and a floor in seconds.
+The rates this rule gives on A/A and slowed runs: docs/merge.md, `suite calibrate`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from suite.report.load import Loaded
+from suite.report.study import Measurement, measurement_of, ratio_interval
+from suite.results import CELL_COLUMNS, FAILED_STATUSES, STATUS_WORDS
+
+# A cell across two runs; the build is added when a run holds several builds.
+MATCH_COLUMNS: tuple[str, ...] = tuple(c for c in CELL_COLUMNS if c != "build")
+
+REGRESSION = "regression"
+LESS_SPEEDUP = "less speed-up"
+COMPILE_REGRESSION = "slower compile"
+SUSPECT = "suspect"
+ACCURACY_REGRESSION = "accuracy regression"
+NEWLY_FAILING = "newly failing"
+IMPROVEMENT = "improvement"
+FIXED = "fixed"
+UNCHANGED = "unchanged"
+NO_INTERVAL = "no interval"
+NOT_COMPARABLE = "not comparable"
+# Verdicts that make `compare` exit 1.
+FAILING_VERDICTS: tuple[str, ...] = (
+    REGRESSION,
+    LESS_SPEEDUP,
+    COMPILE_REGRESSION,
+    ACCURACY_REGRESSION,
+    NEWLY_FAILING,
+)
+THRESHOLD = 0.05  # medians and speed-ups
+COMPILE_THRESHOLD = 0.25  # compile time: one sample per cell, so a wider band
+COMPILE_FLOOR_S = 1.0  # and at least this many seconds more
+# The noise floor of the medians: this many robust standard deviations of the matched cells' log
+# ratios. Chosen from A/A runs (docs/merge.md): the largest A/A deviation seen on this project's
+# CPU was 3.3 of them, over 6 compares of 36 cells; for normal noise 4 is exceeded by 3 cells in
+# 100,000. 0: no floor, the threshold alone.
+NOISE_Z = 4.0
+NOISE_MIN_CELLS = 8  # fewer healthy cells in common: too few to tell noise from change, no floor
+# median absolute deviation -> standard deviation, for normal noise (1.4826...)
+MAD_TO_SD = 1 / statistics.NormalDist().inv_cdf(0.75)
+SECTIONS: tuple[tuple[str, str], ...] = (
+    (REGRESSION, "Regressions (slower beyond the threshold, interval above 1)"),
+    (
+        LESS_SPEEDUP,
+        "Less speed-up (compiled slower against its own eager calls: the paired speed-up fell beyond "
+        "the threshold, interval above 1)",
+    ),
+    (COMPILE_REGRESSION, "Slower compile (beyond the compile threshold and floor)"),
+    (
+        SUSPECT,
+        "Suspect: slower, but timed on an unhealthy machine in either run (not counted; run again on a "
+        "quiet machine)",
+    ),
+    (
+        NEWLY_FAILING,
+        f"Newly failing (ok in base, {' / '.join(STATUS_WORDS[s] for s in FAILED_STATUSES)} in new)",
+    ),
+    (ACCURACY_REGRESSION, "Accuracy regressions (compiled output passed in base, fails in new)"),
+    (IMPROVEMENT, "Improvements (faster beyond the threshold, interval below 1)"),
+    (FIXED, "Fixed (failed in base, ok in new)"),
+    (NO_INTERVAL, "Not judged: a median without a CI"),
+    (NOT_COMPARABLE, "Not comparable (failed or skipped in both, or skipped in one)"),
+    (UNCHANGED, "Unchanged (within the threshold, or the interval includes 1)"),
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The gate's thresholds (docs/merge.md gives the rates they were chosen from)."""
+
+    threshold: float = THRESHOLD
+    compile_threshold: float = COMPILE_THRESHOLD
+    compile_floor_s: float = COMPILE_FLOOR_S
+    noise_z: float = NOISE_Z
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """How far two runs' medians drift apart where nothing changed, measured on the runs
+    themselves: the robust spread (median absolute deviation, as a standard deviation) of the
+    log ratios new / base of the cells ok and healthy in both, around their median, so that a
+    change common to all cells is not counted as noise and a change in a few is not either."""
+
+    sigma: float | None = None  # None: fewer than NOISE_MIN_CELLS cells
+    cells: int = 0
+
+    @staticmethod
+    def of(ratios: Iterable[float]) -> NoiseFloor:
+        logs = [math.log(r) for r in ratios if r > 0]
+        if len(logs) < NOISE_MIN_CELLS:
+            return NoiseFloor(None, len(logs))
+        center = statistics.median(logs)
+        return NoiseFloor(MAD_TO_SD * statistics.median(abs(x - center) for x in logs), len(logs))
+
+    def bound(self, z: float) -> float:
+        """The fraction a median must rise by before it can be told from drift (0: none)."""
+        return 0.0 if self.sigma is None or z <= 0 else math.expm1(z * self.sigma)
+
+
+@dataclass(frozen=True)
+class CellChange:
+    """One cell in both runs, and what changed."""
+
+    key: tuple[str, ...]
+    base_build: str
+    new_build: str
+    base: Measurement
+    new: Measurement
+    ratio: float | None
+    low: float | None
+    high: float | None
+    verdict: str
+
+    @property
+    def unhealthy(self) -> bool:
+        return self.base.unhealthy or self.new.unhealthy
+
+
+@dataclass(frozen=True)
+class Comparison:
+    changes: tuple[CellChange, ...]
+    only_base: tuple[tuple[str, ...], ...]
+    only_new: tuple[tuple[str, ...], ...]
+    key_columns: tuple[str, ...]
+    threshold: float
+    rule: Rule = Rule()
+    noise: NoiseFloor = NoiseFloor()
+
+    @property
+    def median_bound(self) -> float:
+        """What a ratio of medians must exceed: the threshold, or the runs' noise floor if higher."""
+        return max(self.threshold, self.noise.bound(self.rule.noise_z))
+
+    @property
+    def failed(self) -> bool:
+        return any(c.verdict in FAILING_VERDICTS for c in self.changes)
+
+    def count(self, verdict: str) -> int:
+        return sum(c.verdict == verdict for c in self.changes)
+
+
+def speedup_change(base: Measurement, new: Measurement) -> tuple[float, float, float] | None:
+    """base speed-up / new speed-up (> 1: compiled lost ground against eager), with the interval
+    the two paired CIs allow; None where either has no speed-up with a CI."""
+    figures = (base.speedup, base.speedup_low, base.speedup_high)
+    figures += (new.speedup, new.speedup_low, new.speedup_high)
+    if any(f is None or f <= 0 for f in figures):
+        return None
+    b, b_lo, b_hi, n, n_lo, n_hi = figures  # type: ignore[misc]
+    return b / n, b_lo / n_hi, b_hi / n_lo
+
+
+def compile_change(base: Measurement, new: Measurement, rule: Rule) -> bool:
+    """Compile time beyond its threshold and its floor in seconds."""
+    b, n = base.compile_s, new.compile_s
+    if b is None or n is None or b <= 0:
+        return False
+    return n / b > 1 + rule.compile_threshold and n - b > rule.compile_floor_s
+
+
+def judge(
+    base: Measurement, new: Measurement, threshold: float, rule: Rule | None = None, floor: float = 0.0
+) -> tuple[str, float | None, float | None, float | None]:
+    """The verdict for one cell, with the ratio new/base and its interval when both are ok.
+    `floor`: the runs' noise floor (NoiseFloor.bound); a median is judged against the threshold
+    or the floor, whichever is higher, the paired speed-up against the threshold alone."""
+    rule = rule or Rule(threshold=threshold)
+    bound = max(threshold, floor)
+    if base.ok and new.status in FAILED_STATUSES:
+        return NEWLY_FAILING, None, None, None
+    if new.ok and base.status in FAILED_STATUSES:
+        return FIXED, None, None, None
+    if not (base.ok and new.ok) or base.median_ms is None or new.median_ms is None:
+        return NOT_COMPARABLE, None, None, None
+    ratio = new.median_ms / base.median_ms
+    low, high = ratio_interval(new, base)
+    if new.accuracy_failed and not base.accuracy_failed:
+        return ACCURACY_REGRESSION, ratio, low, high
+    pair = speedup_change(base, new)
+    if pair is not None and pair[0] > 1 + threshold and pair[1] > 1:  # paired: drift cancels
+        return LESS_SPEEDUP, ratio, low, high
+    slower = low is not None and ratio > 1 + bound and low > 1
+    compile_slower = compile_change(base, new, rule)
+    if slower or compile_slower:
+        if base.unhealthy or new.unhealthy:
+            return SUSPECT, ratio, low, high
+        return (REGRESSION if slower else COMPILE_REGRESSION), ratio, low, high
+    if low is None or high is None:
+        return NO_INTERVAL, ratio, low, high
+    if ratio < 1 - bound and high < 1:
+        return IMPROVEMENT, ratio, low, high
+    return UNCHANGED, ratio, low, high
+
+
+def _index(loaded: Loaded, columns: Sequence[str]) -> dict[tuple[str, ...], tuple[str, Measurement]]:
+    out = {}
+    for r in loaded.frame.itertuples(index=False):
+        out[tuple(str(getattr(r, c)) for c in columns)] = (r.build, measurement_of(r))
+    return out
+
+
+def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = None) -> Comparison:
+    """Match cells (ignoring the build when each run has one build, else by build too) and judge."""
+    rule = rule or Rule(threshold=threshold)
+    one_build_each = base.frame["build"].nunique() == 1 and new.frame["build"].nunique() == 1
+    columns = MATCH_COLUMNS if one_build_each else ("build", *MATCH_COLUMNS)
+    b, n = _index(base, columns), _index(new, columns)
+    both = b.keys() & n.keys()
+    noise = NoiseFloor.of(
+        n[k][1].median_ms / b[k][1].median_ms  # type: ignore[operator]
+        for k in both
+        if _steady(b[k][1]) and _steady(n[k][1])
+    )
+    changes = []
+    for key in both:
+        (bb, bm), (nb, nm) = b[key], n[key]
+        verdict, ratio, low, high = judge(bm, nm, threshold, rule, noise.bound(rule.noise_z))
+        changes.append(CellChange(key, bb, nb, bm, nm, ratio, low, high, verdict))
+    bs = columns.index("batch_size")
+
+    def order(key: tuple[str, ...]) -> tuple[object, ...]:
+        return (*key[:bs], int(key[bs]), *key[bs + 1 :])
+
+    changes.sort(key=lambda c: order(c.key))
+    return Comparison(
+        changes=tuple(changes),
+        only_base=tuple(sorted(b.keys() - n.keys(), key=order)),
+        only_new=tuple(sorted(n.keys() - b.keys(), key=order)),
+        key_columns=columns,
+        threshold=threshold,
+        rule=rule,
+        noise=noise,
+    )
+
+
+def _steady(m: Measurement) -> bool:
+    """A median the noise floor may be measured on: ok, positive, on a healthy machine."""
+    return m.ok and bool(m.median_ms) and m.median_ms > 0 and not m.unhealthy
