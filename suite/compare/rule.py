@@ -64,7 +64,7 @@ NOISE_MIN_CELLS = 8  # fewer healthy cells in common: too few to tell noise from
 # median absolute deviation -> standard deviation, for normal noise (1.4826...)
 MAD_TO_SD = 1 / statistics.NormalDist().inv_cdf(0.75)
 SECTIONS: tuple[tuple[str, str], ...] = (
-    (REGRESSION, "Regressions (slower beyond the threshold, interval above 1)"),
+    (REGRESSION, "Regressions (slower beyond the threshold and the noise floor, interval above 1)"),
     (
         LESS_SPEEDUP,
         "Less speed-up (compiled slower against its own eager calls: the paired speed-up fell beyond "
@@ -81,11 +81,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
         f"Newly failing (ok in base, {' / '.join(STATUS_WORDS[s] for s in FAILED_STATUSES)} in new)",
     ),
     (ACCURACY_REGRESSION, "Accuracy regressions (compiled output passed in base, fails in new)"),
-    (IMPROVEMENT, "Improvements (faster beyond the threshold, interval below 1)"),
+    (IMPROVEMENT, "Improvements (faster beyond the threshold and the noise floor, interval below 1)"),
     (FIXED, "Fixed (failed in base, ok in new)"),
     (NO_INTERVAL, "Not judged: a median without a CI"),
     (NOT_COMPARABLE, "Not comparable (failed or skipped in both, or skipped in one)"),
-    (UNCHANGED, "Unchanged (within the threshold, or the interval includes 1)"),
+    (UNCHANGED, "Unchanged (within the threshold or the noise floor, or the interval includes 1)"),
 )
 
 
@@ -234,7 +234,7 @@ def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = Non
     noise = NoiseFloor.of(
         n[k][1].median_ms / b[k][1].median_ms  # type: ignore[operator]
         for k in both
-        if _steady(b[k][1]) and _steady(n[k][1])
+        if _counts_for_noise(b[k][1]) and _counts_for_noise(n[k][1])
     )
     changes = []
     for key in both:
@@ -258,6 +258,6 @@ def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = Non
     )
 
 
-def _steady(m: Measurement) -> bool:
+def _counts_for_noise(m: Measurement) -> bool:
     """A median the noise floor may be measured on: ok, positive, on a healthy machine."""
     return m.ok and bool(m.median_ms) and m.median_ms > 0 and not m.unhealthy
