@@ -5,11 +5,11 @@ threshold (128 KiB at first) is mapped fresh from the kernel and unmapped on fre
 page of it faults again on its next use; freeing such a block raises the threshold (up to
 32 MiB), and free memory at the heap's top goes back to the kernel past a trim threshold that
 moves with it. How many pages a forward pass faults in therefore depends on what the process
-did before: measured on this project's CPU (README, "Numbers you can check"), eager ViT-B/16
-faulted about 300 pages a call in a fresh process, about 3,700 once a compiled copy had run
-beside it (5% slower), and every call of a batch-16 activation above 32 MiB faults in full.
-That made the eager calls of a compiled cell slower than the same calls alone, and the
-speed-up partly a measure of the allocator's history.
+did before, and a block above 32 MiB (a batch-16 activation) faults in full on every call
+(tests/test_allocator.py). On this project's CPU (README, "Numbers you can check") the same
+eager ViT-B/16 cell faulted 3,600 to 7,600 pages a call from one run to the next; the eager
+calls of a compiled cell were slower than the same calls alone, and the speed-up partly a
+measure of the allocator's history.
 
 `steady` (the default) fixes both choices for the worker's whole life through glibc's
 tunables: never map a block on its own (`mmap_max=0`), never trim the heap (a trim threshold
