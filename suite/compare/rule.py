@@ -56,9 +56,9 @@ THRESHOLD = 0.05  # medians and speed-ups
 COMPILE_THRESHOLD = 0.25  # compile time: one sample per cell, so a wider band
 COMPILE_FLOOR_S = 1.0  # and at least this many seconds more
 # The noise floor of the medians: this many robust standard deviations of the matched cells' log
-# ratios. Chosen from A/A runs (docs/merge.md): the largest A/A deviation seen on this project's
-# CPU was 3.3 of them, over 6 compares of 36 cells; for normal noise 4 is exceeded by 3 cells in
-# 100,000. 0: no floor, the threshold alone.
+# ratios. Chosen from A/A runs (docs/merge.md): on this project's CPU the largest of 212 healthy
+# A/A ratios, 1.126, stayed under the smallest floor 4 gave (13.4%); for normal noise 4 is
+# exceeded by 3 cells in 100,000. 0: no floor, the threshold alone.
 NOISE_Z = 4.0
 NOISE_MIN_CELLS = 8  # fewer healthy cells in common: too few to tell noise from change, no floor
 # median absolute deviation -> standard deviation, for normal noise (1.4826...)
