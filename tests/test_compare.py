@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
-from suite.compare import (
+from suite.compare.rule import (
     ACCURACY_REGRESSION,
     FIXED,
     IMPROVEMENT,

@@ -20,7 +20,7 @@ import torch
 from helpers import TINY, stub_environment
 
 from suite.cli import main
-from suite.compare import compare as compare_runs
+from suite.compare.rule import compare as compare_runs
 from suite.measure import provenance
 from suite.measure.accuracy import compare
 from suite.report.load import load

@@ -1,4 +1,4 @@
-"""The regression gate's rule (suite.compare): a paired speed-up that fell is judged on any machine,
+"""The regression gate's rule (suite.compare.rule): a paired speed-up that fell is judged on any machine,
 a slower median only where both runs were healthy (else "suspect", not counted), compile time
 with its own threshold and floor; and the CLI's defaults are the rule's."""
 
@@ -13,7 +13,7 @@ import pytest
 from test_compare import cell, write
 
 from suite.cli import build_parser, main
-from suite.compare import (
+from suite.compare.rule import (
     COMPILE_REGRESSION,
     LESS_SPEEDUP,
     REGRESSION,
@@ -172,7 +172,7 @@ DRIFT = [1.0, 1.02, 0.98, 1.04, 0.96, 1.06, 0.94, 1.08, 0.97, 1.03, 1.01, 0.99]
 def test_noise_floor_is_the_robust_spread_of_the_log_ratios() -> None:
     from scipy.stats import median_abs_deviation
 
-    from suite.compare import NoiseFloor
+    from suite.compare.rule import NoiseFloor
 
     assert NoiseFloor.of(DRIFT[:7]) == NoiseFloor(None, 7)  # too few cells: no floor
     assert NoiseFloor.of(DRIFT[:7]).bound(4) == 0.0
@@ -193,7 +193,7 @@ def test_noise_floor_is_the_robust_spread_of_the_log_ratios() -> None:
 
 
 def test_an_aa_pair_that_drifted_is_quiet_and_real_changes_still_show(tmp_path: Path) -> None:
-    from suite.compare import compare
+    from suite.compare.rule import compare
     from suite.report.load import load
 
     base = load([_drifting(tmp_path / "base", [1.0] * 12)])

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from itertools import permutations
 from pathlib import Path
 
-from suite.compare import FAILING_VERDICTS, NOISE_Z, SUSPECT, Comparison, Rule, compare, speedup_change
+from suite.compare.rule import FAILING_VERDICTS, NOISE_Z, SUSPECT, Comparison, Rule, compare, speedup_change
 from suite.report.load import Loaded, load
 
 THRESHOLDS = (0.02, 0.05, 0.10)
@@ -116,7 +116,7 @@ def spreads(aa: Sequence[Loaded]) -> list[str]:
     speed: list[float] = []
     comp: list[float] = []
     for i, j in permutations(range(len(aa)), 2):
-        for c in compare(aa[i], aa[j], 0.0, Rule(threshold=0.0, noise_z=0.0)).changes:
+        for c in compare(aa[i], aa[j], 0.0).changes:
             if c.ratio is not None:
                 every.append(c.ratio)
                 if not c.unhealthy:

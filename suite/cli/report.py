@@ -53,7 +53,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     with needs("compare", REPORT, COMPARE_HINT):
-        from suite.compare import Rule, compare, render, verdict_line
+        from suite.compare.markdown import render, verdict_line
+        from suite.compare.rule import Rule, compare
         from suite.report.load import load
 
     base, new = load([args.base]), load([args.new])

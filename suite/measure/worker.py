@@ -32,8 +32,9 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
     process. A dynamic-batch cell's result holds its rows (one per batch size) under "rows"."""
     import torch
 
-    # how the process runs, on every row (a failed one's too)
-    row: dict[str, Any] = {"torch_threads": torch.get_num_threads(), "malloc": allocator.in_effect()}
+    # how the process runs: on every row, a failed one's too
+    process = {"torch_threads": torch.get_num_threads(), "malloc": allocator.in_effect()}
+    row: dict[str, Any] = dict(process)
     kind = SCENARIOS.get(cell.scenario)
     if kind is None and cell.scenario != DYNAMIC_BATCH:
         return {
@@ -61,8 +62,7 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
         oom = is_oom(exc)
         reason = describe_exception(exc)
         row = {
-            "torch_threads": row["torch_threads"],
-            "malloc": row["malloc"],
+            **process,
             "status": "oom" if oom else "error",
             "error": one_line(reason),
         }
