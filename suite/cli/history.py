@@ -1,0 +1,67 @@
+"""`python -m suite history html OUT_DIR [--store URL]`: the history's page, from the store of
+`suite.history` (issue 25) through its one function for pages, `view()`, drawn by
+`suite.report.pages.history_page`. The store's package may be absent from a checkout (it lands
+on its own): then the verb says so in one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from suite.cli.args import Parser
+from suite.cli.needs import REPORT, needs
+from suite.errors import UsageError
+
+PAGES_HINT = (
+    "use the merge's virtualenv (`.nox/merge/bin/python -m suite history html ...`), or `pip install pandas`"
+)
+
+
+def add_history_verbs(sub: Any) -> argparse.ArgumentParser:
+    """`history` and its verbs; the store's own verbs (suite.history) can be added to the parser
+    this returns."""
+    p = sub.add_parser("history", help="the nightly history: its page (`history html OUT_DIR`)")
+    verbs = p.add_subparsers(dest="history_verb", metavar="VERB", required=True, parser_class=Parser)
+    h = verbs.add_parser("html", help="write the history page (index.html and plotly.js) into OUT_DIR")
+    h.add_argument("out_dir", type=Path, help="the folder to write the page into (made if missing)")
+    h.add_argument(
+        "--store", default=None, help="the history store (a path or URL; default: the store's own)"
+    )
+    h.set_defaults(func=cmd_history_html)
+    return p
+
+
+def load_view(store: str | None) -> Any:
+    """`suite.history.view(store)`, or one line saying why it cannot be had."""
+    try:
+        import suite.history as history
+    except ModuleNotFoundError as exc:
+        if exc.name in ("suite.history", "suite"):
+            raise UsageError(
+                "history html", "suite.history (the history store, issue 25) is not in this checkout"
+            ) from None
+        raise UsageError(
+            str(exc.name), f"not installed in this Python ({sys.executable}); the history store needs it"
+        ) from None
+    view = getattr(history, "view", None)
+    if view is None:
+        raise UsageError("history html", "suite.history has no view(): the store and the page disagree")
+    return view(store)
+
+
+def cmd_history_html(args: argparse.Namespace) -> int:
+    with needs("history html", REPORT[:1], PAGES_HINT):
+        from suite.report.pages.history_page import write_history_page
+    out: Path = args.out_dir
+    if out.exists() and not out.is_dir():
+        raise UsageError(str(out), "is a file, not a folder")
+    view = load_view(args.store)
+    try:
+        page = write_history_page(view, out)
+    except OSError as exc:
+        raise UsageError(str(exc.filename or out), f"cannot write: {exc.strerror or exc}") from None
+    print(f"suite history: the history page -> {page}", file=sys.stderr)
+    return 0

@@ -1,0 +1,125 @@
+"""A page opened as a user would: Debian's Chromium, headless, driven by Playwright; every console
+error, page error and failed request recorded. Shared by the browser tests, the README's
+screenshot (`nox -s pages-screenshot`) and the weight-and-speed benchmark (`nox -s pages-bench`).
+
+Host side, test tooling: Playwright is imported only here, when a page is opened.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from suite.errors import UsageError
+
+# the flags a CI machine needs: no sandbox as root, no GPU, nothing fetched on its own
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+CHROMIUM_NAMES = ("chromium", "chromium-browser")
+READY_TIMEOUT_MS = 30_000
+
+
+def find_chromium() -> str:
+    """The browser: $SUITE_CHROMIUM, else Debian's `chromium` on PATH; one line if there is none."""
+    explicit = os.environ.get("SUITE_CHROMIUM")
+    if explicit:
+        return explicit
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise UsageError(
+        "chromium", "not installed: `apt-get install chromium` (Debian's package), or set SUITE_CHROMIUM"
+    )
+
+
+@dataclass
+class Problems:
+    """What went wrong while a page was open: each a line naming what failed."""
+
+    console: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+
+    def all(self) -> list[str]:
+        return [
+            *(f"console: {m}" for m in self.console),
+            *(f"page error: {m}" for m in self.page_errors),
+            *(f"request failed: {m}" for m in self.failed_requests),
+        ]
+
+
+@dataclass
+class Browser:
+    """One Chromium for several pages (starting it takes seconds on a busy 2-core machine)."""
+
+    playwright: Any
+    browser: Any
+
+    @contextmanager
+    def open(self, path: Path, width: int = 1400, height: int = 900) -> Iterator[tuple[Any, Problems]]:
+        """The page at `path` (file://), loaded and drawn (body[data-ready]), with what went wrong."""
+        problems = Problems()
+        context = self.browser.new_context(viewport={"width": width, "height": height}, offline=True)
+        page = context.new_page()
+        page.on("console", lambda m: problems.console.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.page_errors.append(str(e)))
+        page.on("requestfailed", lambda r: problems.failed_requests.append(f"{r.url} ({r.failure})"))
+        page.on(
+            "response",
+            lambda r: (
+                problems.failed_requests.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None
+            ),
+        )
+        try:
+            page.goto(path.resolve().as_uri(), wait_until="load")
+            page.wait_for_selector("body[data-ready]", state="attached", timeout=READY_TIMEOUT_MS)
+            yield page, problems
+        finally:
+            context.close()
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    """Headless Chromium (Debian's), or one line saying what is missing (exit 2)."""
+    executable = find_chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ModuleNotFoundError:
+        raise UsageError(
+            "playwright", "not installed in this Python: `pip install playwright` (the tests' pins have it)"
+        ) from None
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=list(FLAGS))
+        try:
+            yield Browser(p, browser)
+        finally:
+            browser.close()
+
+
+def draw_all(page: Any) -> None:
+    """Every chart of the page drawn, in view or not (charts are drawn as they come near the screen)."""
+    page.evaluate("() => PG.drawAll()")
+    page.wait_for_function("() => PG.charts.every((c) => c.drawn)")
+
+
+def hover_first_point(page: Any, chart: Any) -> str:
+    """Hover the first data point of a chart element; returns the hover label's text."""
+    chart.scroll_into_view_if_needed()
+    point = chart.locator(".scatterlayer .trace .points path").first
+    point.hover(force=True)
+    label = chart.locator(".hoverlayer .hovertext")
+    label.first.wait_for(state="attached", timeout=5_000)
+    return " ".join(t or "" for t in label.all_text_contents())
