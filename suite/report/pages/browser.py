@@ -69,8 +69,11 @@ class Browser:
     browser: Any
 
     @contextmanager
-    def open(self, path: Path, width: int = 1400, height: int = 900) -> Iterator[tuple[Any, Problems]]:
-        """The page at `path` (file://), loaded and drawn (body[data-ready]), with what went wrong."""
+    def open(
+        self, path: Path, width: int = 1400, height: int = 900, ready: bool = True
+    ) -> Iterator[tuple[Any, Problems]]:
+        """The page at `path` (file://), loaded and (`ready`) drawn: body[data-ready]; with what
+        went wrong while it was open."""
         problems = Problems()
         context = self.browser.new_context(viewport={"width": width, "height": height}, offline=True)
         page = context.new_page()
@@ -85,7 +88,8 @@ class Browser:
         )
         try:
             page.goto(path.resolve().as_uri(), wait_until="load")
-            page.wait_for_selector("body[data-ready]", state="attached", timeout=READY_TIMEOUT_MS)
+            if ready:
+                page.wait_for_selector("body[data-ready]", state="attached", timeout=READY_TIMEOUT_MS)
             yield page, problems
         finally:
             context.close()
@@ -109,17 +113,41 @@ def chromium() -> Iterator[Browser]:
             browser.close()
 
 
-def draw_all(page: Any) -> None:
-    """Every chart of the page drawn, in view or not (charts are drawn as they come near the screen)."""
-    page.evaluate("() => PG.drawAll()")
-    page.wait_for_function("() => PG.charts.every((c) => c.drawn)")
+def draw_all(page: Any, selector: str = "") -> None:
+    """Every chart of the page (or those matching a CSS selector) drawn, in view or not (charts
+    are drawn as they come near the screen); returns once plotly.js has drawn them."""
+    page.evaluate("(s) => PG.drawAll(s || null)", selector)
+
+
+# where a chart's first hoverable point is on the page: its marker's centre where the trace
+# has markers, else its trace's axes map the point's data to pixels
+POINT_JS = """(div) => {
+  const data = div._fullData, layout = div._fullLayout;
+  const scatter = data.filter((t) => t.type === "scatter");
+  for (let c = 0; c < data.length; c++) {
+    const t = data[c];
+    if (t.hoverinfo === "skip" || t.visible !== true) continue;
+    const i = (t.y || []).findIndex((v) => v !== null && v !== undefined);
+    if (i < 0) continue;
+    if (t.type === "scatter" && t.mode.includes("markers")) {
+      const layer = div.querySelectorAll(".scatterlayer .trace")[scatter.indexOf(t)];
+      const r = layer.querySelectorAll(".points path")[0].getBoundingClientRect();
+      return [r.left + r.width / 2, r.top + r.height / 2];
+    }
+    const xa = layout[t.xaxis.replace("x", "xaxis")], ya = layout[t.yaxis.replace("y", "yaxis")];
+    const box = div.getBoundingClientRect();
+    return [box.left + xa._offset + xa.l2p(xa.d2l(t.x[i])), box.top + ya._offset + ya.l2p(ya.d2l(t.y[i]))];
+  }
+  return null;
+}"""
 
 
 def hover_first_point(page: Any, chart: Any) -> str:
-    """Hover the first data point of a chart element; returns the hover label's text."""
+    """Move the mouse onto a chart's first data point; returns the hover label's text."""
     chart.scroll_into_view_if_needed()
-    point = chart.locator(".scatterlayer .trace .points path").first
-    point.hover(force=True)
+    page.mouse.move(0, 0)  # off any chart first: a label from an earlier hover must not stay
+    x, y = chart.evaluate(POINT_JS)
+    page.mouse.move(x, y, steps=3)
     label = chart.locator(".hoverlayer .hovertext")
     label.first.wait_for(state="attached", timeout=5_000)
     return " ".join(t or "" for t in label.all_text_contents())

@@ -18,6 +18,7 @@ const PG = (() => {
     if (typeof Plotly === "undefined") {
       fatal("plotly.js did not load: the file named in this page's <script src> must sit beside the page " +
             "(merge and `suite history html` write it there).");
+      stopped = true;
       throw new Error("no plotly.js");
     }
     return JSON.parse(document.getElementById("page-data").textContent);
@@ -131,9 +132,9 @@ const PG = (() => {
     return Promise.all(charts.filter((c) => c.drawn).map(draw));
   }
 
-  function drawAll() {
-    // every chart, seen or not (the tests and the benchmark use it)
-    return Promise.all(charts.map((c) => (c.drawn ? null : draw(c))));
+  function drawAll(selector) {
+    // every chart (or those whose element matches `selector`), seen or not: for the tests and the benchmark
+    return Promise.all(charts.map((c) => (c.drawn || (selector && !c.div.matches(selector)) ? null : draw(c))));
   }
 
   function started() {
@@ -159,7 +160,8 @@ const PG = (() => {
     return String(text).toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "");
   }
 
-  window.addEventListener("error", (ev) => fatal(`script error: ${ev.message}`));
+  let stopped = false;  // the page stopped on purpose (said so already): not a second message
+  window.addEventListener("error", (ev) => { if (!stopped) fatal(`script error: ${ev.message}`); });
   return { app, fatal, data, el, esc, num, ms, factor, interval, gainText, qtyText, table, chart, redraw,
     drawAll, started, checkboxes, slug, charts };
 })();
