@@ -99,14 +99,24 @@
     return {
       data,
       layout: {
-        height: 300, margin: { l: 50, r: 10, t: 10, b: 30 }, scattermode: "group", scattergap: 0.3,
+        height: 250, margin: { l: 50, r: 10, t: 10, b: 30 }, scattermode: "group", scattergap: 0.3,
         xaxis: { type: "category", categoryorder: "array", categoryarray: xs.map((bs) => `bs ${bs}`) },
         yaxis: { type: "log", title: { text: "speed-up (x)", font: { size: 11 } }, zeroline: false },
         shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: { dash: "dot", color: "#888", width: 1 } }],
-        showlegend: true, legend: { orientation: "h", y: -0.15, font: { size: 10 } },
-        hovermode: "closest", font: { size: 11 },
+        showlegend: false, hovermode: "closest", font: { size: 11 },
       },
     };
+  }
+
+  const GLYPHS = { circle: "●", diamond: "◆", square: "■", "triangle-up": "▲" };
+  function legend(builds) {
+    // one legend for the section's charts: a colour per build, a shape per compile mode
+    const swatch = (color, glyph, label) => el("span", { class: "key" }, el("span", { style: `color: ${color}`, text: glyph }), " " + label);
+    return el("p", { class: "legend" },
+      builds.map((b) => swatch(buildColor(b), "●", b)),
+      D.filters.modes.map((m) => swatch("#444", GLYPHS[modeSymbol(m)], m)),
+      swatch("#444", "☆", "the guide's figure"), swatch(FAILED, "✕", "failed (its word beside it)"),
+      swatch(SUSPECT, "◯", "suspect: § unhealthy machine, † accuracy failed"));
   }
 
   function gpuSection(gpu, setup, index) {
@@ -114,15 +124,16 @@
     const builds = D.meta.builds.map((b) => b.name).filter((b) => cells.some((c) => c.build === b));
     const section = el("section", { id: `compile-vs-eager-${index}`, class: "gpu" },
       el("h2", { text: `Compile vs eager · ${gpu}` }),
-      el("p", { class: "sub", text: `Setup: ${setup}. Builds: ${builds.join(", ") || "none"}. Each point: the compiled cell's paired speed-up (eager median / compiled median) with its 95% CI; ✕: the cell failed; ☆: the guide's published figure for this GPU class; a red ring: suspect (§ unhealthy machine, † accuracy failed). Hover a point for its figures.` }));
+      el("p", { class: "sub", text: `Setup: ${setup}. Builds: ${builds.join(", ") || "none"}. Each point: the compiled cell's paired speed-up (eager median / compiled median) with its 95% CI, per batch size; the guide's published figure where it measured this GPU class. Hover a point for its figures: durations, CI, compile time, health.` }));
     const missing = D.problems.missing_builds.filter((m) => m.gpu === gpu);
     for (const m of missing) {
       section.append(el("p", { class: "warn missing-build", text: `Build ${m.build} (${m.kind}) has no row on this GPU (${m.others.join(", ") || "no other build"} ran here): its job failed or did not run; no comparison with it here.` }));
     }
+    section.append(legend(builds));
     const grid = el("div", { class: "grid" });
     for (const model of D.models) {
       const own = cells.filter((c) => c.task === model.task && c.model === model.model);
-      const div = el("div", { class: "chart", "data-model": model.label, style: "min-height: 300px" });
+      const div = el("div", { class: "chart", "data-model": model.label, style: "min-height: 250px" });
       const card = el("div", { class: "card", "data-task": model.task, "data-model": model.label },
         el("h3", { text: model.label }), div);
       if (!own.length) {
