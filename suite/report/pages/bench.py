@@ -98,10 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             target = TARGETS.get(name)
             aim = f"< {target[0]:g} MB, < {target[1]:g} s" if target else "(the machine's pace)"
             spread = f"{statistics.median(ready):.2f} [{min(ready):.2f}, {max(ready):.2f}]"
-            ratio = statistics.median(ready) / base
-            print(
-                f"| {name} | {weight_mb(path):.2f} | {spread} | {ratio:.2f} | {statistics.median(every):.2f} | {aim} |"
-            )
+            ratio, drawn = statistics.median(ready) / base, statistics.median(every)
+            print(f"| {name} | {weight_mb(path):.2f} | {spread} | {ratio:.2f} | {drawn:.2f} | {aim} |")
     return 0
 
 
