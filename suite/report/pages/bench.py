@@ -24,6 +24,7 @@ from pathlib import Path
 from suite.report.pages.assets import PLOTLY_FILE, ship_plotly
 from suite.report.pages.browser import chromium
 from suite.report.pages.history_page import write_history_page
+from suite.report.pages.merge import merge
 from suite.report.pages.sample import SampleRun, sample_history, write_sample_run
 
 BASELINE = f"""<!doctype html><html><head><meta charset="utf-8"><title>baseline</title></head>
@@ -47,11 +48,8 @@ def load() -> str:
 
 def pages(folder: Path, nights: int) -> dict[str, Path]:
     """The generated run's page, the year's history page and the baseline page."""
-    from suite.cli import main
-
     run = write_sample_run(folder / "run", SampleRun())
-    if main(["merge", str(run), "--no-plots"]) != 0:
-        raise SystemExit("the generated run did not merge")
+    merge(run, run)
     started = time.perf_counter()
     history = write_history_page(sample_history(nights=nights), folder / "history")
     print(f"history page written in {time.perf_counter() - started:.1f} s", file=sys.stderr)

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from suite.report.pages.browser import chromium, draw_all, hover_first_point
+from suite.report.pages.merge import merge
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOKE_RUN = ROOT / "results" / "2026-11-21-cpu-amd-epyc-smoke"
@@ -21,11 +22,8 @@ WIDTH, HEIGHT = 1400, 860
 
 
 def screenshot(run: Path, png: Path) -> Path:
-    from suite.cli import main
-
     with tempfile.TemporaryDirectory() as tmp:
-        if main(["merge", str(run), "-o", tmp, "--no-plots"]) != 0:
-            raise SystemExit(f"{run}: the merge failed")
+        merge(run, Path(tmp))
         with (
             chromium() as browser,
             browser.open(Path(tmp) / "tables" / "index.html", WIDTH, HEIGHT) as (page, problems),
