@@ -23,6 +23,8 @@ from suite.report.pages.history_page import write_history_page
 from suite.report.pages.sample import A100, sample_history, write_sample_run
 
 ROOT = Path(__file__).resolve().parent.parent
+# one worker runs them all (tests/conftest.py's groups): one browser started, not one per worker
+pytestmark = pytest.mark.xdist_group("pages-browser")
 SMOKE_RUN = ROOT / "results" / "2026-11-21-cpu-amd-epyc-smoke"
 
 

@@ -54,6 +54,8 @@ def load_view(store: str | None) -> Any:
 
 def cmd_history_html(args: argparse.Namespace) -> int:
     with needs("history html", REPORT[:1], PAGES_HINT):
+        import pandas  # noqa: F401  (first: the page's one need a host may lack; numpy comes with it)
+
         from suite.report.pages.history_page import write_history_page
     out: Path = args.out_dir
     if out.exists() and not out.is_dir():
