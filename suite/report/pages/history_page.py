@@ -132,6 +132,7 @@ def history_data(view: HistoryViewLike) -> dict[str, Any]:
     points, changes = view.points, view.changes
     check_columns(points, POINT_COLUMNS, "points")
     check_columns(changes, CHANGE_COLUMNS, "changes")
+    models = list(dict.fromkeys(zip(_texts(points["task"]), _texts(points["model"]), strict=True)))
     points = points.assign(day=_days(points["date"])).sort_values(["day", *SERIES_KEY], kind="stable")
     points = points.reset_index(drop=True)
     dates = sorted(d for d in points["day"].unique() if d)
@@ -221,7 +222,7 @@ def history_data(view: HistoryViewLike) -> dict[str, Any]:
         "healths": healths,
         "series": series,
         "changes": change_rows,
-        "models": list(dict.fromkeys((s["task"], s["model"]) for s in series)),
+        "models": models,  # in the store's order (the matrix's, where it keeps it)
         "filters": {
             "gpus": list(dict.fromkeys(s["gpu"] for s in series)),
             "lines": list(dict.fromkeys(s["build_line"] for s in series)),

@@ -61,10 +61,20 @@
     let legend = first;
     for (const [key, lo, hi, axis] of panels) {
       if (!s[key].some(PG.num)) continue;
-      if (lo) {  // the CI as one closed band: along the highs, back along the lows
-        out.push({ type: "scatter", mode: "lines", x: x.concat([...x].reverse()), y: s[hi].concat([...s[lo]].reverse()),
-          fill: "toself", fillcolor: color + "33", line: { width: 0 }, hoverinfo: "skip", showlegend: false,
-          legendgroup: group, yaxis: axis, connectgaps: false });
+      if (lo) {  // the CI as closed bands, one per run of nights with a figure: along the highs, back along the lows
+        const bx = [], by = [];
+        let run = [];
+        const close = () => {
+          if (run.length) {
+            bx.push(...run.map((i) => x[i]), ...run.map((i) => x[i]).reverse(), null);
+            by.push(...run.map((i) => s[hi][i]), ...run.map((i) => s[lo][i]).reverse(), null);
+          }
+          run = [];
+        };
+        s[lo].forEach((v, i) => (PG.num(v) && PG.num(s[hi][i]) ? run.push(i) : close()));
+        close();
+        out.push({ type: "scatter", mode: "lines", x: bx, y: by, fill: "toself", fillcolor: color + "33",
+          line: { width: 0 }, hoverinfo: "skip", showlegend: false, legendgroup: group, yaxis: axis, connectgaps: false });
       }
       out.push({ type: "scatter", mode: "lines", x, y: s[key], name: seriesName(s), legendgroup: group, showlegend: legend, yaxis: axis,
         line: { color, width: 1.5 }, hovertext: text, hoverinfo: "text", hoverlabel: { align: "left" },
