@@ -20,18 +20,22 @@ PAGES_HINT = (
 )
 
 
-def add_history_verbs(sub: Any) -> argparse.ArgumentParser:
-    """`history` and its verbs; the store's own verbs (suite.history) can be added to the parser
-    this returns."""
+def add_history_verbs(sub: Any) -> Any:
+    """`history` and its verbs (so far `html`); returns the verbs' subparsers, where the store's
+    own verbs (suite.cli's history store, issue 25) join it. Where the store's parser makes
+    `history` itself, `add_html_verb` alone joins that one."""
     p = sub.add_parser("history", help="the nightly history: its page (`history html OUT_DIR`)")
     verbs = p.add_subparsers(dest="history_verb", metavar="VERB", required=True, parser_class=Parser)
+    add_html_verb(verbs)
+    return verbs
+
+
+def add_html_verb(verbs: Any) -> None:
+    """`history html OUT_DIR [--store URL]` under `history`'s verbs."""
     h = verbs.add_parser("html", help="write the history page (index.html and plotly.js) into OUT_DIR")
     h.add_argument("out_dir", type=Path, help="the folder to write the page into (made if missing)")
-    h.add_argument(
-        "--store", default=None, help="the history store (a path or URL; default: the store's own)"
-    )
+    h.add_argument("--store", default=None, help="the history store (a path or URL; default: the store's own)")
     h.set_defaults(func=cmd_history_html)
-    return p
 
 
 def load_view(store: str | None) -> Any:
