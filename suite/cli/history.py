@@ -34,7 +34,7 @@ def add_html_verb(verbs: Any) -> None:
     """`history html OUT_DIR [--store URL]` under `history`'s verbs."""
     h = verbs.add_parser("html", help="write the history page (index.html and plotly.js) into OUT_DIR")
     h.add_argument("out_dir", type=Path, help="the folder to write the page into (made if missing)")
-    h.add_argument("--store", default=None, help="the history store (a path or URL; default: the store's own)")
+    h.add_argument("--store", default=None, help="the history store (path or URL; default: the store's own)")
     h.set_defaults(func=cmd_history_html)
 
 
