@@ -165,9 +165,11 @@ def test_history_data_from_the_contracts_columns_alone() -> None:
     assert len(data["series"]) == 2 * 2 * 2 * 2  # lines x models x batch sizes x modes
     assert all(n["page"].endswith("/tables/index.html") for n in data["nights"])
     for s in data["series"]:
-        assert len(s["night"]) == len(s["date"]) == len(s["speedup"]) == 12
+        assert len(s["nights"]) == len(s["median_ms"]) == 12
         if s["mode"] == "eager":
-            assert all(v is None for v in s["speedup"])  # NaN in the frame, null on the page
+            assert "speedup" not in s and "compile_s" not in s  # NaN all along: left out
+        else:
+            assert len(s["speedup"]) == len(s["speedup_lo"]) == len(s["compile_s"]) == 12
     # the change points: each on its series, with both nights' run pages and the commit range
     assert len(data["changes"]) == 2  # the nightly line's first model, default mode, 2 batch sizes
     for c in data["changes"]:
@@ -177,11 +179,52 @@ def test_history_data_from_the_contracts_columns_alone() -> None:
         assert c["first_bad_page"].endswith("/tables/index.html") and c["last_good"] < c["first_bad"]
 
 
-def test_a_failed_night_has_a_status_and_no_figure() -> None:
-    data = history_data(small_history(nights=20))  # night 17 fails in the compiled series
-    s = next(x for x in data["series"] if x["mode"] == "default")
-    i = s["date"].index(data["dates"].index("2026-01-18"))
-    assert data["statuses"][s["status"][i]] == "oom" and s["median_ms"][i] is None and s["speedup"][i] is None
+def decoded(data: dict, s: dict) -> pd.DataFrame:
+    """A series back as figures, as static/history.js decodes it."""
+    nights = [data["nights"][i] for i in pd.Series(s["nights"]).cumsum()]
+    out = pd.DataFrame({"date": [n["date"] for n in nights], "run_id": [n["run"] for n in nights]})
+    for key in ("speedup", "median_ms"):
+        value = pd.Series(s.get(key, [None] * len(out)), dtype=float)
+        for side, sign in (("lo", -1), ("hi", 1)):
+            offset = pd.Series(s.get(f"{key}_{side}", [None] * len(out)), dtype=float)
+            out[f"{key}_{side}"] = value * (1 + sign * offset / data["basis"])
+        out[key] = value
+    status = [data["usual"]["status"]] * len(out)
+    for i, code in s["status"]:
+        status[i] = code
+    out["status"] = [data["statuses"][c] for c in status]
+    return out
+
+
+def test_the_pages_figures_decode_to_the_views_within_their_kept_digits() -> None:
+    view = small_history(nights=20)  # night 17 fails in the compiled series
+    data = history_data(view)
+    for s in data["series"]:
+        mine = decoded(data, s)
+        frame = view.points[
+            (view.points["model"] == s["model"])
+            & (view.points["build"] == s["build"])
+            & (view.points["batch_size"] == s["batch_size"])
+            & (view.points["mode"] == s["mode"])
+        ].sort_values("date")
+        assert list(mine["run_id"]) == list(frame["run_id"])
+        assert list(mine["status"]) == list(frame["status"])
+        for mine_col, theirs in (
+            ("median_ms", "median_ms"),
+            ("median_ms_lo", "median_ci_low_ms"),
+            ("median_ms_hi", "median_ci_high_ms"),
+            ("speedup", "speedup"),
+            ("speedup_lo", "speedup_ci_low"),
+            ("speedup_hi", "speedup_ci_high"),
+        ):
+            expected = frame[theirs].to_numpy(dtype=float)
+            got = mine[mine_col].to_numpy(dtype=float)
+            assert (pd.isna(got) == pd.isna(expected)).all(), (s["model"], mine_col)
+            ok = ~pd.isna(expected)
+            assert abs(got[ok] / expected[ok] - 1).max(initial=0) < 1e-3, (s["model"], mine_col)
+    failed = next(x for x in data["series"] if x["mode"] == "default")
+    row = decoded(data, failed).set_index("date").loc["2026-01-18"]
+    assert row["status"] == "oom" and pd.isna(row["median_ms"]) and pd.isna(row["speedup"])
 
 
 @pytest.mark.parametrize("frame", ["points", "changes"])

@@ -7,6 +7,7 @@ on its own): then the verb says so in one line, exit status 2.
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,9 @@ def add_html_verb(verbs: Any) -> None:
     h.set_defaults(func=cmd_history_html)
 
 
-def load_view(store: str | None) -> Any:
-    """`suite.history.view(store)`, or one line saying why it cannot be had."""
+def load_view(store: str | None, out: Path) -> Any:
+    """`suite.history.view(store)`, or one line saying why it cannot be had. A view that can
+    make each night's run-page link relative to where the page goes (`pages_dir`) is told."""
     try:
         import suite.history as history
     except ModuleNotFoundError as exc:
@@ -53,6 +55,8 @@ def load_view(store: str | None) -> Any:
     view = getattr(history, "view", None)
     if view is None:
         raise UsageError("history html", "suite.history has no view(): the store and the page disagree")
+    if "pages_dir" in inspect.signature(view).parameters:
+        return view(store, pages_dir=out)
     return view(store)
 
 
@@ -64,7 +68,7 @@ def cmd_history_html(args: argparse.Namespace) -> int:
     out: Path = args.out_dir
     if out.exists() and not out.is_dir():
         raise UsageError(str(out), "is a file, not a folder")
-    view = load_view(args.store)
+    view = load_view(args.store, out)
     try:
         page = write_history_page(view, out)
     except OSError as exc:

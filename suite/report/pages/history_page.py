@@ -65,17 +65,19 @@ CHANGE_COLUMNS: tuple[str, ...] = (
     "confirm_command",
 )
 METRICS: tuple[str, ...] = ("speedup", "median_ms", "compile_s")
-# the figures of a point, in the order the page's script reads them
-FIGURES: tuple[str, ...] = (
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
-    "median_ms",
-    "median_ci_low_ms",
-    "median_ci_high_ms",
-    "compile_s",
+# A year of a full profile on a few builds and GPUs is a quarter of a million points: the page
+# carries them compactly (static/history.js decodes a series when it draws it). Per series: the
+# nights as differences (mostly 1); each figure with SIGNIFICANT digits; each CI bound as its
+# distance from its figure in 1/BASIS of the figure (an integer: 99 = 0.99%); the statuses and
+# health flags as the exceptions to the usual one. A figure absent from a whole series (an eager
+# series has no speed-up and no compile time) is left out.
+FIGURES: tuple[tuple[str, str, str, str], ...] = (  # page key, figure, CI low, CI high
+    ("speedup", "speedup", "speedup_ci_low", "speedup_ci_high"),
+    ("median_ms", "median_ms", "median_ci_low_ms", "median_ci_high_ms"),
+    ("compile_s", "compile_s", "", ""),
 )
-SIGNIFICANT = 5  # digits kept of each figure: the page's weight, not its precision, is what they cost
+SIGNIFICANT = 4
+BASIS = 10_000
 PAGE = "index.html"
 
 
@@ -102,6 +104,24 @@ def rounded(values: pd.Series) -> list[float | None]:
 
 def one(value: object) -> float | None:
     return rounded(pd.Series([value]))[0]
+
+
+def offsets(values: pd.Series, bounds: pd.Series) -> np.ndarray:
+    """Each CI bound's distance from its figure, in 1/BASIS of the figure (NaN where either is)."""
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    b = pd.to_numeric(bounds, errors="coerce").to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.round(np.abs(v - b) / np.abs(v) * BASIS)
+
+
+def _ints(values: np.ndarray) -> list[int | None]:
+    return [int(v) if math.isfinite(v) else None for v in values.tolist()]
+
+
+def _exceptions(codes: np.ndarray, usual: int) -> list[list[int]]:
+    """[[position, code], ...] where a code is not the usual one."""
+    where = np.flatnonzero(codes != usual)
+    return [[int(i), int(codes[i])] for i in where]
 
 
 def _day(value: object) -> str:
@@ -161,12 +181,19 @@ def history_data(view: HistoryViewLike) -> dict[str, Any]:
     ]
     status, health = _texts(points["status"]), _texts(points["health"])
     statuses, healths = sorted(set(status)), sorted(set(health))
-    codes = {
-        "status": pd.Categorical(status, categories=statuses).codes,
-        "health": pd.Categorical(health, categories=healths).codes,
-        "date": pd.Categorical(points["day"], categories=dates).codes,
+    status_code = pd.Categorical(status, categories=statuses).codes
+    health_code = pd.Categorical(health, categories=healths).codes
+    usual_status = statuses.index("ok") if "ok" in statuses else 0
+    usual_health = healths.index("ok") if "ok" in healths else 0
+    figures = {
+        key: (
+            np.array(rounded(points[value]), dtype=float),
+            offsets(points[value], points[low]) if low else None,
+            offsets(points[value], points[high]) if high else None,
+        )
+        for key, value, low, high in FIGURES
     }
-    figures = {c: rounded(points[c]) for c in FIGURES}
+    nights_of = night_of.to_numpy()
     series: list[dict[str, Any]] = []
     series_index: dict[tuple[str, ...], int] = {}
     keys = pd.DataFrame({c: text[c] for c in SERIES_KEY})
@@ -176,11 +203,18 @@ def history_data(view: HistoryViewLike) -> dict[str, Any]:
         series_index[key_text] = len(series)
         entry: dict[str, Any] = dict(zip(SERIES_KEY, key_text, strict=True))
         entry["batch_size"] = int(entry["batch_size"])
-        entry["night"] = night_of.to_numpy()[rows].tolist()
-        for name, code in codes.items():
-            entry[name] = code[rows].tolist()
-        for column in FIGURES:
-            entry[column] = [figures[column][i] for i in rows]
+        own = nights_of[rows]
+        entry["nights"] = np.diff(own, prepend=0).tolist()
+        for key_name, (value, low, high) in figures.items():
+            mine = value[rows]
+            if not np.isfinite(mine).any():
+                continue
+            entry[key_name] = [float(v) if math.isfinite(v) else None for v in mine.tolist()]
+            if low is not None and high is not None:
+                entry[key_name + "_lo"] = _ints(low[rows])
+                entry[key_name + "_hi"] = _ints(high[rows])
+        entry["status"] = _exceptions(status_code[rows], usual_status)
+        entry["health"] = _exceptions(health_code[rows], usual_health)
         series.append(entry)
 
     change_rows = []
@@ -220,6 +254,8 @@ def history_data(view: HistoryViewLike) -> dict[str, Any]:
         "nights": nights,
         "statuses": statuses,
         "healths": healths,
+        "usual": {"status": usual_status, "health": usual_health},
+        "basis": BASIS,
         "series": series,
         "changes": change_rows,
         "models": models,  # in the store's order (the matrix's, where it keeps it)

@@ -33,6 +33,26 @@
   const seriesName = (s) => `${s.build_line} · ${s.mode} · bs ${s.batch_size}` + (s.dtype !== "float32" ? ` · ${s.dtype}` : "") +
     (s.scenario !== "inference" ? ` · ${s.scenario}` : "");
 
+  // --- a series as the page carries it (history_page.py: FIGURES) and as the charts read it ---------
+  const dateIndex = new Map(D.dates.map((d, i) => [d, i]));
+  function full(s) {
+    if (s.full) return s.full;
+    const night = [];
+    s.nights.reduce((at, step) => { night.push(at + step); return at + step; }, 0);
+    const n = night.length;
+    const nulls = () => new Array(n).fill(null);
+    const bound = (key, sign, name) => (s[key] ? s[key].map((v, i) => (PG.num(v) && PG.num(s[`${key}_${name}`][i]) ? v * (1 + sign * s[`${key}_${name}`][i] / D.basis) : null)) : nulls());
+    const codes = (exceptions, usual) => { const out = new Array(n).fill(usual); for (const [i, c] of exceptions) out[i] = c; return out; };
+    s.full = {
+      ...s, night, date: night.map((k) => dateIndex.get(D.nights[k].date)),
+      status: codes(s.status, D.usual.status), health: codes(s.health, D.usual.health),
+      speedup: s.speedup || nulls(), speedup_ci_low: bound("speedup", -1, "lo"), speedup_ci_high: bound("speedup", 1, "hi"),
+      median_ms: s.median_ms || nulls(), median_ci_low_ms: bound("median_ms", -1, "lo"), median_ci_high_ms: bound("median_ms", 1, "hi"),
+      compile_s: s.compile_s || nulls(),
+    };
+    return s.full;
+  }
+
   // --- one model's chart ----------------------------------------------------------------------------
   function hoverTexts(s) {
     return s.date.map((d, i) => {
@@ -42,8 +62,11 @@
       const parts = [`<b>${D.dates[d]}</b> · ${PG.esc(seriesName(s))}`, `${PG.esc(s.build)}: torch ${PG.esc(n.torch)}${n.git ? " (" + n.git.slice(0, 10) + ")" : ""}`];
       if (status !== "ok") parts.push(`<b>${PG.esc(status)}</b>: no figure this night`);
       else {
-        if (PG.num(s.speedup[i])) parts.push(`speed-up ${PG.factor(s.speedup[i])}${PG.interval(s.speedup_ci_low[i], s.speedup_ci_high[i], 2)}`);
-        parts.push(`median ${PG.ms(s.median_ms[i])} ms${PG.interval(s.median_ci_low_ms[i], s.median_ci_high_ms[i], 3)}`);
+        // the page keeps 4 significant digits of each figure: shown as kept
+        const sig = (v) => (PG.num(v) ? String(Number(v.toPrecision(4))) : "—");
+        const ci = (lo, hi) => (PG.num(lo) && PG.num(hi) ? ` [${sig(lo)}, ${sig(hi)}]` : "");
+        if (PG.num(s.speedup[i])) parts.push(`speed-up ${sig(s.speedup[i])}x${ci(s.speedup_ci_low[i], s.speedup_ci_high[i])}`);
+        parts.push(`median ${sig(s.median_ms[i])} ms${ci(s.median_ci_low_ms[i], s.median_ci_high_ms[i])}`);
         if (PG.num(s.compile_s[i])) parts.push(`compile ${s.compile_s[i].toFixed(1)} s`);
       }
       parts.push(`health: ${health && health !== "ok" ? "§ " + PG.esc(health) + " (suspect)" : health || "—"}`);
@@ -52,10 +75,11 @@
     });
   }
 
-  function traces(s, color, first) {
+  function traces(encoded, color, first) {
+    const s = full(encoded);
     const x = s.date.map((d) => D.dates[d]);
     const text = hoverTexts(s);
-    const group = `s${D.series.indexOf(s)}`;
+    const group = `s${D.series.indexOf(encoded)}`;
     const out = [];
     const panels = [["speedup", "speedup_ci_low", "speedup_ci_high", "y"], ["median_ms", "median_ci_low_ms", "median_ci_high_ms", "y2"], ["compile_s", null, null, "y3"]];
     let legend = first;
