@@ -46,13 +46,17 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def pages(folder: Path, nights: int) -> dict[str, Path]:
-    """The generated run's page, the year's history page and the baseline page."""
+def pages(folder: Path, nights: int, history_page: Path | None = None) -> dict[str, Path]:
+    """The generated run's page, the year's history page (or the one given: `suite history html`
+    of a real store) and the baseline page."""
     run = write_sample_run(folder / "run", SampleRun())
     merge(run, run)
-    started = time.perf_counter()
-    history = write_history_page(sample_history(nights=nights), folder / "history")
-    print(f"history page written in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if history_page is not None:
+        history = history_page
+    else:
+        started = time.perf_counter()
+        history = write_history_page(sample_history(nights=nights), folder / "history")
+        print(f"history page written in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     (folder / "baseline").mkdir()
     ship_plotly(folder / "baseline")
     baseline = folder / "baseline" / "index.html"
@@ -81,10 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeat", type=int, default=5, help="openings of each page (default: %(default)s)")
     parser.add_argument("--nights", type=int, default=365, help="nights of history (default: %(default)s)")
+    parser.add_argument(
+        "--history-page", type=Path, default=None, help="measure this page (`suite history html` of a store)"
+    )
     args = parser.parse_args(argv)
     print(f"load average before: {load()} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
-        paths = pages(Path(tmp), args.nights)
+        paths = pages(Path(tmp), args.nights, args.history_page)
         times = measure(paths, args.repeat)
         print(f"load average after: {load()}")
         head = f"ready (s), median of {args.repeat} [min, max]"
