@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -207,19 +208,8 @@ def sample_history(
                             records.append(
                                 _point(
                                     rng,
-                                    gpu,
-                                    line,
-                                    build,
-                                    task,
-                                    model,
-                                    bs,
-                                    mode,
-                                    day,
-                                    run_id,
-                                    git,
-                                    eager,
-                                    slower,
-                                    n,
+                                    _Night(gpu, line, build, day, run_id, git, n),
+                                    _Cell(task, model, bs, mode, eager, slower),
                                 )
                             )
             if line != "stable" and nights > 2:
@@ -283,22 +273,28 @@ CHANGE_FRAME = (
 NAN = float("nan")
 
 
-def _point(
-    rng: random.Random,
-    gpu: str,
-    line: str,
-    build: str,
-    task: str,
-    model: str,
-    bs: int,
-    mode: str,
-    day: date,
-    run_id: str,
-    git: str,
-    eager: float,
-    slower: bool,
-    n: int,
-) -> dict[str, object]:
+class _Night(NamedTuple):
+    gpu: str
+    line: str
+    build: str
+    day: date
+    run_id: str
+    git: str
+    n: int  # its position in the history
+
+
+class _Cell(NamedTuple):
+    task: str
+    model: str
+    bs: int
+    mode: str
+    eager: float  # its eager median, ms
+    slower: bool  # after the change point
+
+
+def _point(rng: random.Random, night: _Night, cell: _Cell) -> dict[str, object]:
+    gpu, line, build, day, run_id, git, n = night
+    task, model, bs, mode, eager, slower = cell
     failed = n % 40 == 17 and mode != "eager"
     busy = n % 25 == 3
     point: dict[str, object] = {
