@@ -70,13 +70,15 @@ class Browser:
 
     @contextmanager
     def open(
-        self, path: Path, width: int = 1400, height: int = 900, ready: bool = True
+        self, path: Path, width: int = 1400, height: int = 900, ready: bool = True, before: Any = None
     ) -> Iterator[tuple[Any, Problems]]:
         """The page at `path` (file://), loaded and (`ready`) drawn: body[data-ready]; with what
-        went wrong while it was open."""
+        went wrong while it was open. `before(context, page)` runs before the page loads."""
         problems = Problems()
         context = self.browser.new_context(viewport={"width": width, "height": height}, offline=True)
         page = context.new_page()
+        if before is not None:
+            before(context, page)
         page.on("console", lambda m: problems.console.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: problems.page_errors.append(str(e)))
         page.on("requestfailed", lambda r: problems.failed_requests.append(f"{r.url} ({r.failure})"))
