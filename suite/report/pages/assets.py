@@ -40,6 +40,9 @@ def ship_plotly(folder: Path) -> Path:
     """Copy the bundle beside a page (once: a file already there with the right size is kept)."""
     source = VENDOR / PLOTLY_FILE
     target = folder / PLOTLY_FILE
+    for old in folder.glob("plotly-basic-*.min.js"):  # another version's, left by an older merge
+        if old.name != PLOTLY_FILE:
+            old.unlink()
     if not (target.is_file() and target.stat().st_size == source.stat().st_size):
         shutil.copyfile(source, target)
     return target
