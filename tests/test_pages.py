@@ -262,13 +262,29 @@ def test_history_html_draws_the_stores_view(tmp_path: Path, capsys, monkeypatch)
     store = types.ModuleType("suite.history")
 
     def view(store_url=None, **filters):
-        asked.append(store_url)
+        asked.append((store_url, filters))
         return small_history()
 
     store.view = view  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "suite.history", store)
-    assert main(["history", "html", str(tmp_path / "out"), "--store", "s3://bucket/h"]) == 0
-    assert asked == ["s3://bucket/h"]
+    out = str(tmp_path / "out")
+    assert (
+        main(
+            [
+                "history",
+                "html",
+                out,
+                "--store",
+                "s3://bucket/h",
+                "--gpu",
+                "NVIDIA H100",
+                "--since",
+                "2026-01-01",
+            ]
+        )
+        == 0
+    )
+    assert asked == [("s3://bucket/h", {"gpu": "NVIDIA H100", "since": "2026-01-01"})]
     assert len(page_data(tmp_path / "out" / "index.html")["series"]) == 16
     assert "the history page ->" in capsys.readouterr().err
 

@@ -36,10 +36,14 @@ def add_html_verb(verbs: Any) -> None:
     h = verbs.add_parser("html", help="write the history page (index.html and plotly.js) into OUT_DIR")
     h.add_argument("out_dir", type=Path, help="the folder to write the page into (made if missing)")
     h.add_argument("--store", default=None, help="the history store (path or URL; default: the store's own)")
+    # narrowing the view (suite.history.view's filters) keeps a page of a large store light
+    h.add_argument("--gpu", default=None, help="one GPU's series only (its name as the store has it)")
+    h.add_argument("--build-line", default=None, help="one build line's series only (e.g. 'nightly 2.10')")
+    h.add_argument("--since", default=None, help="nights from this date on (YYYY-MM-DD)")
     h.set_defaults(func=cmd_history_html)
 
 
-def load_view(store: str | None, out: Path) -> Any:
+def load_view(store: str | None, out: Path, filters: dict[str, str] | None = None) -> Any:
     """`suite.history.view(store)`, or one line saying why it cannot be had. A view that can
     make each night's run-page link relative to where the page goes (`pages_dir`) is told."""
     try:
@@ -55,9 +59,10 @@ def load_view(store: str | None, out: Path) -> Any:
     view = getattr(history, "view", None)
     if view is None:
         raise UsageError("history html", "suite.history has no view(): the store and the page disagree")
+    given = {k: v for k, v in (filters or {}).items() if v is not None}
     if "pages_dir" in inspect.signature(view).parameters:
-        return view(store, pages_dir=out)
-    return view(store)
+        return view(store, pages_dir=out, **given)
+    return view(store, **given)
 
 
 def cmd_history_html(args: argparse.Namespace) -> int:
@@ -68,7 +73,8 @@ def cmd_history_html(args: argparse.Namespace) -> int:
     out: Path = args.out_dir
     if out.exists() and not out.is_dir():
         raise UsageError(str(out), "is a file, not a folder")
-    view = load_view(args.store, out)
+    filters = {"gpu": args.gpu, "build_line": args.build_line, "since": args.since}
+    view = load_view(args.store, out, filters)
     try:
         page = write_history_page(view, out)
     except OSError as exc:
