@@ -110,7 +110,7 @@ class Rates:
     alarms: int = 0  # histories with any change (A/A: false alarms)
     exact: int = 0  # the planted step found at its night, right direction
     near: int = 0  # within two nights of it
-    extra: int = 0  # changes found elsewhere in a history with a step
+    extra: int = 0  # histories with a step where a change was found elsewhere too
     sizes: list[float] = field(default_factory=list)
 
     def rate(self, n: int) -> str:
@@ -140,7 +140,7 @@ def step_rates(
         near = next((s for s in right if abs(s.at - before) <= 2), None)
         out.exact += hit is not None
         out.near += near is not None
-        out.extra += sum(abs(s.at - before) > 2 for s in shifts)
+        out.extra += any(abs(s.at - before) > 2 for s in shifts)
         if near is not None:
             out.sizes.append(near.change)
     return out
@@ -161,3 +161,117 @@ def nightly_aa_rates(
             s.at >= t - recent for t in range(rule.min_nights, nights + 1) for s in detect(values[:t], rule)
         )
     return out
+
+
+def nightly_step_rates(
+    pool: np.ndarray, before: int, after: int, step: float, count: int, rule: Rule, recent: int, seed: int = 0
+) -> tuple[Rates, list[int]]:
+    """Steps as the nightly workflow meets them: the rule run after each night from the step on;
+    the first night a confirmed change in the step's direction is found among the last `recent`
+    nights opens the issue. Returns the rates (exact: at the step's night) and the nights it took."""
+    rng = np.random.default_rng(seed)
+    out, delays = Rates(), []
+    for _ in range(count):
+        values = history(pool, before + after, rng, step, before)
+        out.histories += 1
+        for t in range(before + rule.min_segment, before + after + 1):
+            found = [
+                s
+                for s in detect(values[:t], rule)
+                if s.at >= t - recent and s.confirmed(rule) and (s.change > 0) == (step > 0)
+            ]
+            if found:
+                out.alarms += 1
+                out.exact += any(s.at == before for s in found)
+                out.near += any(abs(s.at - before) <= 2 for s in found)
+                delays.append(t - before)
+                break
+    return out, delays
+
+
+STEPS = (0.03, 0.05, 0.10)
+DIRECTION = {"median_ms": 1, "speedup": -1, "compile_s": 1}  # a regression's sign per figure
+NAMES = {"median_ms": "median latency", "speedup": "paired speed-up", "compile_s": "compile time"}
+
+
+def report(
+    folders: Sequence[Path], count: int, seed: int = 0, rule: Rule | None = None, recent: int = 14
+) -> str:
+    """The rates, as Markdown (docs/history.md quotes them with the command and the load)."""
+    import os
+    import time
+
+    rule = rule or Rule()
+    started = time.monotonic()
+    load_before = os.getloadavg()[0]
+    pool = noise_pool(folders)
+    out = [
+        "# The change-point rule's error rates, on this suite's own noise",
+        "",
+        f"Noise: {pool.pairs} pairs of repetitions in {', '.join(pool.sources)}; one night's log deviation "
+        "from its cell's level (pair's log ratio / sqrt 2, both signs):",
+        "",
+    ]
+    out += [f"- {NAMES[m]}: {pool.spread(m)}" for m in METRICS]
+    out += [
+        "",
+        f"Rule: {rule}. {count} histories per case, seed {seed}; nights drawn independently from the pool.",
+        "",
+        "## False alarms (A/A: the same level every night)",
+        "",
+        "| figure | 60 nights: histories with a change | 365 "
+        "nights | nightly use, 120 nights: histories that "
+        f"would have opened an issue (a confirmed change among the last {recent} nights, after any night) |",
+        "|---|---|---|---|",
+    ]
+    for m in METRICS:
+        p = pool.deviations[m]
+        a60 = aa_rates(p, 60, count, rule, seed)
+        a365 = aa_rates(p, 365, max(10, count // 4), rule, seed + 1)
+        night = nightly_aa_rates(p, 120, count, rule, recent, seed + 2)
+        out.append(
+            f"| {NAMES[m]} | {a60.rate(a60.alarms)} | {a365.rate(a365.alarms)} | {night.rate(night.alarms)} |"
+        )
+    out += [
+        "",
+        "## Detection: a step planted at night 31 of 60 (30 nights after it)",
+        "",
+        "| figure | step | found at its night | within 2 nights "
+        "| another change found too | size found (median) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in METRICS:
+        for step in STEPS:
+            r = step_rates(pool.deviations[m], 30, 30, DIRECTION[m] * step, count, rule, seed + 3)
+            size = f"{np.median(r.sizes):+.1%}" if r.sizes else "—"
+            out.append(
+                f"| {NAMES[m]} | {DIRECTION[m] * step:+.0%} | {r.rate(r.exact)} | {r.rate(r.near)} | "
+                f"{r.rate(r.extra)} | {size} |"
+            )
+    out += [
+        "",
+        "## How soon the nightly workflow tells: the same steps "
+        "after 30 good nights, the rule run after every night",
+        "",
+        "| figure | step | issue opened within 30 nights | at "
+        "the step's night | nights it took (median, max) |",
+        "|---|---|---|---|---|",
+    ]
+    for m in METRICS:
+        for step in STEPS:
+            r, delays = nightly_step_rates(
+                pool.deviations[m], 30, 30, DIRECTION[m] * step, count, rule, recent, seed + 4
+            )
+            took = f"{int(np.median(delays))}, {max(delays)}" if delays else "—"
+            out.append(
+                f"| {NAMES[m]} | {DIRECTION[m] * step:+.0%} | "
+                f"{r.rate(r.alarms)} | {r.rate(r.exact)} | {took} |"
+            )
+    out += [
+        "",
+        f"Made by `python -m suite history calibrate --histories {count} --seed {seed}` in "
+        f"{time.monotonic() - started:.0f} s; 1-minute load "
+        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after "
+        f"({os.cpu_count()} cores).",
+    ]
+    return "\n".join(out) + "\n"

@@ -146,6 +146,28 @@ def _most_common(values: Sequence[str]) -> str:
     return counts.most_common(1)[0][0] if counts else ""
 
 
+def _read_input(path: Path, allow_partial: bool) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
+    """A run folder's (or CSV file's) rows as written, each with its file:line, once checked by
+    the merge's reader; what was accepted but is worth a line."""
+    files = find_csvs([path])
+    try:
+        loaded = load(files)
+    except UsageError as exc:
+        raise UsageError("", f"{str(exc).replace('to merge', 'to ingest')}; nothing was stored") from None
+    problems = [p for p in loaded.skipped if not (allow_partial and PARTIAL in p)]
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise UsageError("", f"{problems[0]}{more}; nothing was stored")
+    notes = [p for p in loaded.skipped if PARTIAL in p] + [f"superseded: {s}" for s in loaded.superseded]
+    raw: dict[str, dict[str, str]] = {}
+    for file in files:  # the values as written (the merge's frame has typed some of them)
+        result = read_rows(file)
+        for row, line in zip(result.rows, result.lines, strict=True):
+            raw[f"{file}:{line}"] = row
+    rows = [(source, {k: v.strip() for k, v in raw[source].items()}) for source in loaded.frame["source"]]
+    return rows, notes
+
+
 def read_run(
     inputs: Sequence[Path],
     matrix: Path | None = None,
@@ -157,26 +179,18 @@ def read_run(
 ) -> RunRead:
     """Every night in the inputs (run folders or raw CSVs); UsageError (one line, exit 2) if any
     file or row is not a clean result, before anything is stored."""
-    files = find_csvs(inputs)
-    loaded = load(files)
-    problems = [p for p in loaded.skipped if not (allow_partial and PARTIAL in p)]
-    if problems:
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        raise UsageError("", f"{problems[0]}{more}; nothing was stored")
-    notes = [p for p in loaded.skipped if PARTIAL in p] + [f"superseded: {s}" for s in loaded.superseded]
-    raw: dict[str, dict[str, str]] = {}
-    for path in files:  # the values as written (the merge's frame has typed some of them)
-        result = read_rows(path)
-        for row, line in zip(result.rows, result.lines, strict=True):
-            raw[f"{path}:{line}"] = row
-    kinds, _ = build_kinds(sorted(set(loaded.frame["build"])), matrix, matrix_explicit)
     stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None)
-    run_dir = str(inputs[0]) if len(inputs) == 1 else ""
+    notes: list[str] = []
     groups: dict[tuple[str, str, str, str], list[tuple[str, dict[str, str]]]] = {}
-    for source in loaded.frame["source"]:
-        row = {k: v.strip() for k, v in raw[source].items()}
-        key = (row["run_id"], row["build"], row["device"], row["gpu_name"])
-        groups.setdefault(key, []).append((source, row))
+    run_dirs: dict[tuple[str, str, str, str], str] = {}
+    for path in inputs:  # each its own run: one row per cell within it, as the merge reads a run
+        rows, said = _read_input(path, allow_partial)
+        notes += said
+        for source, row in rows:
+            key = (row["run_id"], row["build"], row["device"], row["gpu_name"])
+            groups.setdefault(key, []).append((source, row))
+            run_dirs[key] = str(path) if path.is_dir() else ""
+    kinds, _ = build_kinds(sorted({key[1] for key in groups}), matrix, matrix_explicit)
     nights = []
     for (run_id, build, device, gpu_name), members in groups.items():
         sources = [source for source, _ in members]
@@ -195,7 +209,7 @@ def read_run(
             "build_kind": pa.array([kind] * n, pa.string()),
             "build_line": pa.array([build_line(kind, version)] * n, pa.string()),
             "gpu": pa.array([gpu] * n, pa.string()),
-            "run_dir": pa.array([run_dir] * n, pa.string()),
+            "run_dir": pa.array([run_dirs[(run_id, build, device, gpu_name)]] * n, pa.string()),
             "run_page": pa.array([run_page] * n, pa.string()),
             "ingested_at": pa.array([stamp] * n, pa.timestamp("us")),
             "torch_date": pa.array([torch_date(version)] * n, pa.date32()),

@@ -108,24 +108,30 @@ def points(con: duckdb.DuckDBPyConnection, filters: Mapping[str, object] | None 
     return frame.reset_index(drop=True)
 
 
-def usable(track: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The nights of a track a metric's change points are judged on: ok, a positive figure, and
-    for latency and compile time a healthy machine (the gate does not judge the others either;
-    the paired speed-up cancels a busy machine)."""
-    keep = (track["status"] == OK) & (track[metric] > 0)
+def usable_mask(pts: pd.DataFrame, metric: str) -> np.ndarray:
+    """The nights a metric is judged on: ok, a positive figure, and for latency and compile time a
+    healthy machine (the gate does not judge the others either; the paired speed-up cancels a busy
+    machine)."""
+    values = pts[metric].to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        keep = (pts["status"].to_numpy() == OK) & (values > 0)
     if metric != "speedup":
-        keep &= track["health"].isin(HEALTHY)
-    return track[keep]
+        keep &= pts["health"].isin(HEALTHY).to_numpy()
+    return keep
+
+
+def usable(track: pd.DataFrame, metric: str) -> pd.DataFrame:
+    return track[usable_mask(track, metric)]
 
 
 @dataclass(frozen=True)
 class Found:
-    """A change point with the nights around it."""
+    """A change point with the nights around it (their positions in the points frame)."""
 
     metric: str
     shift: Shift
-    good: pd.Series  # the last night of the old level
-    bad: pd.Series  # the first night of the new level
+    good: int  # the last night of the old level
+    bad: int  # the first night of the new level
     confirmed: bool
 
 
@@ -139,16 +145,30 @@ def is_regression(metric: str, change: float) -> bool:
     return direction(metric, change) in ("slower", "smaller")
 
 
-def track_changes(track: pd.DataFrame, rule: Rule) -> list[Found]:
+def groups(pts: pd.DataFrame, key: Sequence[str]) -> list[np.ndarray]:
+    """The row positions of each group, in the frame's order (points come sorted by track, date)."""
+    if pts.empty:
+        return []
+    return list(pts.groupby(list(key), sort=False, dropna=False).indices.values())
+
+
+def find_changes(pts: pd.DataFrame, rule: Rule) -> list[Found]:
+    """Every change point of every track and metric; positions refer to `pts`."""
     out = []
+    tracks = groups(pts, TRACK_KEY)
     for metric in METRICS:
-        nights = usable(track, metric)
-        if len(nights) < rule.min_nights:
-            continue
-        for shift in detect(nights[metric].to_numpy(float), rule):
-            out.append(
-                Found(metric, shift, nights.iloc[shift.at - 1], nights.iloc[shift.at], shift.confirmed(rule))
-            )
+        mask = usable_mask(pts, metric)
+        values = pts[metric].to_numpy(float)
+        for rows in tracks:
+            nights = rows[mask[rows]]
+            if len(nights) < rule.min_nights:
+                continue
+            for shift in detect(values[nights], rule):
+                out.append(
+                    Found(
+                        metric, shift, int(nights[shift.at - 1]), int(nights[shift.at]), shift.confirmed(rule)
+                    )
+                )
     return out
 
 
@@ -168,16 +188,13 @@ def confirm_command(bad: pd.Series, good_day: date, bad_day: date, good_run: str
     )
 
 
-def change_rows(found: Sequence[Found]) -> pd.DataFrame:
+def change_rows(pts: pd.DataFrame, found: Sequence[Found]) -> pd.DataFrame:
     rows = []
     for f in found:
-        good, bad, s = f.good, f.bad, f.shift
+        good, bad, s = pts.iloc[f.good], pts.iloc[f.bad], f.shift
         good_git, bad_git = str(good["torch_git"] or ""), str(bad["torch_git"] or "")
-        url = (
-            COMPARE_URL.format(good=good_git, bad=bad_git)
-            if good_git and bad_git and good_git != bad_git
-            else ""
-        )
+        same = not (good_git and bad_git and good_git != bad_git)
+        url = "" if same else COMPARE_URL.format(good=good_git, bad=bad_git)
         good_run = good["run_dir"] or f"results/{good['run_id']}"
         rows.append(
             {
@@ -213,18 +230,5 @@ def change_rows(found: Sequence[Found]) -> pd.DataFrame:
 
 def all_changes(pts: pd.DataFrame, rule: Rule | None = None) -> pd.DataFrame:
     """Every change point of every track (confirmed and pending), in track then date order."""
-    rule = rule or Rule()
-    found: list[Found] = []
-    if not pts.empty:
-        for _, track in pts.groupby(list(TRACK_KEY), sort=False, dropna=False):
-            if len(track) >= rule.min_nights:
-                found += track_changes(track, rule)
-    return change_rows(found)
-
-
-def level_ci(values: np.ndarray) -> tuple[float, float, float]:
-    """The median of a series' nights with its distribution-free 95% CI (order statistics)."""
-    from suite.measure.stats import median_ci
-
-    low, high = median_ci(list(values))
-    return float(np.median(values)), float(low), float(high)
+    found = sorted(find_changes(pts, rule or Rule()), key=lambda f: (f.bad, METRICS.index(f.metric)))
+    return change_rows(pts, found)

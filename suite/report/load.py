@@ -151,8 +151,7 @@ def _row_problems(frame: pd.DataFrame) -> pd.Series:
     for col in REQUIRED_TEXT:
         checks.append((frame[col].to_numpy() == "", lambda i, c=col: f"field {c}: empty"))
     raw = frame[list(NUMERIC_COLUMNS)].to_numpy(dtype=object)
-    number = pd.to_numeric(pd.Series(raw.ravel(order="F")), errors="coerce").to_numpy(float)
-    number = number.reshape(raw.shape, order="F")
+    number = _parse_numbers(raw)
     for j, col in enumerate(NUMERIC_COLUMNS):
         text, value = raw[:, j], number[:, j]
         bad = (text != "") & ~np.isfinite(value)
@@ -190,11 +189,18 @@ def _row_problems(frame: pd.DataFrame) -> pd.Series:
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
-    for col in NUMERIC_COLUMNS:
-        out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
+    """The number columns as floats (parsed in one call), the batch size as an int."""
+    numbers = _parse_numbers(frame[list(NUMERIC_COLUMNS)].to_numpy(dtype=object))
+    typed = pd.DataFrame(numbers, columns=list(NUMERIC_COLUMNS), index=frame.index)
+    out = pd.concat([frame.drop(columns=list(NUMERIC_COLUMNS)), typed], axis=1)[list(frame.columns)]
     out["batch_size"] = out["batch_size"].astype(int)
     return out
+
+
+def _parse_numbers(raw: np.ndarray) -> np.ndarray:
+    """pandas' number parsing (`to_numeric`, NaN where not a number) of a 2-D block of strings."""
+    number = pd.to_numeric(pd.Series(raw.ravel(order="F")), errors="coerce").to_numpy(float)
+    return number.reshape(raw.shape, order="F")
 
 
 def _dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
