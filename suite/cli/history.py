@@ -3,7 +3,7 @@
     history ingest RUN_DIR... [--store URL]      a run's rows into the history (twice: nothing added)
     history report [--store URL] [filters]       trends and change points per series
     history verdict RUN_DIR [--store URL]        the nightly's verdict (the workflow's job summary)
-    history bisect --cell M,BS,MODE --good D --bad D   the first bad nightly (`nox -s bisect`)
+    history judge GOOD_RUN RUN --cell M,BS,MODE    one cell by the gate's rule (what `nox -s bisect` asks)
     history calibrate [--repeats DIR...]         the change-point rule's error rates on real noise
     history migrate [--store URL]                bring a store to this suite's schema
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
@@ -92,25 +93,16 @@ def add_history_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore
     )
     p.set_defaults(func=cmd_verdict)
 
-    p = verbs.add_parser("bisect", help="the first bad nightly of one cell between two dates (docker)")
+    p = verbs.add_parser(
+        "judge", help="one cell of a run against a good run, by the gate's rule (nox -s bisect)"
+    )
+    p.add_argument("good", type=Path, help="the good night's run folder")
+    p.add_argument("new", type=Path, help="the run folder to judge")
     p.add_argument(
         "--cell", required=True, help='"<model>,<batch size>,<mode>", e.g. "ResNet,4,reduce-overhead"'
     )
-    p.add_argument("--good", type=day, required=True, help="a nightly date known good")
-    p.add_argument("--bad", type=day, required=True, help="a nightly date known bad")
-    p.add_argument(
-        "--build", default="nightly-current", help="a nightly build of matrix.yaml (default: %(default)s)"
-    )
-    p.add_argument(
-        "--profile", default="full", help="the profile whose settings the cell runs with (%(default)s)"
-    )
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--threshold", type=threshold, default=None, help="the gate's threshold (default: 0.05)")
-    p.add_argument("--out", type=Path, default=Path("results"), help="where the tried nights' runs go")
-    p.add_argument(
-        "--local-bases", action="store_true", help="the images' stand-in bases (docs/containers.md)"
-    )
-    p.set_defaults(func=cmd_bisect)
+    p.set_defaults(func=cmd_judge)
 
     p = verbs.add_parser("calibrate", help="the change-point rule's false-alarm and detection rates")
     p.add_argument("--repeats", nargs="+", type=Path, default=None, help="folders of `suite repeat` runs")
@@ -216,11 +208,18 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bisect(args: argparse.Namespace) -> int:
+def cmd_judge(args: argparse.Namespace) -> int:
     with needs("history", HISTORY, HISTORY_HINT):
-        from suite.history.bisect import run_bisect
+        from suite.compare.rule import Rule
+        from suite.history.bisect import Cell
+        from suite.history.judge import judge_runs
 
-    return run_bisect(args)
+    for path in (args.good, args.new):
+        if not path.exists():
+            raise UsageError(str(path), "no such file or folder")
+    rule = Rule() if args.threshold is None else replace(Rule(), threshold=args.threshold)
+    print(judge_runs(args.good, args.new, Cell.parse(args.cell), rule).json())
+    return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
