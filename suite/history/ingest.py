@@ -21,12 +21,11 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from suite.errors import UsageError
 from suite.history.schema import column_names
-from suite.report.load import find_csvs, load
+from suite.report.load import find_csvs, load, parse_numbers
 from suite.report.study import build_kinds
 from suite.results import BY_NAME, CELL_COLUMNS, NONFINITE_COLUMNS, NONFINITE_WORDS, TEXT, read_rows
 
@@ -97,25 +96,36 @@ def torch_date(torch_version: str) -> date | None:
         return None
 
 
-def _numbers(name: str, texts: Sequence[str], sources: Sequence[str]) -> pa.Array:
-    """One number column of the contract as Arrow values (null: empty). The merge's reader has
-    checked the contract's and the measured columns; the rest are checked here, as strictly."""
-    column = BY_NAME[name]
-    text = np.asarray(texts, dtype=object)
-    value = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(float)
+NUMBER_NAMES: tuple[str, ...] = tuple(name for name, c in BY_NAME.items() if c.kind != TEXT)
+
+
+def _numbers(rows: Sequence[dict[str, str]], sources: Sequence[str]) -> dict[str, pa.Array]:
+    """Every number column of the contract as Arrow values (null: empty), parsed in one call. The
+    merge's reader has checked the contract's and the measured columns; the rest are checked here,
+    as strictly: a value that is not a number refuses the input."""
+    text = np.array([[r.get(name, "") for name in NUMBER_NAMES] for r in rows], dtype=object).reshape(
+        len(rows), len(NUMBER_NAMES)
+    )
+    value = parse_numbers(text)
     empty = text == ""
-    allowed = np.isin(text, NONFINITE_WORDS) if name in NONFINITE_COLUMNS else np.zeros(len(text), bool)
-    bad = ~empty & ~np.isfinite(value) & ~allowed
-    if column.kind == "int":
-        with np.errstate(invalid="ignore"):
-            bad |= ~empty & np.isfinite(value) & (value != np.round(value))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        what = "a whole number" if column.kind == "int" else "a number"
-        raise UsageError(sources[i], f"field {name}: {text[i][:40]!r} is not {what}; nothing was stored")
-    if column.kind == "int":
-        return pa.array(np.where(empty, 0, value).astype(np.int64), mask=empty, type=pa.int64())
-    return pa.array(value, mask=empty, type=pa.float64())
+    out = {}
+    for j, name in enumerate(NUMBER_NAMES):
+        column, t, v, e = BY_NAME[name], text[:, j], value[:, j], empty[:, j]
+        bad = ~e & ~np.isfinite(v)
+        if name in NONFINITE_COLUMNS:
+            bad &= ~np.isin(t, NONFINITE_WORDS)
+        if column.kind == "int":
+            with np.errstate(invalid="ignore"):
+                bad |= ~e & np.isfinite(v) & (v != np.round(v))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            what = "a whole number" if column.kind == "int" else "a number"
+            raise UsageError(sources[i], f"field {name}: {t[i][:40]!r} is not {what}; nothing was stored")
+        if column.kind == "int":
+            out[name] = pa.array(np.where(e, 0, v).astype(np.int64), mask=e, type=pa.int64())
+        else:
+            out[name] = pa.array(v, mask=e, type=pa.float64())
+    return out
 
 
 def _night_date(rows: Sequence[dict[str, str]], run_id: str, override: date | None, where: str) -> date:
@@ -168,6 +178,23 @@ def _read_input(path: Path, allow_partial: bool) -> tuple[list[tuple[str, dict[s
     return rows, notes
 
 
+def _typed_rows(rows: Sequence[dict[str, str]], sources: Sequence[str]) -> pa.Table:
+    """The contract's columns typed, each row's extras as JSON, its key and its digest."""
+    data: dict[str, pa.Array] = _numbers(rows, sources)
+    for name, column in BY_NAME.items():
+        if column.kind == TEXT:  # a column the CSV lacks (an older suite's): NULL, not empty
+            data[name] = pa.array([r.get(name) for r in rows], pa.string())
+    extras = [{k: v for k, v in r.items() if k not in BY_NAME} for r in rows]
+    data["extra"] = pa.array([json.dumps(e, sort_keys=True) if e else "" for e in extras], pa.string())
+    data["row_key"] = pa.array(["\x1f".join(r.get(c, "") for c in CELL_COLUMNS) for r in rows], pa.string())
+    digests = [
+        hashlib.sha256("\x1f".join([*(r.get(c, "") for c in BY_NAME), extra]).encode()).hexdigest()[:20]
+        for r, extra in zip(rows, data["extra"].to_pylist(), strict=True)
+    ]
+    data["row_digest"] = pa.array(digests, pa.string())
+    return pa.table(data)
+
+
 def read_run(
     inputs: Sequence[Path],
     matrix: Path | None = None,
@@ -191,19 +218,22 @@ def read_run(
             groups.setdefault(key, []).append((source, row))
             run_dirs[key] = str(path) if path.is_dir() else ""
     kinds, _ = build_kinds(sorted({key[1] for key in groups}), matrix, matrix_explicit)
-    nights = []
-    for (run_id, build, device, gpu_name), members in groups.items():
-        sources = [source for source, _ in members]
-        rows = [row for _, row in members]
+    members = [m for group in groups.values() for m in group]  # night by night
+    sources = [source for source, _ in members]
+    rows = [row for _, row in members]
+    table = _typed_rows(rows, sources)
+    nights, start = [], 0
+    for (run_id, build, device, gpu_name), group in groups.items():
+        n = len(group)
+        mine = rows[start : start + n]
         if not run_id:
-            raise UsageError(sources[0], "field run_id: empty; a night needs its run id")
-        day = _night_date(rows, run_id, night_date, sources[0].rsplit(":", 1)[0])
-        version = _most_common([r.get("torch_version", "") for r in rows])
+            raise UsageError(sources[start], "field run_id: empty; a night needs its run id")
+        day = _night_date(mine, run_id, night_date, sources[start].rsplit(":", 1)[0])
+        version = _most_common([r.get("torch_version", "") for r in mine])
         kind = kinds.get(build, "release")
         gpu = gpu_label(device, gpu_name)
         nid = night_id(run_id, build, device, gpu_name)
-        n = len(rows)
-        data: dict[str, pa.Array] = {
+        night_values = {
             "night_id": pa.array([nid] * n, pa.string()),
             "date": pa.array([day] * n, pa.date32()),
             "build_kind": pa.array([kind] * n, pa.string()),
@@ -214,28 +244,8 @@ def read_run(
             "ingested_at": pa.array([stamp] * n, pa.timestamp("us")),
             "torch_date": pa.array([torch_date(version)] * n, pa.date32()),
         }
-        texts = {name: [r.get(name, "") for r in rows] for name in BY_NAME}
-        for name, column in BY_NAME.items():
-            data[name] = (
-                pa.array(texts[name], pa.string())
-                if column.kind == TEXT
-                else _numbers(name, texts[name], sources)
-            )
-        extras = [{k: v for k, v in r.items() if k not in BY_NAME} for r in rows]
-        data["extra"] = pa.array([json.dumps(e, sort_keys=True) if e else "" for e in extras], pa.string())
-        data["row_key"] = pa.array(
-            ["\x1f".join(str(texts[c][i]) for c in CELL_COLUMNS) for i in range(n)], pa.string()
-        )
-        data["row_digest"] = pa.array(
-            [
-                hashlib.sha256("\x1f".join([*(texts[c][i] for c in BY_NAME), extra]).encode()).hexdigest()[
-                    :20
-                ]
-                for i, extra in enumerate(data["extra"].to_pylist())
-            ],
-            pa.string(),
-        )
-        table = pa.table({c: data[c] for c in column_names()})
+        part = table.slice(start, n)
+        data = {c: night_values[c] if c in night_values else part.column(c) for c in column_names()}
         nights.append(
             Night(
                 night_id=nid,
@@ -248,9 +258,10 @@ def read_run(
                 build_kind=kind,
                 build_line=build_line(kind, version),
                 torch_version=version,
-                torch_git=_most_common([r.get("torch_git", "") for r in rows]),
-                rows=table,
+                torch_git=_most_common([r.get("torch_git", "") for r in mine]),
+                rows=pa.table(data),
             )
         )
+        start += n
     nights.sort(key=lambda n: (n.date, n.gpu, n.build))
     return RunRead(nights=tuple(nights), notes=tuple(notes))

@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     runs = history.write(runs_dir)
     print(
-        f"generated {len(runs)} nights x {len(BUILDS)} builds x {len(GPUS)} GPUs x {len(template)} cells "
-        f"= {len(runs) * len(BUILDS) * len(GPUS) * len(template)} rows in {time.perf_counter() - started:.0f} s "
-        f"({runs_dir})",
+        f"generated {len(runs)} nights x {len(BUILDS)} builds x {len(GPUS)} GPUs x {len(template)} cells"
+        f" = {len(runs) * len(BUILDS) * len(GPUS) * len(template)} rows"
+        f" in {time.perf_counter() - started:.0f} s ({runs_dir})",
         flush=True,
     )
     store = open_store(store_url)
@@ -101,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     text = render(store_url, pts, changes, series, Rule())
     inside = time.perf_counter() - t
     print(
-        f"history report: {cli:.1f} s as `python -m suite history report` (a new process, imports included), "
-        f"{inside:.1f} s in this process; {len(pts)} points, {len(series)} series, {len(changes)} change points, "
-        f"{len(text) // 1024} KiB of Markdown; 1-minute load {load2:.1f} before, {os.getloadavg()[0]:.1f} after",
+        f"history report: {cli:.1f} s as `python -m suite history report` (a new process, imports "
+        f"included), {inside:.1f} s in this process; {len(pts)} points, {len(series)} series, "
+        f"{len(changes)} change points, {len(text) // 1024} KiB of Markdown; 1-minute load {load2:.1f} "
+        f"before, {os.getloadavg()[0]:.1f} after",
         flush=True,
     )
     print(f"(load when generating: {load0:.1f}; the work folder: {work})")

@@ -151,7 +151,7 @@ def _row_problems(frame: pd.DataFrame) -> pd.Series:
     for col in REQUIRED_TEXT:
         checks.append((frame[col].to_numpy() == "", lambda i, c=col: f"field {c}: empty"))
     raw = frame[list(NUMERIC_COLUMNS)].to_numpy(dtype=object)
-    number = _parse_numbers(raw)
+    number = parse_numbers(raw)
     for j, col in enumerate(NUMERIC_COLUMNS):
         text, value = raw[:, j], number[:, j]
         bad = (text != "") & ~np.isfinite(value)
@@ -190,14 +190,14 @@ def _row_problems(frame: pd.DataFrame) -> pd.Series:
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     """The number columns as floats (parsed in one call), the batch size as an int."""
-    numbers = _parse_numbers(frame[list(NUMERIC_COLUMNS)].to_numpy(dtype=object))
+    numbers = parse_numbers(frame[list(NUMERIC_COLUMNS)].to_numpy(dtype=object))
     typed = pd.DataFrame(numbers, columns=list(NUMERIC_COLUMNS), index=frame.index)
     out = pd.concat([frame.drop(columns=list(NUMERIC_COLUMNS)), typed], axis=1)[list(frame.columns)]
     out["batch_size"] = out["batch_size"].astype(int)
     return out
 
 
-def _parse_numbers(raw: np.ndarray) -> np.ndarray:
+def parse_numbers(raw: np.ndarray) -> np.ndarray:
     """pandas' number parsing (`to_numeric`, NaN where not a number) of a 2-D block of strings."""
     number = pd.to_numeric(pd.Series(raw.ravel(order="F")), errors="coerce").to_numpy(float)
     return number.reshape(raw.shape, order="F")
