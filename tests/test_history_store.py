@@ -80,7 +80,10 @@ def test_parquet_at_a_url_is_partitioned_and_queried_in_place(tmp_path: Path, ki
         con.register_filesystem(fs)
     glob = f"{tmp_path / 'pq'}/rows/**/*.parquet" if kind == "folder" else f"{url}/rows/**/*.parquet"
     # DuckDB alone, in place: the partition folders read as columns
-    assert con.execute(f"SELECT count(*), count(DISTINCT build) FROM read_parquet('{glob}')").fetchone() == (72, 2)
+    assert con.execute(f"SELECT count(*), count(DISTINCT build) FROM read_parquet('{glob}')").fetchone() == (
+        72,
+        2,
+    )
     view = store.connect()
     assert count(view, "SELECT count(*) FROM history WHERE median_ms IS NOT NULL") == 70  # 2 failed rows
 
@@ -146,7 +149,9 @@ def test_a_version_1_store_is_migrated_and_its_torch_dates_filled(tmp_path: Path
     path = tmp_path / "v1.duckdb"
     con = duckdb.connect(str(path))
     con.execute(f"CREATE TABLE {META} (key VARCHAR PRIMARY KEY, value VARCHAR)")
-    con.execute(f"INSERT INTO {META} VALUES ('format', 'torch-compile-suite history'), ('schema_version', '1')")
+    con.execute(
+        f"INSERT INTO {META} VALUES ('format', 'torch-compile-suite history'), ('schema_version', '1')"
+    )
     con.execute(create_table_sql())
     con.execute('ALTER TABLE rows DROP COLUMN "torch_date"')
     con.execute(

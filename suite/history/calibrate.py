@@ -8,7 +8,7 @@ nights has twice the variance of one), taken with both signs. An A/A history dra
 from that pool, independently; a history with a planted step multiplies every night from a known
 one on by 1 + step. The rule (suite.history.changes) is run on each, and the rates counted:
 
-- false alarms: A/A histories with any change found;
+- false alarms: A/A histories with any confirmed change (the new level held `confirm_nights`);
 - detection: histories whose planted step is found at its night (and within two nights of it),
   in the right direction, with the new level held `nights after` nights.
 
@@ -122,7 +122,7 @@ def aa_rates(pool: np.ndarray, nights: int, count: int, rule: Rule, seed: int = 
     out = Rates()
     for _ in range(count):
         out.histories += 1
-        out.alarms += bool(detect(history(pool, nights, rng), rule))
+        out.alarms += any(s.confirmed(rule) for s in detect(history(pool, nights, rng), rule))
     return out
 
 
@@ -133,7 +133,9 @@ def step_rates(
     out = Rates()
     for _ in range(count):
         out.histories += 1
-        shifts = detect(history(pool, before + after, rng, step, before), rule)
+        shifts = [
+            s for s in detect(history(pool, before + after, rng, step, before), rule) if s.confirmed(rule)
+        ]
         right = [s for s in shifts if (s.change > 0) == (step > 0)]
         out.alarms += bool(shifts)
         hit = next((s for s in right if s.at == before), None)

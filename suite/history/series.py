@@ -92,7 +92,12 @@ def points(con: duckdb.DuckDBPyConnection, filters: Mapping[str, object] | None 
                 name, f"not a filter of the history (one of: {', '.join(FILTERS)}, since, until)"
             )
         values = list(value) if isinstance(value, list | tuple | set) else [value]
-        where.append(f"{name} IN ({', '.join('?' for _ in values)})")
+        marks = ", ".join("?" for _ in values)
+        if name == "model":  # the display name ("ViT (smoke)") or the matrix's ("ViT")
+            where.append(f"(model IN ({marks}) OR model_name IN ({marks}))")
+            params += [str(v) for v in values] * 2
+            continue
+        where.append(f"{name} IN ({marks})")
         params += [int(v) if name == "batch_size" else str(v) for v in values]
     sql = f"SELECT * FROM ({_POINTS_SQL})" + (f" WHERE {' AND '.join(where)}" if where else "")
     sql += f" ORDER BY {', '.join(TRACK_KEY)}, date, ingested_at, run_id"
