@@ -151,8 +151,12 @@ class Result:
                 f"{cell.label} ({build}) from {self.last_good} "
                 f"to {self.first_bad} ({self.judged[self.first_bad].verdict}); nothing to bisect"
             ]
+        unknown = [
+            d for d in self.order if self.last_good < d < self.first_bad and self.judged[d].outcome == SKIP
+        ]
         return [
-            f"first bad nightly of {cell.label} ({build}): {self.first_bad}{torch(self.first_bad)}",
+            f"first bad nightly of {cell.label} ({build}): {self.first_bad}{torch(self.first_bad)}"
+            + (f" or one of {', '.join(map(str, unknown))}, which could not be judged" if unknown else ""),
             f"last good: {self.last_good}{torch(self.last_good)}",
             f"commits: {self.commits() or 'unknown (a torch git SHA is missing)'}",
             f"tried: {tried}",

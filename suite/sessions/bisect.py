@@ -10,7 +10,8 @@ nightly index (containers/nightly_pin.py, which the images run too).
 
 Flags: --cell, --good, --bad (YYYY-MM-DD or YYYYMMDD), --build (a nightly build pinned by
 TORCH_NIGHTLY_DATE; default nightly-current), --profile (full), --device (cuda|cpu), --threshold,
---out (results), --local-bases.
+--out (results), --local-bases, --index URL (a mirror of the build's nightly index, which the
+images then install from too).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from suite.history.bisect import SKIP, Cell, Judged, Result, bisect
 from suite.results import slug
 from suite.sessions import containers, docker, images
 from suite.sessions.runner import Runner, load, pop_flag, pop_switch
-from suite.spec import BuildSpec
+from suite.spec import BuildSpec, Matrix
 
 DEFAULT_BUILD = "nightly-current"
 
@@ -73,6 +74,7 @@ class _NotRun(Exception):
 
 def container_measure(
     runner: Runner,
+    matrix: Matrix,
     build: BuildSpec,
     cell: Cell,
     suite_args: Sequence[str],
@@ -82,7 +84,6 @@ def container_measure(
     subs: images.Substitutes,
 ) -> Callable[[date], Path | None]:
     """A date -> the run folder of the cell run in that date's image (None: not built, not run)."""
-    matrix = load(root)
     hf_cache = containers.hf_cache_dir().resolve()
 
     def error(message: str) -> None:
@@ -141,6 +142,7 @@ def bisect_session(
     device = pop_flag(args, "--device") or "cuda"
     threshold = pop_flag(args, "--threshold")
     out = Path(pop_flag(args, "--out") or root / "results")
+    index = pop_flag(args, "--index")
     subs = images.Substitutes(local_bases=pop_switch(args, "--local-bases"))
     if args:
         raise UsageError("bisect", f"unknown arguments {' '.join(args)}")
@@ -150,12 +152,14 @@ def bisect_session(
         raise UsageError(
             "--build", f"{name!r} is not a nightly build of matrix.yaml pinned by TORCH_NIGHTLY_DATE"
         )
+    if index:  # a mirror of the nightly index (the images install from it too)
+        build = replace(build, index_url=index)
     if device not in docker.DEVICES:
         raise UsageError("--device", f"{device!r}: cuda or cpu")
     docker.check_docker()
     if device == "cuda":
         docker.check_gpu()
-    measure = container_measure(runner, build, cell, ["--profile", profile], device, out, root, subs)
+    measure = container_measure(runner, matrix, build, cell, ["--profile", profile], device, out, root, subs)
     result = bisect(
         index_dates(build, root),
         good,
