@@ -8,10 +8,9 @@ import functools
 import hashlib
 import http.server
 import json
-import sys
 import threading
 from collections.abc import Iterator
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -113,13 +112,15 @@ elif args[:1] == ["run"] and "suite" in args:
     slow = 1.2 if day >= os.environ["FAKE_FIRST_BAD"] else 1.0
     version = "2.15.0.dev" + day + "+cu130"
     row = dict.fromkeys(COLUMNS, "")
-    row.update(run_id=flag("--run-id"), build=flag("--build"), device="cpu", gpu_name="fake", task="Image Classification",
-               model=flag("--models"), model_id="x", weights="random", batch_size=flag("--batch-sizes"),
-               mode=flag("--modes"), dtype="float32", scenario="inference", status="ok", iterations="100",
-               mean_ms=str(10 * slow), median_ms=str(10 * slow), ci95_low_ms=str(9.9 * slow), ci95_high_ms=str(10.1 * slow),
-               eager_median_ms="15", speedup=str(1.5 / slow), speedup_ci95_low=str(1.49 / slow),
-               speedup_ci95_high=str(1.51 / slow), compile_s="20", accuracy="pass", torch_version=version,
-               torch_git=hashlib.sha1(version.encode()).hexdigest(), started_at="2026-12-21T00:00:00+00:00", health="ok")
+    row.update(run_id=flag("--run-id"), build=flag("--build"), device="cpu", gpu_name="fake",
+               task="Image Classification", model=flag("--models"), model_id="x", weights="random",
+               batch_size=flag("--batch-sizes"), mode=flag("--modes"), dtype="float32", scenario="inference",
+               status="ok", iterations="100", mean_ms=str(10 * slow), median_ms=str(10 * slow),
+               ci95_low_ms=str(9.9 * slow), ci95_high_ms=str(10.1 * slow), eager_median_ms="15",
+               speedup=str(1.5 / slow), speedup_ci95_low=str(1.49 / slow), speedup_ci95_high=str(1.51 / slow),
+               compile_s="20", accuracy="pass", torch_version=version,
+               torch_git=hashlib.sha1(version.encode()).hexdigest(), started_at="2026-12-21T00:00:00+00:00",
+               health="ok")
     os.makedirs(run_dir + "/raw", exist_ok=True)
     with open(run_dir + "/raw/nightly-current__cpu.csv", "w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n"); w.writerow(COLUMNS); w.writerow([row[c] for c in COLUMNS])

@@ -47,7 +47,8 @@ def test_a_run_from_before_the_newest_columns_ingests_once_into_a_duckdb_file(tm
         SCHEMA_VERSION
     )
     got = con.execute(
-        "SELECT build, build_kind, build_line, gpu, date FROM rows WHERE model = 'ViT' AND mode = 'eager' ORDER BY 1, 5"
+        "SELECT build, build_kind, build_line, gpu, date FROM rows "
+        "WHERE model = 'ViT' AND mode = 'eager' ORDER BY 1, 5"
     ).fetchall()
     assert [g[:4] for g in got] == [
         ("current", "release", "release 2.13", "cpu: AMD EPYC"),

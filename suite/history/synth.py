@@ -25,19 +25,22 @@ SPEEDUP = ("speedup", "speedup_ci95_low", "speedup_ci95_high")
 
 @dataclass(frozen=True)
 class Step:
-    """From `night` (its index) on, this cell's compiled calls take `factor` times as long: its
-    median and its paired speed-up move (eager calls are untouched); 0 cells: every cell."""
+    """From `night` (its index) on, these cells' compiled calls take `factor` times as long: their
+    median and paired speed-up move (eager calls are untouched); no models, modes or builds named:
+    every one."""
 
     night: int
     factor: float
     models: tuple[str, ...] = ()
     modes: tuple[str, ...] = ()
+    builds: tuple[str, ...] = ()
 
     def hits(self, row: Mapping[str, str], night: int) -> bool:
         return (
             night >= self.night
             and (not self.models or row["model"] in self.models)
             and (not self.modes or row["mode"] in self.modes)
+            and (not self.builds or row["build"] in self.builds)
         )
 
 

@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from suite.compare.rule import FAILING_VERDICTS, Comparison, Rule, compare
@@ -141,10 +142,8 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
     changes = all_changes(pts, change_rule)
     newest = max(n.date for n in read.nights)
     recent = changes[changes["first_bad_date"] >= pd.Timestamp(newest - timedelta(days=RECENT_DAYS))]
-    regressions = recent[
-        recent["confirmed"]
-        & [is_regression(m, c) for m, c in zip(recent["metric"], recent["change_pct"], strict=True)]
-    ]
+    regressing = [is_regression(m, c) for m, c in zip(recent["metric"], recent["change_pct"], strict=True)]
+    regressions = recent[recent["confirmed"].to_numpy(bool) & np.array(regressing, dtype=bool)]
     series = trends(pts, changes)
     series = series[series["last"] == pd.Timestamp(newest)]
     md = [f"## History: the verdict of {read.nights[0].run_id if read.nights else run_dir}", ""]
