@@ -28,7 +28,7 @@ from suite.cli.args import (
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
-from suite.cli.history import add_history_parser
+from suite.cli.history_store import add_history_parser
 from suite.cli.repeat import cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.errors import UsageError

@@ -48,10 +48,17 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, help=STORE_HELP)
 
 
-def add_history_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_history_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+    """`history` and the store's verbs; returns its verbs' subparsers (the pages' `history html`,
+    issue 26, joins them there)."""
     history = sub.add_parser("history", help="the results store: ingest runs, trends, change points, bisect")
-    verbs = history.add_subparsers(dest="history_verb", required=True, parser_class=Parser)
+    verbs = history.add_subparsers(dest="history_verb", metavar="VERB", required=True, parser_class=Parser)
+    add_store_verbs(verbs)
+    return verbs
 
+
+def add_store_verbs(verbs: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The store's verbs under `history`: ingest, report, verdict, judge, calibrate, migrate."""
     p = verbs.add_parser("ingest", help="put runs' rows into the history (a run twice adds nothing)")
     p.add_argument("inputs", nargs="+", type=Path, help="run folders (their raw/*.csv) or raw CSV files")
     _store_arg(p)
