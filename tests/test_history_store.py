@@ -183,3 +183,23 @@ def test_a_version_1_parquet_store_reads_as_this_version_and_migrate_rewrites_it
     assert store.migrate() == 1
     assert json.loads(manifest.read_text())["schema_version"] == SCHEMA_VERSION
     assert "torch_date" in pq.read_table(file).column_names
+
+
+@pytest.mark.parametrize(
+    ("url", "package"), [("s3://bench/history", "s3fs"), ("gs://bench/history", "gcsfs")]
+)
+def test_a_bucket_url_without_its_fsspec_package_is_one_line(url: str, package: str, capsys) -> None:
+    """The S3 (and GCS) path as far as no network allows: the URL goes to fsspec, which names the
+    package it needs; with it installed, the same ParquetStore code runs over the bucket."""
+    pytest.importorskip("fsspec")
+    try:
+        __import__(package)
+    except ImportError:
+        pass
+    else:
+        pytest.skip(f"{package} is installed here")
+    assert main(["history", "report", "--store", url]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1 and err[0].startswith(f"suite history: error: --store: {url}: ") and package in err[0]
+    )

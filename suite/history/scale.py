@@ -5,15 +5,17 @@ Generates a year of nights of the full profile's size (108 cells: the committed 
 rows at batch sizes 1, 4 and 16) for three builds on two GPUs, 648 rows a night, each night moved
 by noise from the suite's own repeat runs (suite.history.synth); then ingests them night by night
 into a fresh store, one `read_run` + `ingest` call per night in this process (as the nightly
-workflow ingests one run a night), and prints the total and the slowest night; then times `python
--m suite history report` on the full store, as a user runs it (a new process: imports included),
-and the same report computed in this process. Goals (issue 25): ingest < 60 s in all, report < 5 s.
+workflow ingests one run a night), and prints the total (wall and CPU seconds: on a shared
+machine the CPU time says what an idle one would take) and the slowest night; then times `python -m
+suite history report` on the full store, as a user runs it (a new process: imports included), and
+the same report computed in this process. Goals (issue 25): ingest < 60 s in all, report < 5 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     store = open_store(store_url)
     load1 = os.getloadavg()[0]
     total, slowest, rows = 0.0, (0.0, ""), 0
+    cpu = time.process_time()
     for run in runs:
         t = time.perf_counter()
         results = store.ingest(read_run([run]).nights)
@@ -78,31 +81,36 @@ def main(argv: list[str] | None = None) -> int:
         total += took
         rows += sum(r.added for r in results)
         slowest = max(slowest, (took, run.name))
+    cpu = time.process_time() - cpu
     print(
-        f"ingest, night by night: {len(runs)} nights, {rows} rows in {total:.1f} s "
+        f"ingest, night by night: {len(runs)} nights, {rows} rows in {total:.1f} s wall, {cpu:.1f} s CPU "
         f"({total / len(runs) * 1000:.0f} ms a night, slowest {slowest[0] * 1000:.0f} ms: {slowest[1]}); "
         f"1-minute load {load1:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores)",
         flush=True,
     )
     load2 = os.getloadavg()[0]
     t = time.perf_counter()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     cmd = [sys.executable, "-m", "suite", "history", "report", "--store", store_url, "-o", os.devnull]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     cli = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cli_cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr)
         return 1
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     con = store.connect()
     pts = points(con)
     con.close()
     changes = all_changes(pts, Rule())
     series = trends(pts, changes)
     text = render(store_url, pts, changes, series, Rule())
-    inside = time.perf_counter() - t
+    inside, inside_cpu = time.perf_counter() - t, time.process_time() - cpu
     print(
-        f"history report: {cli:.1f} s as `python -m suite history report` (a new process, imports "
-        f"included), {inside:.1f} s in this process; {len(pts)} points, {len(series)} series, "
+        f"history report: {cli:.1f} s wall, {cli_cpu:.1f} s CPU as `python -m suite history report` (a new "
+        f"process, imports included); {inside:.1f} s wall, {inside_cpu:.1f} s CPU in this process; "
+        f"{len(pts)} points, {len(series)} series, "
         f"{len(changes)} change points, {len(text) // 1024} KiB of Markdown; 1-minute load {load2:.1f} "
         f"before, {os.getloadavg()[0]:.1f} after",
         flush=True,
