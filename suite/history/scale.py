@@ -51,19 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--work", type=Path, default=None, help="where the generated runs go (default: a temp dir)"
     )
+    parser.add_argument("--reuse", action="store_true", help="the work folder's generated runs, if there")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="history-scale-"))
     runs_dir, store_url = work / "runs", args.store or str(work / "history.duckdb")
-    shutil.rmtree(runs_dir, ignore_errors=True)
     if args.store is None:
         Path(store_url).unlink(missing_ok=True)
     load0 = os.getloadavg()[0]
     started = time.perf_counter()
     template = full_profile_template(SMOKE)
-    history = History(
-        template, BUILDS, GPUS, date(2026, 1, 1), args.nights, noise_pool(DEFAULT_REPEATS).deviations
-    )
-    runs = history.write(runs_dir)
+    runs = sorted(runs_dir.glob("synthetic-*")) if args.reuse and runs_dir.is_dir() else []
+    if len(runs) != args.nights:
+        shutil.rmtree(runs_dir, ignore_errors=True)
+        noise = noise_pool(DEFAULT_REPEATS).deviations
+        runs = History(template, BUILDS, GPUS, date(2026, 1, 1), args.nights, noise).write(runs_dir)
     print(
         f"generated {len(runs)} nights x {len(BUILDS)} builds x {len(GPUS)} GPUs x {len(template)} cells"
         f" = {len(runs) * len(BUILDS) * len(GPUS) * len(template)} rows"
