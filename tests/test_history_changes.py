@@ -126,12 +126,12 @@ def test_report_shows_the_changes_and_the_trends(store: Path, capsys) -> None:
 def test_a_change_needs_its_new_level_held_to_be_confirmed(pool: dict[str, np.ndarray]) -> None:
     rng = np.random.default_rng(7)
     values = np.exp(rng.choice(pool["speedup"], size=40))
-    values[-3:] /= 1.10  # three nights on a new level: found, pending; five: confirmed
+    values[-4:] /= 1.10  # four nights on a new level: found, pending; five: confirmed
     (shift,) = detect(values)
-    assert shift.at == 37 and not shift.confirmed(Rule())
-    values = np.concatenate([values, np.exp(rng.choice(pool["speedup"], size=2)) / 1.10])
+    assert shift.at == 36 and not shift.confirmed(Rule())
+    values = np.concatenate([values, np.exp(rng.choice(pool["speedup"], size=1)) / 1.10])
     (shift,) = detect(values)
-    assert shift.at == 37 and shift.confirmed(Rule())
+    assert shift.at == 36 and shift.confirmed(Rule())
     assert detect(values[:7]) == []  # too few nights to judge
 
 

@@ -248,6 +248,6 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         from suite.history.store import open_store
 
     store = open_store(args.store)
-    before = store.migrate()  # type: ignore[attr-defined]
+    before = store.migrate()
     print(f"suite history: {store.url}: schema version {before} -> {SCHEMA_VERSION}", file=sys.stderr)
     return 0

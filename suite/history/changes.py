@@ -44,7 +44,7 @@ class Rule:
     min_segment: int = 3
     confirm_nights: int = 5
     penalty: float = 5.0
-    alpha: float = 0.001
+    alpha: float = 0.0001
     min_change: float = 0.01
     clip_z: float = 3.0
     sigma_floor: float = 0.002

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from suite.errors import UsageError
 from suite.history.schema import column_names
 from suite.report.load import find_csvs, load, parse_numbers
 from suite.report.study import build_kinds
-from suite.results import BY_NAME, CELL_COLUMNS, NONFINITE_COLUMNS, NONFINITE_WORDS, TEXT, read_rows
+from suite.results import BY_NAME, CELL_COLUMNS, NONFINITE_COLUMNS, NONFINITE_WORDS, TEXT
 
 PARTIAL = "partial last row"
 _LINE = re.compile(r"(\d+)\.(\d+)")
@@ -99,13 +100,16 @@ def torch_date(torch_version: str) -> date | None:
 NUMBER_NAMES: tuple[str, ...] = tuple(name for name, c in BY_NAME.items() if c.kind != TEXT)
 
 
-def _numbers(rows: Sequence[dict[str, str]], sources: Sequence[str]) -> dict[str, pa.Array]:
+NAMES: tuple[str, ...] = tuple(BY_NAME)
+NUMBER_AT = [i for i, name in enumerate(NAMES) if BY_NAME[name].kind != TEXT]
+TEXT_AT = [i for i, name in enumerate(NAMES) if BY_NAME[name].kind == TEXT]
+CELL_AT = [NAMES.index(c) for c in CELL_COLUMNS]
+
+
+def _numbers(text: np.ndarray, sources: Sequence[str]) -> dict[str, pa.Array]:
     """Every number column of the contract as Arrow values (null: empty), parsed in one call. The
     merge's reader has checked the contract's and the measured columns; the rest are checked here,
     as strictly: a value that is not a number refuses the input."""
-    text = np.array([[r.get(name, "") for name in NUMBER_NAMES] for r in rows], dtype=object).reshape(
-        len(rows), len(NUMBER_NAMES)
-    )
     value = parse_numbers(text)
     empty = text == ""
     out = {}
@@ -161,7 +165,7 @@ def _read_input(path: Path, allow_partial: bool) -> tuple[list[tuple[str, dict[s
     the merge's reader; what was accepted but is worth a line."""
     files = find_csvs([path])
     try:
-        loaded = load(files)
+        loaded = load(files, raw=True)
     except UsageError as exc:
         raise UsageError("", f"{str(exc).replace('to merge', 'to ingest')}; nothing was stored") from None
     problems = [p for p in loaded.skipped if not (allow_partial and PARTIAL in p)]
@@ -169,27 +173,33 @@ def _read_input(path: Path, allow_partial: bool) -> tuple[list[tuple[str, dict[s
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
         raise UsageError("", f"{problems[0]}{more}; nothing was stored")
     notes = [p for p in loaded.skipped if PARTIAL in p] + [f"superseded: {s}" for s in loaded.superseded]
-    raw: dict[str, dict[str, str]] = {}
-    for file in files:  # the values as written (the merge's frame has typed some of them)
-        result = read_rows(file)
-        for row, line in zip(result.rows, result.lines, strict=True):
-            raw[f"{file}:{line}"] = row
-    rows = [(source, {k: v.strip() for k, v in raw[source].items()}) for source in loaded.frame["source"]]
+    rows = [
+        (source, {k: v for k, v in loaded.raw[source].items() if k != "source"})
+        for source in loaded.frame["source"]
+    ]
     return rows, notes
 
 
 def _typed_rows(rows: Sequence[dict[str, str]], sources: Sequence[str]) -> pa.Table:
     """The contract's columns typed, each row's extras as JSON, its key and its digest."""
-    data: dict[str, pa.Array] = _numbers(rows, sources)
-    for name, column in BY_NAME.items():
-        if column.kind == TEXT:  # a column the CSV lacks (an older suite's): NULL, not empty
-            data[name] = pa.array([r.get(name) for r in rows], pa.string())
-    extras = [{k: v for k, v in r.items() if k not in BY_NAME} for r in rows]
-    data["extra"] = pa.array([json.dumps(e, sort_keys=True) if e else "" for e in extras], pa.string())
-    data["row_key"] = pa.array(["\x1f".join(r.get(c, "") for c in CELL_COLUMNS) for r in rows], pa.string())
+    whole = itemgetter(*NAMES)
+    values = []  # one pass over every row: a row of the current contract has every column
+    for r in rows:
+        try:
+            values.append(list(whole(r)))
+        except KeyError:
+            values.append([r.get(name, "") for name in NAMES])
+    grid = np.array(values, dtype=object).reshape(len(rows), len(NAMES))
+    data: dict[str, pa.Array] = _numbers(grid[:, NUMBER_AT], sources)
+    for i in TEXT_AT:  # a column the CSV lacks (an older suite's): NULL, not empty
+        data[NAMES[i]] = pa.array([r.get(NAMES[i]) for r in rows], pa.string())
+    unknown = [{k: v for k, v in r.items() if k not in BY_NAME} for r in rows]
+    extras = [json.dumps(e, sort_keys=True) if e else "" for e in unknown]
+    data["extra"] = pa.array(extras, pa.string())
+    data["row_key"] = pa.array(["\x1f".join([v[i] for i in CELL_AT]) for v in values], pa.string())
     digests = [
-        hashlib.sha256("\x1f".join([*(r.get(c, "") for c in BY_NAME), extra]).encode()).hexdigest()[:20]
-        for r, extra in zip(rows, data["extra"].to_pylist(), strict=True)
+        hashlib.sha256("\x1f".join([*v, extra]).encode()).hexdigest()[:20]
+        for v, extra in zip(values, extras, strict=True)
     ]
     data["row_digest"] = pa.array(digests, pa.string())
     return pa.table(data)

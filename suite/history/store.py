@@ -117,6 +117,10 @@ class Store(ABC):
     @abstractmethod
     def version(self) -> int: ...
 
+    @abstractmethod
+    def migrate(self) -> int:
+        """Bring the store to this suite's schema; the version it was at."""
+
 
 def _refuse_newer(where: str, version: int) -> None:
     if version > SCHEMA_VERSION:
@@ -216,42 +220,56 @@ class DuckDbStore(Store):
         return con
 
     def ingest(self, nights: Sequence[Night]) -> list[NightResult]:
-        results = []
         with self._open(write=True) as con:
             con.begin()
             try:
                 self._prepare(con)
-                for night in nights:
-                    results.append(self._write_night(con, night))
+                results = self._write_nights(con, nights)
                 con.commit()
             except BaseException:
                 con.rollback()
                 raise
         return results
 
-    def _write_night(self, con: duckdb.DuckDBPyConnection, night: Night) -> NightResult:
-        dates = con.execute(
-            "SELECT DISTINCT date FROM rows WHERE night_id = ? AND date <> ?", [night.night_id, night.date]
-        ).fetchall()
-        if dates:
-            raise UsageError(night.label, _moved(dates[0][0]))
-        stored = {
-            k: (d, s, t)
-            for k, d, s, t in con.execute(
-                "SELECT row_key, row_digest, status, started_at FROM rows WHERE night_id = ?",
-                [night.night_id],
-            ).fetchall()
-        }
-        write, replace, unchanged = plan_merge(stored, night.rows)
-        if replace:
+    def _write_nights(self, con: duckdb.DuckDBPyConnection, nights: Sequence[Night]) -> list[NightResult]:
+        """Every night of an ingest in one read of what is stored and one insert."""
+        if not nights:
+            return []
+        ids = [n.night_id for n in nights]
+        dates = dict(
             con.execute(
-                "DELETE FROM rows WHERE night_id = ? AND list_contains(?, row_key)", [night.night_id, replace]
+                "SELECT DISTINCT night_id, date FROM rows WHERE list_contains(?, night_id)", [ids]
+            ).fetchall()
+        )
+        stored: dict[str, dict[str, tuple[str, str, str]]] = {}
+        for nid, k, d, s, t in con.execute(
+            "SELECT night_id, row_key, row_digest, status, started_at FROM rows "
+            "WHERE list_contains(?, night_id)",
+            [ids],
+        ).fetchall():
+            stored.setdefault(nid, {})[k] = (d, s, t)
+        results, parts, replaced = [], [], []
+        for night in nights:
+            if night.night_id in dates and dates[night.night_id] != night.date:
+                raise UsageError(night.label, _moved(dates[night.night_id]))
+            write, replace, unchanged = plan_merge(stored.get(night.night_id, {}), night.rows)
+            replaced += [(night.night_id, key) for key in replace]
+            if write:
+                parts.append(night.rows.take(write))
+            results.append(NightResult(night.label, len(write) - len(replace), len(replace), unchanged))
+        if replaced:
+            gone = pa.table({"night_id": [n for n, _ in replaced], "row_key": [k for _, k in replaced]})
+            con.register("replaced_rows", gone)
+            con.execute(
+                "DELETE FROM rows USING replaced_rows r "
+                "WHERE rows.night_id = r.night_id AND rows.row_key = r.row_key"
             )
-        if write:
-            con.register("incoming_rows", night.rows.take(write))
+            con.unregister("replaced_rows")
+        if parts:
+            con.register("incoming_rows", pa.concat_tables(parts))
             con.execute("INSERT INTO rows BY NAME SELECT * FROM incoming_rows")
             con.unregister("incoming_rows")
-        return NightResult(night.label, len(write) - len(replace), len(replace), unchanged)
+        return results
 
 
 def _first(exc: BaseException) -> str:

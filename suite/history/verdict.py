@@ -111,6 +111,7 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
             raise UsageError(
                 str(run_dir), f"not in the history yet ({missing[0]}): `history ingest` it first"
             )
+        kinds = dict(con.execute("SELECT DISTINCT night_id, build_kind FROM history").fetchall())
         judged = []
         for night in read.nights:
             this = loaded_night(con, night.night_id, night.label)
@@ -122,12 +123,12 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
                 (
                     n
                     for n in read.nights
-                    if n.build_kind == "stable" and n.gpu == night.gpu and n is not night
+                    if kinds[n.night_id] == "stable" and n.gpu == night.gpu and n is not night
                 ),
                 None,
             )
             against_stable = None
-            if stable is not None and night.build_kind != "stable":
+            if stable is not None and kinds[night.night_id] != "stable":
                 against_stable = compare(
                     loaded_night(con, stable.night_id, stable.label), this, rule.threshold, rule
                 )

@@ -55,6 +55,8 @@ class Loaded:
     skipped_rows: int
     skipped_files: int
     superseded: tuple[str, ...]  # rows replaced by another row of the same cell
+    # with load(..., raw=True): each used row's fields as written (stripped), by its `source`
+    raw: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def report(self) -> list[str]:
         """What was read and what was set aside, one line each (stderr and the index page)."""
@@ -205,6 +207,8 @@ def parse_numbers(raw: np.ndarray) -> np.ndarray:
 
 def _dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """One row per cell, by the rule resume applies too (suite.results.one_per_cell)."""
+    if not frame.duplicated(subset=list(CELL_COLUMNS)).any():
+        return frame.reset_index(drop=True), []  # no cell twice: nothing to choose
     # the columns the rule and the notes read (a whole row each would cost more than the rest)
     records = frame[list(dict.fromkeys([*CELL_COLUMNS, "status", "started_at", "source"]))].to_dict("records")
     kept, dropped = one_per_cell(records, CELL_COLUMNS)
@@ -218,8 +222,9 @@ def _dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return frame.iloc[kept].reset_index(drop=True), notes
 
 
-def load(inputs: Sequence[Path]) -> Loaded:
-    """Everything usable from the inputs; UsageError (exit 2) when nothing is."""
+def load(inputs: Sequence[Path], raw: bool = False) -> Loaded:
+    """Everything usable from the inputs; UsageError (exit 2) when nothing is. `raw`: keep each
+    used row's fields as written too (the history stores them as they were, suite.history)."""
     files = find_csvs(inputs)
     read = _read_files(files)
     rows, seen, problems = read.rows, read.seen, read.problems
@@ -249,6 +254,7 @@ def load(inputs: Sequence[Path]) -> Loaded:
             + (f": {detail}" if detail else ""),
         )
     frame, superseded = _dedupe(_typed(frame))
+    used = set(frame["source"]) if raw else set()
     return Loaded(
         frame=frame,
         files=tuple(files),
@@ -257,4 +263,5 @@ def load(inputs: Sequence[Path]) -> Loaded:
         skipped_rows=skipped_rows,
         skipped_files=read.skipped_files,
         superseded=tuple(superseded),
+        raw={r["source"]: r for r in rows if r["source"] in used},
     )
