@@ -52,11 +52,14 @@ FILTERS: tuple[str, ...] = (
     "scenario",
 )
 
-_POINTS_SQL = """
+_SUFFIX = """CASE
+        WHEN coalesce(variant, '') <> '' AND weights = 'random' THEN ' (' || variant || ', random weights)'
+        WHEN coalesce(variant, '') <> '' THEN ' (' || variant || ')'
+        WHEN weights = 'random' THEN ' (random weights)'
+        ELSE '' END"""
+_POINTS_SQL = f"""
 SELECT
-    gpu, build_line, build,
-    model || CASE WHEN len(suffix) > 0 THEN ' (' || array_to_string(suffix, ', ') || ')' ELSE '' END AS model,
-    task, batch_size, mode, dtype,
+    gpu, build_line, build, model || {_SUFFIX} AS model, task, batch_size, mode, dtype,
     scenario || CASE WHEN coalesce(dynamic, '') <> '' THEN ' (' || dynamic || ')' ELSE '' END AS scenario,
     CAST(date AS TIMESTAMP) AS date, run_id, coalesce(torch_version, '') AS torch_version,
     coalesce(torch_git, '') AS torch_git, coalesce(run_page, '') AS run_page, status,
@@ -66,13 +69,7 @@ SELECT
     CASE WHEN mode = 'eager' THEN NULL ELSE compile_s END AS compile_s,
     night_id, build_kind, model AS model_name, coalesce(variant, '') AS variant, weights,
     coalesce(run_dir, '') AS run_dir, ingested_at
-FROM (
-    SELECT *, list_filter(
-        [coalesce(variant, ''), CASE WHEN weights = 'random' THEN 'random weights' ELSE '' END],
-        lambda s: s <> ''
-    ) AS suffix
-    FROM history
-)
+FROM history
 """
 
 
@@ -102,7 +99,8 @@ def points(con: duckdb.DuckDBPyConnection, filters: Mapping[str, object] | None 
     sql = f"SELECT * FROM ({_POINTS_SQL})" + (f" WHERE {' AND '.join(where)}" if where else "")
     sql += f" ORDER BY {', '.join(TRACK_KEY)}, date, ingested_at, run_id"
     try:
-        frame = con.execute(sql, params).df()
+        # through Arrow: half the cost of .df() (the string columns)
+        frame = con.sql(sql, params=params).to_arrow_table().to_pandas()
     except duckdb.Error as exc:
         raise UsageError("history", f"cannot read the store ({str(exc).splitlines()[0]})") from None
     frame["batch_size"] = frame["batch_size"].astype("int64")

@@ -392,7 +392,7 @@ class ParquetStore(Store):
                 for migration in steps:
                     for statement in migration.sql:
                         con.execute(statement)
-                self._put(path, _parquet_bytes(con.execute("SELECT * FROM rows").to_arrow_table()))
+                self._put(path, _parquet_bytes(con.sql("SELECT * FROM rows").to_arrow_table()))
                 con.close()
         if steps or data is None:
             self._write_manifest()
