@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from suite.cli.args import Parser
 from suite.cli.needs import REPORT, needs
 from suite.errors import UsageError
 
@@ -21,18 +20,9 @@ PAGES_HINT = (
 )
 
 
-def add_history_verbs(sub: Any) -> Any:
-    """`history` and its verbs (so far `html`); returns the verbs' subparsers, where the store's
-    own verbs (suite.cli's history store, issue 25) join it. Where the store's parser makes
-    `history` itself, `add_html_verb` alone joins that one."""
-    p = sub.add_parser("history", help="the nightly history: its page (`history html OUT_DIR`)")
-    verbs = p.add_subparsers(dest="history_verb", metavar="VERB", required=True, parser_class=Parser)
-    add_html_verb(verbs)
-    return verbs
-
-
 def add_html_verb(verbs: Any) -> None:
-    """`history html OUT_DIR [--store URL]` under `history`'s verbs."""
+    """`history html OUT_DIR [--store URL]` under `history`'s verbs (suite.cli.history_store
+    makes `history` and its store's verbs)."""
     h = verbs.add_parser("html", help="write the history page (index.html and plotly.js) into OUT_DIR")
     h.add_argument("out_dir", type=Path, help="the folder to write the page into (made if missing)")
     h.add_argument("--store", default=None, help="the history store (path or URL; default: the store's own)")
