@@ -17,6 +17,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from suite.measure.stats import breakeven_calls
+from suite.report.pages.history_page import CHANGE_COLUMNS
 from suite.results import COLUMNS, RowWriter
 from suite.spec.load import load_matrix
 
@@ -245,31 +246,11 @@ def sample_history(
                         )
     points = pd.DataFrame.from_records(records)
     points["date"] = pd.to_datetime(points["date"])
-    return SampleHistory(points=points, changes=pd.DataFrame.from_records(changes, columns=CHANGE_FRAME))
+    return SampleHistory(
+        points=points, changes=pd.DataFrame.from_records(changes, columns=list(CHANGE_COLUMNS))
+    )
 
 
-CHANGE_FRAME = (
-    "gpu",
-    "build_line",
-    "build",
-    "model",
-    "task",
-    "batch_size",
-    "mode",
-    "dtype",
-    "scenario",
-    "metric",
-    "last_good_date",
-    "first_bad_date",
-    "last_good_git",
-    "first_bad_git",
-    "commit_range_url",
-    "change_pct",
-    "change_ci_low_pct",
-    "change_ci_high_pct",
-    "direction",
-    "confirm_command",
-)
 NAN = float("nan")
 
 
