@@ -27,7 +27,8 @@ FLAGS = (
     "--disable-sync",
     "--no-first-run",
 )
-CHROMIUM_NAMES = ("chromium", "chromium-browser")
+# Debian's Chromium first; GitHub's runners have chromium-browser and Chrome
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 READY_TIMEOUT_MS = 30_000
 
 
