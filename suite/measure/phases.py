@@ -48,6 +48,8 @@ PHASES: tuple[tuple[str, str, str], ...] = (
 )
 PHASE_COLUMNS: tuple[str, ...] = tuple(column for _, column, _ in PHASES)
 OTHER = "phase_other_s"
+# every column this module fills (suite.results.columns, issue 29's block)
+COLUMNS: tuple[str, ...] = (*PHASE_COLUMNS, OTHER, "graphs", "guards", "recompile_reasons", "phase_note")
 # |other| within this share of compile_s plus this many seconds: measured on this project's CPU
 # with both builds (docs/phases-energy.md); a row beyond it is reported, not hidden.
 MARGIN_FRACTION = 0.05
@@ -105,6 +107,9 @@ AUTOTUNE_RUNTIME_MORE = Role(
 )
 CUDAGRAPHS = Role(("CUDAGraphNode.record", "cudagraphify.get_container"), first=False)
 CUDAGRAPH_RECORD = "CUDAGraphNode.record"  # one entry per graph recorded
+# torch.compile's modes that record CUDA graphs (on a CUDA device), as torch 2.0.1's
+# apply_mode and current releases' list_mode_options say; the host side's tables go by it
+CUDAGRAPH_MODES: tuple[str, ...] = ("reduce-overhead", "max-autotune")
 
 
 def _accounting() -> dict[str, list[float]] | None:
@@ -167,7 +172,7 @@ def records_cudagraphs(mode: str) -> bool:
             return bool(options(None if mode == "default" else mode).get("triton.cudagraphs"))
         except Exception:  # an unknown mode: torch.compile itself refuses it
             return False
-    return mode in ("reduce-overhead", "max-autotune")  # torch 2.0.1's apply_mode
+    return mode in CUDAGRAPH_MODES  # torch 2.0.1's apply_mode
 
 
 def _autotunes(mode: str) -> bool:
@@ -281,7 +286,7 @@ class Ledger:
     ) -> dict[str, Any]:
         """The phase columns, `phase_other_s`, `graphs`, `guards`, `recompile_reasons` and
         `phase_note` (what is empty and why, a sum beyond the margin)."""
-        out: dict[str, Any] = dict.fromkeys((*PHASE_COLUMNS, OTHER))
+        out: dict[str, Any] = dict.fromkeys(COLUMNS)
         out.update(graphs=graphs, guards=self.guards, recompile_reasons=self.recompile_reasons())
         notes: list[str] = []
         if self.before is None:
