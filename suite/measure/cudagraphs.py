@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from suite.measure.phases import CUDAGRAPH_RECORD, Ledger, records_cudagraphs, times_in_source
+from suite.measure.phases import CUDAGRAPH_RECORD, Ledger, _version, records_cudagraphs, times_in_source
 
 COLUMNS: tuple[str, ...] = (
     "cudagraph_records",
@@ -32,11 +32,13 @@ DEFAULT_POOL = (0, 0)
 
 def pool_mb(snapshot: list[dict[str, Any]] | None = None) -> tuple[float | None, str]:
     """MB (2**20 bytes) the allocator's private pools hold, or None and why not."""
-    import torch
+    if snapshot is None:
+        import torch
 
-    segments = torch.cuda.memory_snapshot() if snapshot is None else snapshot
+        snapshot = torch.cuda.memory_snapshot()
+    segments = snapshot
     if segments and not all("segment_pool_id" in s for s in segments):
-        return None, f"torch {torch.__version__}'s allocator snapshot names no memory pool"
+        return None, f"torch {_version()}'s allocator snapshot names no memory pool"
     held = sum(int(s["total_size"]) for s in segments if tuple(s["segment_pool_id"]) != DEFAULT_POOL)
     return held / 2**20, ""
 
@@ -57,13 +59,11 @@ def fields(
     if not records_cudagraphs(mode):
         out["cudagraph_note"] = f"mode {mode} records no CUDA graphs"
         return out
-    import torch
-
     notes = []
     if times_in_source("torch._inductor.cudagraph_trees", CUDAGRAPH_RECORD):
         out["cudagraph_records"], out["cudagraph_record_s"] = ledger.recordings()
     else:
-        notes.append(f"torch {torch.__version__} does not count or time its CUDA-graph recordings")
+        notes.append(f"torch {_version()} does not count or time its CUDA-graph recordings")
     out["cudagraph_pool_mb"], why = pool_mb(snapshot)
     notes += [why] if why else []
     if eager_peak_mb is not None and compiled_peak_mb is not None:

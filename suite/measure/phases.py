@@ -157,6 +157,7 @@ def split(new: Mapping[str, Sequence[float]]) -> dict[str, float] | None:
 
 
 def _version() -> str:
+    """torch's version, for the notes (imported only when a note needs it)."""
     import torch
 
     return str(torch.__version__)
@@ -176,6 +177,8 @@ def records_cudagraphs(mode: str) -> bool:
 
 
 def _autotunes(mode: str) -> bool:
+    if "max-autotune" not in mode:  # torch's modes that autotune all say so (no import needed)
+        return False
     import torch._inductor
 
     options = getattr(torch._inductor, "list_mode_options", None)
@@ -317,10 +320,10 @@ class Ledger:
 
 
 def summary(new: Mapping[str, Sequence[float]]) -> str:
-    """`dynamo 1.2 s, kernels 0.3 s, ...`: a compile's phases in one phrase (notes of the warm and
+    """`dynamo 1.20 s · kernels 0.30 s · ...`: a compile's phases in one phrase (notes of the warm and
     mega-cache processes); "" where torch recorded no frame compile."""
     phases = split(new) if FRAME.present(new) else None
     if phases is None:
         return ""
     shown = [f"{name} {seconds:.2f} s" for name, seconds in phases.items() if seconds >= 0.005]
-    return ", ".join(shown)
+    return " · ".join(shown)
