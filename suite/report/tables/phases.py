@@ -137,41 +137,72 @@ def beyond_margin(m: Measurement) -> bool:
     return m.ok and other is not None and m.compile_s is not None and abs(other) > margin_s(m.compile_s)
 
 
+@dataclass(frozen=True)
+class Figure:
+    """A column of a table here: its header, its CSV name, the row's column it shows (`more`, or
+    the Measurement's own attribute), its digits and a scale (J -> mJ)."""
+
+    md: str
+    csv: str
+    column: str
+    digits: int = 2
+    scale: float = 1.0
+
+    def cell(self, m: Measurement, mark: str = "") -> Qty:
+        value = m.more[self.column] if self.column in m.more else getattr(m, self.column)
+        return Qty(m, None if value is None else value * self.scale, self.digits, mark=mark)
+
+
+def _figures_table(
+    study: Study, g: Group, rows: list[Entry], what: tuple[str, str, str], figures: list[Figure]
+) -> Table:
+    """A group's table of `figures` per row; `what`: (file stem, section, title)."""
+    columns = [Column("Task/Model", "Task/Model", "text"), Column("Batch Size", "Batch Size", "text")]
+    columns += [Column(f.md, f.csv, "qty") for f in figures]
+    table = _table(study, g, *what, columns)
+    for e in rows:
+        marks = {OTHER: BEYOND if beyond_margin(e.m) else ""}
+        values: list[object] = [e.label, str(e.batch_size)]
+        table.add(_context(g, e), values + [f.cell(e.m, marks.get(f.column, "")) for f in figures])
+    return table
+
+
+PHASE_FIGURES: list[Figure] = [
+    Figure("compile (s)", "compile s", "compile_s"),
+    *(Figure(f"{PHASE_LABELS[n]} (s)", column, column) for n, column, _ in PHASES),
+    Figure("other (s)", OTHER, OTHER),
+    Figure("graphs", "graphs", "graphs", 0),
+    Figure("guards", "guards", "guards", 0),
+    Figure("recompiles", "recompiles", "recompiles", 0),
+]
+CUDAGRAPH_FIGURES: list[Figure] = [
+    Figure("graphs recorded", "cudagraph_records", "cudagraph_records", 0),
+    Figure("recording (s)", "cudagraph_record_s", "cudagraph_record_s"),
+    Figure("pool (MB)", "cudagraph_pool_mb", "cudagraph_pool_mb", 0),
+    Figure("beyond eager's peak (MB)", "cudagraph_extra_mb", "cudagraph_extra_mb", 0),
+]
+ENERGY_FIGURES: list[Figure] = [
+    Figure("idle (W)", "idle_power_w", "idle_power_w", 1),
+    Figure("eager (mJ/image)", "eager mJ/image", "eager_j_per_image", 2, 1000.0),
+    Figure("compiled (mJ/image)", "compiled mJ/image", "compiled_j_per_image", 2, 1000.0),
+    Figure("compiled / eager", "energy_ratio", "energy_ratio", 3),
+]
+
+
 def phase_tables(study: Study, dyn: DynamicStudy | None = None) -> list[Table]:
     """Per group, the first compiled call's seconds by phase (torch's accounting) and what is left."""
     tables = []
     for g, rows in entries(study, dyn).items():
-        columns = [
-            Column("Task/Model", "Task/Model", "text"),
-            Column("Batch Size", "Batch Size", "text"),
-            Column("compile (s)", "compile s", "qty"),
-            *(Column(f"{PHASE_LABELS[n]} (s)", column, "qty") for n, column, _ in PHASES),
-            Column("other (s)", OTHER, "qty"),
-            Column("graphs", "graphs", "qty"),
-            Column("guards", "guards", "qty"),
-            Column("recompiles", "recompiles", "qty"),
-        ]
-        table = _table(study, g, "compile-phases", "compile phases", "Where the compile goes", columns)
-        table.notes = [PHASES_NOTE]
-        for e in rows:
-            m = e.m
-            values: list[object] = [e.label, str(e.batch_size), Qty(m, m.compile_s, digits=2)]
-            values += [Qty(m, m.more.get(column), digits=2) for _, column, _ in PHASES]
-            values.append(Qty(m, m.more.get(OTHER), digits=2, mark=BEYOND if beyond_margin(m) else ""))
-            values += [
-                Qty(m, m.more.get("graphs"), 0),
-                Qty(m, m.more.get("guards"), 0),
-                Qty(m, m.recompiles, 0),
-            ]
-            table.add(_context(g, e), values)
-        table.notes += [BEYOND_NOTE] if any(beyond_margin(e.m) for e in rows) else []
+        what = ("compile-phases", "compile phases", "Where the compile goes")
+        table = _figures_table(study, g, rows, what, PHASE_FIGURES)
+        table.notes = [PHASES_NOTE, *([BEYOND_NOTE] if any(beyond_margin(e.m) for e in rows) else [])]
         table.notes += _notes(rows, "phase_note")
         reasons = [
-            f"{e.label} bs {e.batch_size}: {e.m.more['recompile_reasons']}"
+            f"Recompiled ({e.label} bs {e.batch_size}: {e.m.more['recompile_reasons']})."
             for e in rows
             if e.m.more.get("recompile_reasons")
         ]
-        table.notes += [f"Recompiled ({r})." for r in reasons]
+        table.notes += reasons
         tables.append(table)
     return tables
 
@@ -180,54 +211,25 @@ def cudagraph_tables(study: Study, dyn: DynamicStudy | None = None) -> list[Tabl
     """Per group of a mode that records CUDA graphs: the recordings, their seconds and memory."""
     tables = []
     for g, rows in entries(study, dyn).items():
-        if g.mode not in CUDAGRAPH_MODES:
-            continue
-        columns = [
-            Column("Task/Model", "Task/Model", "text"),
-            Column("Batch Size", "Batch Size", "text"),
-            Column("graphs recorded", "cudagraph_records", "qty"),
-            Column("recording (s)", "cudagraph_record_s", "qty"),
-            Column("pool (MB)", "cudagraph_pool_mb", "qty"),
-            Column("beyond eager's peak (MB)", "cudagraph_extra_mb", "qty"),
-        ]
-        table = _table(study, g, "cuda-graphs", "cuda graphs", "What CUDA graphs cost", columns)
-        table.notes = [CUDAGRAPH_NOTE]
-        for e in rows:
-            more = e.m.more
-            values: list[object] = [e.label, str(e.batch_size), Qty(e.m, more.get("cudagraph_records"), 0)]
-            values += [Qty(e.m, more.get("cudagraph_record_s"), 2)]
-            values += [Qty(e.m, more.get(c), 0) for c in ("cudagraph_pool_mb", "cudagraph_extra_mb")]
-            table.add(_context(g, e), values)
-        table.notes += _notes(rows, "cudagraph_note", "Empty: ")
-        tables.append(table)
+        if g.mode in CUDAGRAPH_MODES:
+            what = ("cuda-graphs", "cuda graphs", "What CUDA graphs cost")
+            table = _figures_table(study, g, rows, what, CUDAGRAPH_FIGURES)
+            table.notes = [CUDAGRAPH_NOTE, *_notes(rows, "cudagraph_note", "Empty: ")]
+            tables.append(table)
     return tables
 
 
-def _milli(value: float | None) -> float | None:
-    return None if value is None else value * 1000.0
-
-
 def energy_tables(study: Study) -> list[Table]:
-    """Per group (inference and train cells), J/image of eager and compiled calls and the idle power."""
+    """Per group (inference and train cells): the idle power, eager and compiled mJ per image, their
+    ratio; the counter each row's figures come from is in the notes."""
     tables = []
     for g, rows in entries(study).items():
-        columns = [
-            Column("Task/Model", "Task/Model", "text"),
-            Column("Batch Size", "Batch Size", "text"),
-            Column("idle (W)", "idle_power_w", "qty"),
-            Column("eager (mJ/image)", "eager mJ/image", "qty"),
-            Column("compiled (mJ/image)", "compiled mJ/image", "qty"),
-            Column("compiled / eager", "energy_ratio", "qty"),
-            Column("source", "energy_source", "word"),
+        table = _figures_table(study, g, rows, ("energy", "energy", "Energy per image"), ENERGY_FIGURES)
+        sources = [
+            f"Counter: {s}."
+            for s in dict.fromkeys(str(e.m.more.get("energy_source") or "") for e in rows)
+            if s
         ]
-        table = _table(study, g, "energy", "energy", "Energy per image", columns)
-        table.notes = [ENERGY_NOTE]
-        for e in rows:
-            more, m = e.m.more, e.m
-            values: list[object] = [e.label, str(e.batch_size), Qty(m, more.get("idle_power_w"), 1)]
-            values += [Qty(m, _milli(more.get(c)), 2) for c in ("eager_j_per_image", "compiled_j_per_image")]
-            values += [Qty(m, more.get("energy_ratio"), 3), str(more.get("energy_source") or "—")]
-            table.add(_context(g, e), values)
-        table.notes += _notes(rows, "energy_note")
+        table.notes = [ENERGY_NOTE, *sources, *_notes(rows, "energy_note")]
         tables.append(table)
     return tables
