@@ -96,6 +96,20 @@ def test_a_lazy_backward_autotuning_and_recording_count_where_they_belong() -> N
     assert sum(got.values()) == pytest.approx(30.2224 + 4.0 + 0.7 + 0.3)
 
 
+def test_a_cache_hits_load_counts_with_the_kernels() -> None:
+    """A hit in AOTAutograd's cache (the warm and mega-cache processes): no AOTAutograd, no inductor
+    compile, the cached graph's load inside the backend call."""
+    hit = {
+        "_compile.compile_inner": [16.0],
+        "OutputGraph.call_user_compiler": [14.0],
+        "AOTAutogradCache.inductor_load": [12.5],
+        "PyCodeCache.load_by_key_path": [12.0],  # inside the load: not counted again
+    }
+    assert split(hit) == {"dynamo": 2.0, "pre_aot": 1.5, "aot": 0.0, "lowering": 0.0, "codegen": 0.0,
+                          "kernels": 12.5, "autotune": 0.0, "cudagraphs": 0.0}  # fmt: skip
+    assert phases.summary(hit) == "kernels 12.5 s, dynamo 2.0 s, pre_aot 1.5 s"
+
+
 def test_keys_that_do_not_nest_leave_the_phases_empty() -> None:
     assert split({**CURRENT, "create_aot_dispatcher_function": [29.9]}) is None  # AOT > backend call
 

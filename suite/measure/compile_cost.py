@@ -178,7 +178,7 @@ def first_compile(cell: Cell, device: str, kind: Any, phase: str) -> dict[str, A
     caches = describe_caches(cache_counts())
     note = f"{LABEL_OF_PHASE[phase]}: " + (f"{loaded}, {caches}" if loaded else caches)
     where = phases.summary(ledger.first)
-    note += f" (by phase: {where})" if where else ""
+    note += f" (largest phases: {where})" if where else ""
     print(f"compile cost, {phase} process: {seconds:.3f} s ({note})", flush=True)
     return {COLUMN_OF_PHASE[phase]: seconds, "compile_note": note}
 
