@@ -110,6 +110,14 @@ def test_a_cache_hits_load_counts_with_the_kernels() -> None:
     assert phases.summary(hit) == "kernels 12.5 s, dynamo 2.0 s, pre_aot 1.5 s"
 
 
+def test_torch_2_0_1s_lazy_backward_is_its_bw_compiler() -> None:
+    got = split({**STABLE, "compile_fx.<locals>.bw_compiler": [5.0]})  # at the first backward
+    assert got is not None and sum(got.values()) == pytest.approx(30.4695 + 5.0)
+    assert got["aot"] == pytest.approx(22.1411 - 21.6942) and got["lowering"] == pytest.approx(
+        21.6942 + 5.0 - 21.2683
+    )
+
+
 def test_keys_that_do_not_nest_leave_the_phases_empty() -> None:
     assert split({**CURRENT, "create_aot_dispatcher_function": [29.9]}) is None  # AOT > backend call
 

@@ -90,8 +90,10 @@ class Role:
 
 
 FRAME = Role(("_compile.compile_inner", "_compile.<locals>.compile_inner", "_compile"))
-# a backward compiled lazily, at the first backward: outside the frame compile
-BACKWARD = Role(("backward._backward_impl", "compile_fx.<locals>.bw_compiler"))
+# a backward compiled lazily, at the first backward: outside the frame compile (torch 2.0.1,
+# whose frame compile is `_compile`, always compiles it so and times only its inductor part)
+BACKWARD = Role(("backward._backward_impl",))
+STABLE_FRAME = "_compile"
 BACKEND = Role(("OutputGraph.call_user_compiler",))
 AOT = Role(("create_aot_dispatcher_function",))
 # a hit in AOTAutograd's cache: no AOTAutograd, no inductor compile, the cached graph loaded (on a
@@ -139,6 +141,9 @@ def split(new: Mapping[str, Sequence[float]]) -> dict[str, float] | None:
     """The phases' seconds from the entries torch recorded during one first call; None when the
     totals did not nest as the phases assume (a phase would be negative)."""
     frame, backward = FRAME.seconds(new), BACKWARD.seconds(new)
+    stable = STABLE_FRAME in new and not any(k in new for k in FRAME.keys if k != STABLE_FRAME)
+    if stable:  # torch 2.0.1: its lazy backward's bw_compiler, at the first backward
+        backward = INDUCTOR_BW.seconds(new)
     backend, aot = BACKEND.seconds(new), AOT.seconds(new)
     inductor = INDUCTOR_FW.seconds(new) + INDUCTOR_BW.seconds(new)
     to_module, cache_load = TO_MODULE.seconds(new), CACHE_LOAD.seconds(new)
