@@ -181,7 +181,7 @@ def test_cuda_graph_pools_and_their_absence(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_cuda_graph_figures_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cudagraphs, "records_cudagraphs", lambda mode: mode == "reduce-overhead")
-    monkeypatch.setattr(cudagraphs, "times_in_source", lambda module, key: True)
+    monkeypatch.setattr(cudagraphs, "times_cudagraphs", lambda: True)
     monkeypatch.setattr(cudagraphs, "_version", lambda: "2.13.0")
     ledger = Ledger({}, first={"CUDAGraphNode.record": [0.4]}, later={"CUDAGraphNode.record": [0.1]})
     snapshot = [{"total_size": 64 * 2**20, "segment_pool_id": (0, 3)}]

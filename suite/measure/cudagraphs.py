@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from suite.measure.phases import CUDAGRAPH_RECORD, Ledger, _version, records_cudagraphs, times_in_source
+from suite.measure.phases import Ledger, _version, records_cudagraphs, times_cudagraphs
 
 COLUMNS: tuple[str, ...] = (
     "cudagraph_records",
@@ -60,7 +60,7 @@ def fields(
         out["cudagraph_note"] = f"mode {mode} records no CUDA graphs"
         return out
     notes = []
-    if times_in_source("torch._inductor.cudagraph_trees", CUDAGRAPH_RECORD):
+    if times_cudagraphs():
         out["cudagraph_records"], out["cudagraph_record_s"] = ledger.recordings()
     else:
         notes.append(f"torch {_version()} does not count or time its CUDA-graph recordings")

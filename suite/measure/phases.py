@@ -211,6 +211,16 @@ def times_in_source(module: str, key: str) -> bool:
         return False
 
 
+def times_cudagraphs() -> bool:
+    """Does this build time its CUDA-graph recordings? CUDA-graph trees do (`CUDAGraphNode.record`);
+    torch 2.0.1 has none, and its cudagraphify records untimed, as current releases' do with
+    triton.cudagraph_trees off."""
+    import torch._inductor.config as config
+
+    trees = bool(getattr(getattr(config, "triton", None), "cudagraph_trees", False))
+    return trees and times_in_source("torch._inductor.cudagraph_trees", CUDAGRAPH_RECORD)
+
+
 def gaps(device: str, mode: str) -> tuple[dict[str, str], list[str]]:
     """(phase -> why this build and device leave it empty, caveats on the phases shown)."""
     empty: dict[str, str] = {}
@@ -219,7 +229,7 @@ def gaps(device: str, mode: str) -> tuple[dict[str, str], list[str]]:
     if device != "cuda" or not records_cudagraphs(mode):
         why = f"on {device}" if device != "cuda" else f"mode {mode} records none"
         empty["cudagraphs"] = f"no CUDA graphs ({why})"
-    elif not times_in_source("torch._inductor.cudagraph_trees", CUDAGRAPH_RECORD):
+    elif not times_cudagraphs():
         empty["cudagraphs"] = (
             f"torch {version} does not time its CUDA-graph recording (it runs in the first call: in other)"
         )
