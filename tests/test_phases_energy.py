@@ -405,6 +405,7 @@ def phase_row(build: str, mode: str, bs: int = 1, **more: object) -> dict:
     }
 
 
+WARM_NOTE = "cudagraphs: no CUDA graphs (on cpu); warm compile, largest phases: dynamo 7.3 s, kernels 3.7 s"
 NVML_FIGURES = {
     "energy_source": "nvml",
     "idle_power_w": 55.0,
@@ -418,7 +419,7 @@ NVML_FIGURES = {
 def test_phase_cuda_graph_and_energy_tables_from_rows(tmp_path: Path) -> None:
     rows = [
         phase_row("stable", "default"),
-        phase_row("stable", "reduce-overhead", phase_other_s=-3.0),  # beyond the margin (1.05 s)
+        phase_row("stable", "reduce-overhead", phase_other_s=-3.0, phase_note=WARM_NOTE),  # beyond 1.05 s
         phase_row("stable", "default", bs=4, **NVML_FIGURES),
     ]
     study = Study(load([write_run(tmp_path / "run", rows)]).frame, {"stable": "stable"})
@@ -442,6 +443,10 @@ def test_phase_cuda_graph_and_energy_tables_from_rows(tmp_path: Path) -> None:
         "beyond the stated margin" in n for n in reduce.notes
     )
     assert "cudagraphs: no CUDA graphs (on cpu)." in default.notes
+    assert reduce.notes[-2:] == [
+        "cudagraphs: no CUDA graphs (on cpu).",
+        "Image Classification/ViT bs 1: warm compile, largest phases: dynamo 7.3 s, kernels 3.7 s.",
+    ]
     (graphs,) = cudagraph_tables(study)  # reduce-overhead only
     assert graphs.markdown_rows()[0][2:] == ["—"] * 4 and "Empty: no CUDA graphs on cpu." in graphs.notes
     energy_default = energy_tables(study)[0]

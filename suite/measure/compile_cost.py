@@ -177,10 +177,10 @@ def first_compile(cell: Cell, device: str, kind: Any, phase: str) -> dict[str, A
     seconds = load_s + max(0.0, first_ms - eager_ms) / 1000.0
     caches = describe_caches(cache_counts())
     note = f"{LABEL_OF_PHASE[phase]}: " + (f"{loaded}, {caches}" if loaded else caches)
-    where = phases.summary(ledger.first)
-    note += f" (largest phases: {where})" if where else ""
-    print(f"compile cost, {phase} process: {seconds:.3f} s ({note})", flush=True)
-    return {COLUMN_OF_PHASE[phase]: seconds, "compile_note": note}
+    where = phases.summary(ledger.first)  # its largest phases, for the cell's phase_note
+    where = f"{LABEL_OF_PHASE[phase]} compile, largest phases: {where}" if where else ""
+    print(f"compile cost, {phase} process: {seconds:.3f} s ({note}; {where})", flush=True)
+    return {COLUMN_OF_PHASE[phase]: seconds, "compile_note": note, "phase_note": where}
 
 
 def after_measure(path: str) -> str:

@@ -245,7 +245,8 @@ TABLE: tuple[Column, ...] = (
     Column(
         "phase_note",
         contract=False,
-        doc="which phases a build does not time and why; a sum beyond the margin",
+        doc="which phases a build does not time and why; a sum beyond the margin; the warm and mega-cache "
+        "compiles' largest phases",
     ),
     Column(
         "cudagraph_records",

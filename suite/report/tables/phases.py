@@ -20,6 +20,7 @@ from suite.report.tables.dynamic import DynamicStudy
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 from suite.spec.model import DYNAMIC_BATCH
 
+PER_ROW = "compile, largest phases:"  # a phase_note part about one row (its warm, mega-cache compile)
 BEYOND = "!"  # a sum of phases beyond the stated margin of compile_s
 PHASE_LABELS: dict[str, str] = {
     "dynamo": "dynamo",
@@ -196,7 +197,13 @@ def phase_tables(study: Study, dyn: DynamicStudy | None = None) -> list[Table]:
         what = ("compile-phases", "compile phases", "Where the compile goes")
         table = _figures_table(study, g, rows, what, PHASE_FIGURES)
         table.notes = [PHASES_NOTE, *([BEYOND_NOTE] if any(beyond_margin(e.m) for e in rows) else [])]
-        table.notes += _notes(rows, "phase_note")
+        per_row = [
+            f"{e.label} bs {e.batch_size}: {part}."
+            for e in rows
+            for part in str(e.m.more.get("phase_note") or "").split("; ")
+            if PER_ROW in part
+        ]
+        table.notes += [n for n in _notes(rows, "phase_note") if PER_ROW not in n] + per_row
         reasons = [
             f"Recompiled ({e.label} bs {e.batch_size}: {e.m.more['recompile_reasons']})."
             for e in rows
