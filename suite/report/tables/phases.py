@@ -119,7 +119,7 @@ def group_name(study: Study, stem: str, g: Group) -> str:
     """A group's file stem (a dynamic-batch group's names its scenario: the study's setups do not
     hold it, so group_stem would not tell it from the inference group's)."""
     parts = [stem, gpu_stem(g.gpu), g.build, g.mode]
-    parts += [DYNAMIC_BATCH] if g.setup.scenario == DYNAMIC_BATCH else []
+    parts += ["dynamic"] if g.setup.scenario == DYNAMIC_BATCH else []
     return group_stem(study, *parts, setup=g.setup)
 
 
