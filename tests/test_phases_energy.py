@@ -469,6 +469,7 @@ def test_guard_counts_come_from_torchs_records(accounting, monkeypatch: pytest.M
     monkeypatch.setattr(phases, "_compile_records", lambda: list(records))
     ledger = Ledger.start()
     records += [SimpleNamespace(guard_count=870), SimpleNamespace(guard_count=12)]
+    records += [SimpleNamespace(guard_count=None, is_forward=False)]  # a lazy backward's record
     accounting.update({k: list(v) for k, v in CURRENT.items()})
     ledger.first_call_done()
     assert ledger.guards == 882

@@ -283,9 +283,9 @@ class Ledger:
             self.after_first = _lengths() or {}
         self.failures_before = len(guard_failures())
         new = [r for r in _compile_records() if id(r) not in self.records_before]
-        counts = [getattr(r, "guard_count", None) for r in new]
-        if new and all(isinstance(c, int) for c in counts):
-            self.guards = sum(counts)  # type: ignore[arg-type]
+        # a frame's record has its guard count; a lazy backward's record (train) has none
+        counts = [c for r in new if isinstance(c := getattr(r, "guard_count", None), int)]
+        self.guards = sum(counts) if counts else None
 
     def warm_up_done(self) -> None:
         """The entries recorded after the first call (CUDA-graph recordings, run-time autotuning)."""
