@@ -316,7 +316,7 @@ class Ledger:
             return out
         phases = split(self.first) if FRAME.present(self.first) else None
         if not FRAME.present(self.first):
-            notes.append("torch recorded no frame compile in the first compiled call")
+            notes.append("nothing compiled in the first compiled call (torch recorded no frame compile)")
         elif phases is None:
             notes.append("torch's timed functions did not nest as the phases assume: phases left empty")
         else:
@@ -332,7 +332,7 @@ class Ledger:
                         f"the phases add up to {total:.2f} s of compile_s {compile_s:.2f} s, "
                         f"beyond the margin of {margin_s(compile_s):.2f} s"
                     )
-        if self.guards is None:
+        if self.guards is None and FRAME.present(self.first):
             notes.append(f"guards: torch {_version()} keeps no guard count")
         out["phase_note"] = "; ".join(notes)
         return out

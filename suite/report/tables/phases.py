@@ -100,8 +100,15 @@ def entries(study: Study, dyn: DynamicStudy | None = None) -> dict[Group, list[E
         group = Group(d.gpu, d.setup, d.build, d.mode)
         label = f"{d.task}/{d.model} ({d.dynamic})"
         out.setdefault(group, []).append(Entry(d.task, d.model, label, d.batch_size, m, d.dynamic))
-    order = {g: i for i, g in enumerate(study.gpus)}
-    return dict(sorted(out.items(), key=lambda kv: order.get(kv[0].gpu, len(order))))
+
+    def rank(g: Group) -> tuple[int, ...]:  # the study's orders; a dynamic-batch setup after the others
+        place = [study.gpus, study.setups, study.builds, study.modes]
+        return tuple(
+            xs.index(x) if x in xs else len(xs)
+            for xs, x in zip(place, (g.gpu, g.setup, g.build, g.mode), strict=True)
+        )
+
+    return dict(sorted(out.items(), key=lambda kv: rank(kv[0])))
 
 
 def _notes(rows: Iterable[Entry], column: str, prefix: str = "") -> list[str]:
