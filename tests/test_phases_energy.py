@@ -253,6 +253,17 @@ def test_nvml_energy_per_image_exactly_as_planted(monkeypatch: pytest.MonkeyPatc
     assert f["energy_note"] == "NVML total-energy counter: the whole GPU"
 
 
+def test_a_counter_that_fails_midway_loses_the_energy_figures_not_the_cell(monkeypatch) -> None:
+    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    fake, clock = FakeNvml(), Clock()
+    opener = lambda device: nvml_counter(lambda: fake)  # noqa: E731
+    with Energy("cuda", 1, lambda: None, opener=opener, clock=clock, sleep=lambda s: None) as e:
+        fake.supported = False  # the driver stops answering
+        e.blocks([("eager", planted(fake, clock, 1, 0.5))])
+    f = e.fields()
+    assert f["eager_j_per_image"] is None and "energy blocks stopped (RuntimeError" in f["energy_note"]
+
+
 def test_a_gpu_without_the_counter_and_the_off_switch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
     counter, why = nvml_counter(lambda: FakeNvml(supported=False))

@@ -193,6 +193,7 @@ class Energy:
         self.why = ""
         self.idle_w: float | None = None
         self.tally: dict[str, Tally] = {}
+        self.failed = ""
 
     def __enter__(self) -> Energy:
         if os.environ.get(OFF_ENV, "").lower() == "off":
@@ -219,9 +220,13 @@ class Energy:
         if self.counter is None:
             return
         order = list(functions)
-        for r in range(self.rounds):
-            for label, fn in order if r % 2 == 0 else reversed(order):
-                self._block(label, fn)
+        try:
+            for r in range(self.rounds):
+                for label, fn in order if r % 2 == 0 else reversed(order):
+                    self._block(label, fn)
+        except Exception as exc:  # the cell is measured: only its energy figures are lost
+            self.tally.clear()
+            self.failed = f"energy blocks stopped ({type(exc).__name__}: {exc})"
 
     def _block(self, label: str, fn: Callable[[], Any]) -> None:
         assert self.counter is not None
@@ -255,6 +260,7 @@ class Energy:
         out["eager_j_per_image"], out["compiled_j_per_image"] = eager, compiled
         if eager is not None and compiled is not None:
             out["energy_ratio"] = compiled / eager
+        notes += [self.failed] if self.failed else []
         stalled = [label for label, t in self.tally.items() if t.joules <= 0]
         if stalled:
             notes.append(f"the counter did not advance over the {', '.join(stalled)} blocks: no figure")

@@ -240,17 +240,20 @@ def gaps(device: str, mode: str) -> tuple[dict[str, str], list[str]]:
 
 def _lengths() -> dict[str, int] | None:
     table = _accounting()
-    return None if table is None else {k: len(v) for k, v in table.items()}
+    return None if table is None else {k: len(v) for k, v in table.items() if isinstance(v, list)}
 
 
 def _since(lengths: Mapping[str, int]) -> dict[str, list[float]]:
     """The entries torch recorded since `lengths` were taken, by key."""
     out = {}
     for key, values in (_accounting() or {}).items():
-        start = lengths.get(key, 0)
-        start = 0 if start > len(values) else start  # torch._dynamo.reset() cleared the list
-        if len(values) > start:
-            out[key] = [float(v) for v in values[start:]]
+        try:
+            start = lengths.get(key, 0)
+            start = 0 if start > len(values) else start  # torch._dynamo.reset() cleared the list
+            if len(values) > start:
+                out[key] = [float(v) for v in values[start:]]
+        except (TypeError, ValueError):  # not a list of seconds: not one of the timers read here
+            continue
     return out
 
 
