@@ -348,5 +348,5 @@ def summary(new: Mapping[str, Sequence[float]], most: int = 3) -> str:
     phases = split(new) if FRAME.present(new) else None
     if phases is None:
         return ""
-    largest = sorted(((s, n) for n, s in phases.items() if s >= 0.05), reverse=True)[:most]
+    largest = sorted(((s, n) for n, s in phases.items() if s > 0), reverse=True)[:most]
     return ", ".join(f"{name} {seconds:.1f} s" for seconds, name in largest)
