@@ -24,8 +24,12 @@ def add_parser(sub: argparse._SubParsersAction, parser_class: type) -> None:  # 
     verbs = p.add_subparsers(dest="study_verb", required=True, parser_class=parser_class)
 
     def common(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--tiny", action="store_true", help="the same steps on shrunk models, on the CPU (the test)")
-        q.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
+        q.add_argument(
+            "--tiny", action="store_true", help="the same steps on shrunk models, on the CPU (the test)"
+        )
+        q.add_argument(
+            "--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)"
+        )
 
     q = verbs.add_parser("plan", help="each call's steps, cells and estimated time")
     common(q)
@@ -46,13 +50,22 @@ def add_parser(sub: argparse._SubParsersAction, parser_class: type) -> None:  # 
         "--resume-from",
         type=Path,
         default=None,
-        help="a folder with an earlier attempt's callN.tar.gz (or the file): resume from it on a fresh machine",
+        help="a folder with an earlier attempt's callN.tar.gz (or the file): resume on a fresh machine",
     )
     q.set_defaults(func=cmd_call)
     q = verbs.add_parser("finish", help="host side: unpack the calls' files, merge, write the results README")
-    q.add_argument("inputs", nargs="+", type=Path, help="the calls' files (callN.tar.gz, .json, .log), or folders of them")
-    q.add_argument("-o", "--out", type=Path, default=None, help="default: results/<date>-<gpu>-torch<version>")
-    q.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE, help="the guide's figures (default: %(default)s)")
+    q.add_argument(
+        "inputs",
+        nargs="+",
+        type=Path,
+        help="the calls' files (callN.tar.gz, .json, .log), or folders of them",
+    )
+    q.add_argument(
+        "-o", "--out", type=Path, default=None, help="default: results/<date>-<gpu>-torch<version>"
+    )
+    q.add_argument(
+        "--reference", type=Path, default=DEFAULT_REFERENCE, help="the guide's figures (default: %(default)s)"
+    )
     q.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
     q.add_argument("--no-plots", action="store_true", help="tables only")
     q.set_defaults(func=cmd_finish)
@@ -72,7 +85,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         total += seconds
         print(f"call {call.number}: {call.title}: estimated {format_duration(seconds)}")
         for p in planned:
-            print(f"  {p.step.verb} {p.step.run_id}: {p.step.what}: {len(p.cells)} cell(s), {format_duration(p.seconds)}")
+            print(
+                f"  {p.step.verb} {p.step.run_id}: {p.step.what}: {len(p.cells)} cell(s), "
+                f"{format_duration(p.seconds)}"
+            )
             for cell in p.cells:
                 print(f"    {cell.label}")
     budget = DEFAULT_BUDGET_S[variant]

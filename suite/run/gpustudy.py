@@ -221,11 +221,18 @@ class _Tee:
 
 
 def run_step(
-    argv: Sequence[str], tee: _Tee, seconds_left: float | None, python: str, cwd: Path
+    argv: Sequence[str],
+    tee: _Tee,
+    seconds_left: float | None,
+    python: str,
+    cwd: Path,
+    while_running: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> tuple[int, bool, float]:
     """(exit status, stopped at the deadline, wall seconds) of `python -m suite ARGV`; at the
     deadline the child gets SIGINT (its runner kills the cell in flight and exits with its rows
-    written), then SIGKILL if it has not ended STOP_GRACE_S later."""
+    written), then SIGKILL if it has not ended STOP_GRACE_S later. The child stays in our process
+    group and gets SIGINT if we die (a tool that kills only us must not leave it running: it holds
+    its run's lock and the GPU). `while_running`: a context entered once the child has started."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cwd), env.get("PYTHONPATH", "")) if p)
     start = time.monotonic()
@@ -236,36 +243,49 @@ def run_step(
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         env=env,
-        start_new_session=True,
+        preexec_fn=_interrupt_when_parent_dies,
     )
     pump = threading.Thread(target=tee.pump, args=(proc.stdout,), daemon=True)
     pump.start()
     stopped = False
     try:
-        proc.wait(timeout=None if seconds_left is None else max(0.0, seconds_left))
-    except subprocess.TimeoutExpired:
-        stopped = True
-        tee.line(f"gpu-study: the call's deadline: stopping this step (SIGINT, then SIGKILL after {STOP_GRACE_S:g} s)")
-        _signal_group(proc, signal.SIGINT)
-        try:
-            proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            _signal_group(proc, signal.SIGKILL)
-            proc.wait()
+        with while_running():
+            try:
+                proc.wait(timeout=None if seconds_left is None else max(0.0, seconds_left))
+            except subprocess.TimeoutExpired:
+                stopped = True
+                tee.line(
+                    "gpu-study: the call's deadline: stopping this step "
+                    f"(SIGINT, then SIGKILL after {STOP_GRACE_S:g} s)"
+                )
+                _stop(proc)
     except BaseException:  # our own interruption (SIGTERM from the tool, Ctrl-C): the child too
-        _signal_group(proc, signal.SIGINT)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=STOP_GRACE_S)
-        _signal_group(proc, signal.SIGKILL)
+        _stop(proc)
         raise
     finally:
         pump.join(timeout=10)
     return proc.returncode, stopped, time.monotonic() - start
 
 
-def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT (the runner's own clean stop), then SIGKILL (its worker dies with it: lifeline)."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+
+
+def _interrupt_when_parent_dies() -> None:
+    """In the child, before it runs: SIGINT when its parent dies (Linux; elsewhere nothing)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGINT), 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 class _Packer:
@@ -304,14 +324,19 @@ def _sigterm_as_interrupt() -> Callable[[], None]:
     return lambda: signal.signal(signal.SIGTERM, old)
 
 
-def plan_lines(call: Call, variant: str, planned: Sequence[PlannedStep], budget_s: float, out: Path) -> list[str]:
+def plan_lines(
+    call: Call, variant: str, planned: Sequence[PlannedStep], budget_s: float, out: Path
+) -> list[str]:
     """What the call will run and how long the cost model says it takes: printed before anything runs."""
     total = sum(p.seconds for p in planned)
     lines = [
-        f"gpu-study call {call.number} ({variant}: profile {PROFILE[variant]}, device {DEVICE[variant]}): {call.title}",
+        f"gpu-study call {call.number} ({variant}: profile {PROFILE[variant]}, "
+        f"device {DEVICE[variant]}): {call.title}",
     ]
     for i, p in enumerate(planned, 1):
-        lines.append(f"  step {i}: {p.step.what}: {len(p.cells)} cell(s), estimated {format_duration(p.seconds)}")
+        lines.append(
+            f"  step {i}: {p.step.what}: {len(p.cells)} cell(s), estimated {format_duration(p.seconds)}"
+        )
         lines.append(f"    {command_line(p.step.argv(variant, out))}")
     lines.append(
         f"estimated {format_duration(total)} in all (suite/spec/cost.py"
@@ -323,8 +348,8 @@ def plan_lines(call: Call, variant: str, planned: Sequence[PlannedStep], budget_
         lines.append(
             f"deadline: {format_duration(budget_s)} after the start"
             + (
-                f"; the estimate is over it: the call stops there (the cell in flight is lost, every "
-                f"finished one kept) and the same call again resumes"
+                "; the estimate is over it: the call stops there (the cell in flight is lost, every "
+                "finished one kept) and the same call again resumes"
                 if over
                 else ""
             )
@@ -384,7 +409,9 @@ def run_call(
             report.wall_s = time.monotonic() - start
             summary = json.dumps(asdict(report), indent=1) + "\n"
             (work / f"call{call.number}.json").write_text(summary, encoding="utf-8")
-            note = pack(work, ids, out / f"call{call.number}.tar.gz", {f"call{call.number}.json": summary.encode()})
+            note = pack(
+                work, ids, out / f"call{call.number}.tar.gz", {f"call{call.number}.json": summary.encode()}
+            )
             report.packed = note
 
         restore_sigterm = _sigterm_as_interrupt()
@@ -401,14 +428,19 @@ def run_call(
                     tee.line(f"gpu-study: {p.step.what}: not started ({format_duration(left)} left)")
                     continue
                 tee.line(f"gpu-study: step: {p.step.what}\n  {outcome.command}")
-                with _Packer(do_pack):
-                    code, stopped, wall = run_step(p.step.argv(variant, work), tee, left, python, cwd)
+                code, stopped, wall = run_step(
+                    p.step.argv(variant, work), tee, left, python, cwd, lambda: _Packer(do_pack)
+                )
                 outcome.wall_s, outcome.exit_code = round(wall, 1), code
                 outcome.status = STOPPED if stopped else (DONE if code == 0 else FAILED)
-                tee.line(f"gpu-study: {p.step.what}: {outcome.status} in {format_duration(wall)} (exit {code})")
+                tee.line(
+                    f"gpu-study: {p.step.what}: {outcome.status} in {format_duration(wall)} (exit {code})"
+                )
                 do_pack()
                 if code == 2 and not stopped:  # bad input or a missing prerequisite: so would the rest
-                    tee.line("gpu-study: the step's input or prerequisites are wrong (exit 2): the call stops")
+                    tee.line(
+                        "gpu-study: the step's input or prerequisites are wrong (exit 2): the call stops"
+                    )
                     break
         except KeyboardInterrupt:
             tee.line("gpu-study: interrupted: packing what was measured")
@@ -462,7 +494,9 @@ def _closing(report: CallReport, restored: Sequence[str]) -> str:
 
 
 def _write_summary(out: Path, report: CallReport) -> None:
-    (out / f"call{report.call}.json").write_text(json.dumps(asdict(report), indent=1) + "\n", encoding="utf-8")
+    (out / f"call{report.call}.json").write_text(
+        json.dumps(asdict(report), indent=1) + "\n", encoding="utf-8"
+    )
     lines = [
         f"# gpu-study call {report.call}: {report.title}",
         "",

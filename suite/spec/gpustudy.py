@@ -172,7 +172,16 @@ CALLS: tuple[Call, ...] = (
                 "run",
                 "call3",
                 "dynamic batch: one process serving 1, 4, 16, 1 (torch's default, auto)",
-                ("--models", "ResNet", "--modes", "default", "--scenarios", "dynamic-batch", "--dynamic", "auto"),
+                (
+                    "--models",
+                    "ResNet",
+                    "--modes",
+                    "default",
+                    "--scenarios",
+                    "dynamic-batch",
+                    "--dynamic",
+                    "auto",
+                ),
             ),
             Step(
                 "repeat",
@@ -272,7 +281,9 @@ class PlannedStep:
     seconds: float
 
 
-def plan_call(matrix: Matrix, call: Call, variant: str, reference: Path, build: str = "?") -> list[PlannedStep]:
+def plan_call(
+    matrix: Matrix, call: Call, variant: str, reference: Path, build: str = "?"
+) -> list[PlannedStep]:
     """Each step of a call with its cells and estimate (`build`: the label the rows will carry, as
     `run` resolves it on the machine; only the cells' identity depends on it)."""
     guide = guide_forward_ms(reference) if variant == GPU else {}
@@ -280,6 +291,8 @@ def plan_call(matrix: Matrix, call: Call, variant: str, reference: Path, build: 
     for step in call.steps:
         cells = expand(matrix, PROFILE[variant], build, step.filters(variant))
         if not cells:
-            raise UsageError(f"{matrix.path}: profiles.{PROFILE[variant]}", f"step {step.what!r} selects no cell")
+            raise UsageError(
+                f"{matrix.path}: profiles.{PROFILE[variant]}", f"step {step.what!r} selects no cell"
+            )
         out.append(PlannedStep(step, tuple(cells), step_seconds(step, cells, guide)))
     return out
