@@ -42,12 +42,14 @@ PACK_LIMIT_BYTES = 15 * 2**20  # the tarball's own limit, with room to spare
 LOG_LIMIT_BYTES = 8 * 2**20  # the call's log: its last part, past this
 STOP_GRACE_S = 45.0  # after SIGINT: the runner kills its worker and writes nothing more
 LEFT_OUT = (".scratch", ".compile-cache")  # a run's working files, never results
-DONE, STOPPED, NOT_STARTED, FAILED, ALREADY = (
+DONE, STOPPED, NO_TIME, NOT_STARTED, FAILED, ALREADY, INTERRUPTED = (
     "done",
     "stopped at the deadline",
     "not started: no time left",
+    "not started",
     "failed",
     "already done",
+    "interrupted",
 )
 
 
@@ -425,12 +427,17 @@ def run_call(
                 # a cross-check keeps nothing until it ends: start one only if it fits
                 need = p.seconds if p.step.verb == "crosscheck" else STEP_OVERHEAD_S
                 if left is not None and left < need:
+                    outcome.status = NO_TIME
                     tee.line(f"gpu-study: {p.step.what}: not started ({format_duration(left)} left)")
                     continue
                 tee.line(f"gpu-study: step: {p.step.what}\n  {outcome.command}")
-                code, stopped, wall = run_step(
-                    p.step.argv(variant, work), tee, left, python, cwd, lambda: _Packer(do_pack)
-                )
+                outcome.status, began = INTERRUPTED, time.monotonic()  # until it returns
+                try:
+                    code, stopped, wall = run_step(
+                        p.step.argv(variant, work), tee, left, python, cwd, lambda: _Packer(do_pack)
+                    )
+                finally:
+                    outcome.wall_s = round(time.monotonic() - began, 1)
                 outcome.wall_s, outcome.exit_code = round(wall, 1), code
                 outcome.status = STOPPED if stopped else (DONE if code == 0 else FAILED)
                 tee.line(
