@@ -24,7 +24,7 @@ from suite.run import repeat
 from suite.run.gpustudy import unpack
 from suite.spec import expand, load_matrix
 from suite.spec.cost import estimate_seconds, format_duration
-from suite.spec.gpustudy import CALLS, GPU, REFERENCE_GPU, cell_seconds, guide_forward_ms, plan_call
+from suite.spec.gpustudy import CALLS, GPU, REFERENCE_GPU, TINY, cell_seconds, guide_forward_ms, plan_call
 
 MERGED_RUNS = ("call1", "call2", "call3")  # the runs of the tables; the cross-checks and repeats: their own
 TBW = "_To be written by whoever commits this run, from the figures above._"
@@ -71,7 +71,8 @@ def gather(inputs: Sequence[Path], staging: Path) -> Inputs:
     for path in files:  # the callN.json beside the tarball is the later one
         if path.name.startswith("call") and path.suffix == ".json":
             _read_summary(path, summaries)
-    logs = [p for p in files if p.name.startswith("call") and p.suffix == ".log"]
+    # the calls' logs, and what a call's command wrote beside them (nvidia-smi -q)
+    logs = [p for p in files if (p.name.startswith("call") and p.suffix == ".log") or p.suffix == ".txt"]
     return Inputs(runs, summaries, logs, archives)
 
 
@@ -156,8 +157,12 @@ def _table(header: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
 def render_readme(
     folder: Path, matrix: Any, reference_dir: Path, merge_report: Sequence[str], inputs: Sequence[Path]
 ) -> str:
-    runs = {p.name: p for p in sorted(folder.iterdir()) if p.is_dir() and (p / "raw").is_dir()}
-    rows = {run_id: _rows(runs[run_id]) for run_id in MERGED_RUNS if run_id in runs}
+    runs = {
+        p.name: p
+        for p in sorted(folder.iterdir())
+        if p.is_dir() and p.name not in ("calls", "tables", "plots")
+    }
+    rows = {run_id: _rows(runs[run_id]) for run_id in MERGED_RUNS if (folder / run_id / "raw").is_dir()}
     every = [r for rs in rows.values() for r in rs]
     summaries = {}
     for path in sorted((folder / "calls").glob("call*.json")):
@@ -439,9 +444,11 @@ def _repeat(runs: dict[str, Path]) -> list[str]:
 
 def _walls(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path) -> list[str]:
     estimates: dict[tuple[str, ...], float] = {}
-    guide = guide_forward_ms(reference_dir)
+    shrunk = any(r.get("variant") == "smoke" for rs in rows.values() for r in rs)
+    variant = TINY if shrunk else GPU  # the rows of `gpu-study call --tiny`: shrunk models
+    guide = guide_forward_ms(reference_dir) if variant == GPU else {}
     for call in CALLS:
-        for planned in plan_call(matrix, call, GPU, reference_dir):
+        for planned in plan_call(matrix, call, variant, reference_dir):
             for cell in planned.cells:
                 key = (cell.model.name, str(cell.batch_size), cell.mode, cell.scenario, cell.dynamic)
                 estimates[key] = cell_seconds(cell, guide)
@@ -482,7 +489,7 @@ def _walls(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Pa
     ]
     if estimated:
         ratio = measured / estimated
-        full = expand(matrix, "full", "?")
+        full = expand(matrix, "full", "?")  # the guide's study, full size, whatever ran here
         full_s = sum(estimate_seconds(c) for c in full)
         lines += [
             "",
