@@ -369,7 +369,7 @@ def _speedups(rows: Sequence[dict[str, str]], reference: Reference) -> list[str]
 def _crosscheck(runs: dict[str, Path]) -> list[str]:
     target = xcheck.TARGETS["cuda"]
     body, met, total = [], 0, 0
-    for run_id, folder in runs.items():
+    for folder in runs.values():
         path = folder / "crosscheck.json"
         if not path.exists():
             continue
@@ -403,7 +403,8 @@ def _crosscheck(runs: dict[str, Path]) -> list[str]:
         *_table((*header, f"within ±{target:.0%}"), body),
         "",
         f"{met} of {total} ratio(s) within ±{target:.0%} (the target); a ratio is the median over rounds of "
-        "suite / independent, the range its lowest and highest round (`crosscheck.md` in each cross-check's folder).",
+        "suite / independent, the range its lowest and highest round (`crosscheck.md` in each "
+        "cross-check's folder).",
     ]
 
 
@@ -437,7 +438,8 @@ def _repeat(runs: dict[str, Path]) -> list[str]:
         met = sum(c.median_spread <= target for c in judged)  # type: ignore[operator]
         lines += [
             "",
-            f"{met} of {len(judged)} cell(s) within {target:.1%} ({run_id}, {len(reps)} runs); spread = max / min - 1.",
+            f"{met} of {len(judged)} cell(s) within {target:.1%} ({run_id}, {len(reps)} runs); "
+            "spread = max / min - 1.",
         ]
     return lines or ["No repeatability run came back."]
 
@@ -494,7 +496,8 @@ def _walls(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Pa
         lines += [
             "",
             f"The cells that ended ok took {ratio:.2f} x their estimate ({format_duration(measured)} for "
-            f"{format_duration(estimated)}). The guide's full study (`plan --profile full`: {len(full)} cells, "
+            f"{format_duration(estimated)}). The guide's full study (`plan --profile full`: "
+            f"{len(full)} cells, "
             f"{full[0].settings.iterations} iterations) is estimated at {format_duration(full_s)}; at that "
             f"ratio, about {format_duration(full_s * ratio)} on this machine.",
         ]
