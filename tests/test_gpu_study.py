@@ -381,3 +381,25 @@ def test_finish_writes_the_readme_from_the_files(tmp_path):
         assert section in readme
     with pytest.raises(UsageError, match="not empty"):
         finish([fetched], folder, DEFAULT_REFERENCE, DEFAULT_MATRIX, plots=False)
+
+
+def test_dynamic_narrows_the_dynamic_batch_cells(matrix):
+    """--dynamic (issue 30: the study's one dynamic-batch cell) narrows static/auto/marked."""
+    parser = build_parser()
+    base = [
+        "plan",
+        "--profile",
+        "gpu-study",
+        "--models",
+        "ResNet",
+        "--modes",
+        "default",
+        "--scenarios",
+        "dynamic-batch",
+    ]
+    every = expand(matrix, "gpu-study", "?", filters_of(parser.parse_args(base)))
+    assert [c.dynamic for c in every] == ["static", "auto", "marked"]
+    (one,) = expand(matrix, "gpu-study", "?", filters_of(parser.parse_args([*base, "--dynamic", "auto"])))
+    assert (one.dynamic, one.served) == ("auto", (1, 4, 16, 1))
+    with pytest.raises(UsageError, match="--dynamic"):
+        parser.parse_args([*base, "--dynamic", "sometimes"])
