@@ -259,7 +259,10 @@ def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
         "run --models ResNet",
         "run --models ViT",
     ]  # restored + both steps
-    assert "resuming from" in (tmp_path / "out2" / "call9.log").read_text()
+    assert (
+        "resuming from" in (tmp_path / "out2" / "call9.log").read_text()
+        and "restored callx" in (tmp_path / "out2" / "call9.log").read_text()
+    )
 
 
 def test_a_step_that_exits_2_stops_the_call(tmp_path, monkeypatch):

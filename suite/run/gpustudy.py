@@ -462,28 +462,34 @@ def run_call(
 
 
 def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | None, tee: _Tee) -> list[str]:
-    """Bring an earlier attempt's run folders back from its tarball, unless a warm machine still
-    has them; the folders restored."""
+    """Bring an earlier attempt's run folders back from its tarball, each one a warm machine does
+    not still have; the folders restored."""
     if resume_from is None:
         return []
     archive = resume_from / f"call{call.number}.tar.gz" if resume_from.is_dir() else resume_from
     if not archive.is_file():
         tee.line(f"gpu-study: nothing to resume from ({archive} is not there): starting afresh")
         return []
-    if any((work / run_id).exists() for run_id in ids):
-        tee.line(f"gpu-study: the run folders are still here: {archive} not unpacked")
-        return []
     staging = work / f".restore-call{call.number}"
     shutil.rmtree(staging, ignore_errors=True)
-    folders = unpack(archive, staging)
-    for name in folders:
+    restored, kept = [], []
+    for name in unpack(archive, staging):
+        if name not in ids:
+            continue
+        if (work / name).exists():  # a warm machine: its folder is newer than any tarball
+            kept.append(name)
+            continue
         shutil.move(str(staging / name), str(work / name))
+        restored.append(name)
     summary = staging / f"call{call.number}.json"
     if summary.exists():  # the earlier attempt's steps, for the calibration of later calls
         shutil.move(str(summary), str(work / f"call{call.number}.attempt.json"))
     shutil.rmtree(staging, ignore_errors=True)
-    tee.line(f"gpu-study: resuming from {archive}: {', '.join(folders) or 'no run folder'}")
-    return folders
+    tee.line(
+        f"gpu-study: resuming from {archive}: restored {', '.join(restored) or 'nothing'}"
+        + (f"; still here, kept as they are: {', '.join(kept)}" if kept else "")
+    )
+    return restored
 
 
 def _closing(report: CallReport, restored: Sequence[str]) -> str:
