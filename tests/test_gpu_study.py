@@ -263,6 +263,10 @@ def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
         "resuming from" in (tmp_path / "out2" / "call9.log").read_text()
         and "restored callx" in (tmp_path / "out2" / "call9.log").read_text()
     )
+    # a warm machine with the tarball carried all the same: its own folder wins
+    run_study.run_call(call, "tiny", _planned(call), fresh, tmp_path / "out3", 0, carry, fake_python, ROOT)
+    assert "still here, kept as they are: callx" in (tmp_path / "out3" / "call9.log").read_text()
+    assert len((fresh / "callx" / "raw" / "fake.csv").read_text().splitlines()) == 5
 
 
 def test_a_step_that_exits_2_stops_the_call(tmp_path, monkeypatch):
