@@ -415,3 +415,23 @@ def test_dynamic_narrows_the_dynamic_batch_cells(matrix):
     assert (one.dynamic, one.served) == ("auto", (1, 4, 16, 1))
     with pytest.raises(UsageError, match="--dynamic"):
         parser.parse_args([*base, "--dynamic", "sometimes"])
+
+
+def test_a_step_started_with_sigint_ignored_still_stops_at_the_deadline(tmp_path, fake_python, monkeypatch):
+    """A call launched in the background (`cmd &`, nohup) inherits SIGINT ignored; its step must not:
+    the deadline's SIGINT stops it at once (not after the SIGKILL grace), and so does its parent's death."""
+    import signal
+
+    monkeypatch.setenv("FAKE_SLEEP", "30")
+    monkeypatch.setattr(run_study, "STEP_OVERHEAD_S", 0.5)
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        call = _call(6)
+        report = run_study.run_call(
+            call, "tiny", _planned(call), tmp_path / "w", tmp_path / "o", 2.0, python=fake_python, cwd=ROOT
+        )
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert report.steps[0].status == run_study.STOPPED
+    assert report.steps[0].wall_s < 2.0 + run_study.STOP_GRACE_S / 2
+    assert "suite: interrupted" in (tmp_path / "o" / "call6.log").read_text()

@@ -282,7 +282,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _interrupt_when_parent_dies() -> None:
-    """In the child, before it runs: SIGINT when its parent dies (Linux; elsewhere nothing)."""
+    """In the child, before it runs: SIGINT handled (a command started in the background by a
+    non-interactive shell, as `cmd &` or nohup, inherits SIGINT ignored, and so would the step: it
+    would shrug off the deadline and outlive a killed call, holding its run's lock; seen here), and
+    sent to it when its parent dies (Linux; elsewhere nothing)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Python then installs its KeyboardInterrupt handler
     if sys.platform.startswith("linux"):
         import ctypes
 
