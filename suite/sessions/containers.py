@@ -1,6 +1,6 @@
 """The container sessions (`nox -s build`, `bench-stable`, `bench-nightly`): build the images
 that are missing, probe the device, run the profile in each build's container, on the command
-lines of suite.run.images and suite.run.docker. Every check that can fail on bad input or a
+lines of suite.sessions.images and suite.sessions.docker. Every check that can fail on bad input or a
 machine without Docker or a GPU runs before any benchmark starts, and says what is wrong in
 one line. A docker command is checked for secrets before it is shown or run.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
-from suite.run import docker, images
-from suite.run.images import Substitutes
-from suite.run.session import (
+from suite.sessions import docker, images
+from suite.sessions.images import Substitutes
+from suite.sessions.runner import (
     Runner,
     SelectionCheck,
     bench_args,
@@ -35,7 +35,7 @@ from suite.spec import BuildSpec, Matrix
 def run_docker(
     cmd: list[str], runner: Runner | None = None, **kwargs: Any
 ) -> subprocess.CompletedProcess[str]:
-    """Run a docker command after checking that it holds no secret (suite.run.docker.refusal);
+    """Run a docker command after checking that it holds no secret (suite.sessions.docker.refusal);
     given a runner, show the command first, only once it has passed that check."""
     refused = docker.refusal(cmd, os.environ)
     if refused:
