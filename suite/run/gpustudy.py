@@ -414,7 +414,8 @@ def run_call(
         def do_pack() -> None:
             report.wall_s = time.monotonic() - start
             summary = json.dumps(asdict(report), indent=1) + "\n"
-            (work / f"call{call.number}.json").write_text(summary, encoding="utf-8")
+            for folder in (work, out):  # out: so a call killed from outside still says how far it got
+                (folder / f"call{call.number}.json").write_text(summary, encoding="utf-8")
             note = pack(
                 work, ids, out / f"call{call.number}.tar.gz", {f"call{call.number}.json": summary.encode()}
             )
