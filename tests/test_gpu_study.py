@@ -435,3 +435,25 @@ def test_a_step_started_with_sigint_ignored_still_stops_at_the_deadline(tmp_path
     assert report.steps[0].status == run_study.STOPPED
     assert report.steps[0].wall_s < 2.0 + run_study.STOP_GRACE_S / 2
     assert "suite: interrupted" in (tmp_path / "o" / "call6.log").read_text()
+
+
+def test_a_pack_while_a_step_runs_says_so(tmp_path, fake_python, monkeypatch):
+    """What a call killed from outside leaves: a summary whose step in flight reads running, with
+    the seconds it had run."""
+    import threading
+    import time
+
+    monkeypatch.setenv("FAKE_SLEEP", "30")
+    monkeypatch.setattr(run_study, "PACK_EVERY_S", 0.2)
+    monkeypatch.setattr(run_study, "STEP_OVERHEAD_S", 0.5)
+    call = _call(5)
+    worker = threading.Thread(
+        target=run_study.run_call,
+        args=(call, "tiny", _planned(call), tmp_path / "w", tmp_path / "o", 3.0, None, fake_python, ROOT),
+    )
+    worker.start()
+    time.sleep(1.5)
+    summary = json.loads((tmp_path / "o" / "call5.json").read_text())
+    worker.join()
+    assert summary["steps"][0]["status"] == run_study.RUNNING and summary["steps"][0]["wall_s"] > 0
+    assert json.loads((tmp_path / "o" / "call5.json").read_text())["steps"][0]["status"] == run_study.STOPPED

@@ -267,7 +267,8 @@ def _calls(summaries: dict[int, dict[str, Any]]) -> list[str]:
         body.append(
             (
                 f"**{number}**",
-                f"**the call** (deadline {format_duration(s.get('budget_s', 0))})",
+                "**the call** ("
+                + (f"deadline {format_duration(s['budget_s'])})" if s.get("budget_s") else "no deadline)"),
                 "",
                 format_duration(s.get("estimate_s", 0)),
                 format_duration(s.get("wall_s", 0)),

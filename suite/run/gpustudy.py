@@ -42,7 +42,7 @@ PACK_LIMIT_BYTES = 15 * 2**20  # the tarball's own limit, with room to spare
 LOG_LIMIT_BYTES = 8 * 2**20  # the call's log: its last part, past this
 STOP_GRACE_S = 45.0  # after SIGINT: the runner kills its worker and writes nothing more
 LEFT_OUT = (".scratch", ".compile-cache")  # a run's working files, never results
-DONE, STOPPED, NO_TIME, NOT_STARTED, FAILED, ALREADY, INTERRUPTED = (
+DONE, STOPPED, NO_TIME, NOT_STARTED, FAILED, ALREADY, INTERRUPTED, RUNNING = (
     "done",
     "stopped at the deadline",
     "not started: no time left",
@@ -50,6 +50,7 @@ DONE, STOPPED, NO_TIME, NOT_STARTED, FAILED, ALREADY, INTERRUPTED = (
     "failed",
     "already done",
     "interrupted",
+    "running when last packed",  # what a call killed from outside leaves for its step in flight
 )
 
 
@@ -411,8 +412,12 @@ def run_call(
             tee.line(f"calibration: {report.calibration}")
         restored = _restore(call, ids, work, resume_from, tee)
 
+        in_flight: list[tuple[StepOutcome, float]] = []  # the step running now, and its start
+
         def do_pack() -> None:
             report.wall_s = time.monotonic() - start
+            for outcome, began in in_flight:
+                outcome.wall_s = round(time.monotonic() - began, 1)
             summary = json.dumps(asdict(report), indent=1) + "\n"
             for folder in (work, out):  # out: so a call killed from outside still says how far it got
                 (folder / f"call{call.number}.json").write_text(summary, encoding="utf-8")
@@ -436,12 +441,17 @@ def run_call(
                     tee.line(f"gpu-study: {p.step.what}: not started ({format_duration(left)} left)")
                     continue
                 tee.line(f"gpu-study: step: {p.step.what}\n  {outcome.command}")
-                outcome.status, began = INTERRUPTED, time.monotonic()  # until it returns
+                outcome.status, began = RUNNING, time.monotonic()
+                in_flight[:] = [(outcome, began)]
                 try:
                     code, stopped, wall = run_step(
                         p.step.argv(variant, work), tee, left, python, cwd, lambda: _Packer(do_pack)
                     )
+                except KeyboardInterrupt:
+                    outcome.status = INTERRUPTED
+                    raise
                 finally:
+                    in_flight.clear()
                     outcome.wall_s = round(time.monotonic() - began, 1)
                 outcome.wall_s, outcome.exit_code = round(wall, 1), code
                 outcome.status = STOPPED if stopped else (DONE if code == 0 else FAILED)
