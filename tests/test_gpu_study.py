@@ -440,6 +440,7 @@ def test_a_step_started_with_sigint_ignored_still_stops_at_the_deadline(tmp_path
 def test_a_pack_while_a_step_runs_says_so(tmp_path, fake_python, monkeypatch):
     """What a call killed from outside leaves: a summary whose step in flight reads running, with
     the seconds it had run."""
+    import io
     import threading
     import time
 
@@ -447,13 +448,17 @@ def test_a_pack_while_a_step_runs_says_so(tmp_path, fake_python, monkeypatch):
     monkeypatch.setattr(run_study, "PACK_EVERY_S", 0.2)
     monkeypatch.setattr(run_study, "STEP_OVERHEAD_S", 0.5)
     call = _call(5)
-    worker = threading.Thread(
-        target=run_study.run_call,
-        args=(call, "tiny", _planned(call), tmp_path / "w", tmp_path / "o", 3.0, None, fake_python, ROOT),
-    )
+    args = (call, "tiny", _planned(call), tmp_path / "w", tmp_path / "o", 8.0, None, fake_python, ROOT)
+    worker = threading.Thread(target=run_study.run_call, args=args, kwargs={"echo": io.StringIO()})
     worker.start()
-    time.sleep(1.5)
-    summary = json.loads((tmp_path / "o" / "call5.json").read_text())
+    seen = None
+    for _ in range(70):  # the first pack comes PACK_EVERY_S after the step starts
+        time.sleep(0.1)
+        path = tmp_path / "o" / "call5.json"
+        if path.exists():
+            seen = json.loads(path.read_text())["steps"][0]
+            if seen["status"] == run_study.RUNNING and seen["wall_s"] > 0:
+                break
     worker.join()
-    assert summary["steps"][0]["status"] == run_study.RUNNING and summary["steps"][0]["wall_s"] > 0
+    assert seen and seen["status"] == run_study.RUNNING and seen["wall_s"] > 0, seen
     assert json.loads((tmp_path / "o" / "call5.json").read_text())["steps"][0]["status"] == run_study.STOPPED

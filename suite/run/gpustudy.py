@@ -299,8 +299,8 @@ class _Packer:
     """Packs the call's outputs now and then while a step runs, so that even a call killed from
     outside (the tool's own limit) brings back all but its last half minute."""
 
-    def __init__(self, do_pack: Callable[[], None], every_s: float = PACK_EVERY_S) -> None:
-        self.do_pack, self.every_s = do_pack, every_s
+    def __init__(self, do_pack: Callable[[], None], every_s: float | None = None) -> None:
+        self.do_pack, self.every_s = do_pack, PACK_EVERY_S if every_s is None else every_s
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="gpu-study-pack", daemon=True)
 
