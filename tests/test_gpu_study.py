@@ -462,3 +462,11 @@ def test_a_pack_while_a_step_runs_says_so(tmp_path, fake_python, monkeypatch):
     worker.join()
     assert seen and seen["status"] == run_study.RUNNING and seen["wall_s"] > 0, seen
     assert json.loads((tmp_path / "o" / "call5.json").read_text())["steps"][0]["status"] == run_study.STOPPED
+
+
+def test_no_two_steps_share_a_run_folder():
+    """A later step's resume would move an earlier step's failed rows to superseded/ without running
+    them again (it does not select them): seen in the tiny run, before each step had its own."""
+    study._check_run_ids(study.CALLS)
+    with pytest.raises(ValueError, match="share a run folder: callx"):
+        study._check_run_ids([_call()])

@@ -26,7 +26,13 @@ from suite.spec import expand, load_matrix
 from suite.spec.cost import estimate_seconds, format_duration
 from suite.spec.gpustudy import CALLS, GPU, REFERENCE_GPU, TINY, cell_seconds, guide_forward_ms, plan_call
 
-MERGED_RUNS = ("call1", "call2", "call3")  # the runs of the tables; the cross-checks and repeats: their own
+
+def merged_runs(folder: Path) -> list[str]:
+    """The run folders of the tables: those with raw CSVs at their top (a cross-check has none, a
+    repeat has them one level down, in each repetition: both are reported on their own)."""
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("raw/*.csv")))
+
+
 TBW = "_To be written by whoever commits this run, from the figures above._"
 
 
@@ -109,7 +115,7 @@ def finish(
 
     with tempfile.TemporaryDirectory(prefix="gpu-study-") as tmp:
         got = gather(inputs, Path(tmp))
-        rows = [r for run_id in MERGED_RUNS if run_id in got.runs for r in _rows(got.runs[run_id])]
+        rows = [r for src in got.runs.values() if any(src.glob("raw/*.csv")) for r in _rows(src)]
         folder = out or default_folder(rows, matrix_path.parent / "results")
         if folder.exists() and any(folder.iterdir()):
             raise UsageError("-o", f"{folder} exists and is not empty: give another -o, or remove it")
@@ -122,7 +128,9 @@ def finish(
             shutil.copy2(path, calls / path.name)
         for number, summary in got.summaries.items():
             (calls / f"call{number}.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    merged = [folder / run_id for run_id in MERGED_RUNS if (folder / run_id).is_dir()]
+    merged = [folder / run_id for run_id in merged_runs(folder)]
+    if not merged:
+        raise UsageError(str(inputs[0]), "the calls brought back no raw CSV: nothing to merge")
     result = run_merge(merged, folder, matrix_path, False, reference, plots=plots)
     readme = render_readme(folder, load_matrix(matrix_path), reference, result.loaded.report(), inputs)
     (folder / "README.md").write_text(readme, encoding="utf-8")
@@ -162,7 +170,7 @@ def render_readme(
         for p in sorted(folder.iterdir())
         if p.is_dir() and p.name not in ("calls", "tables", "plots")
     }
-    rows = {run_id: _rows(runs[run_id]) for run_id in MERGED_RUNS if (folder / run_id / "raw").is_dir()}
+    rows = {run_id: _rows(runs[run_id]) for run_id in merged_runs(folder)}
     every = [r for rs in rows.values() for r in rs]
     summaries = {}
     for path in sorted((folder / "calls").glob("call*.json")):

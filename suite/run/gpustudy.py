@@ -78,6 +78,7 @@ class CallReport:
     steps: list[StepOutcome] = field(default_factory=list)
     calibration: str = ""
     packed: str = ""
+    cells: dict[str, int] = field(default_factory=dict)  # the rows of its run folders, by status
 
     def complete(self) -> bool:
         return all(s.status in (DONE, ALREADY) for s in self.steps)
@@ -416,6 +417,7 @@ def run_call(
 
         def do_pack() -> None:
             report.wall_s = time.monotonic() - start
+            report.cells = cell_counts(work, ids)
             for outcome, began in in_flight:
                 outcome.wall_s = round(time.monotonic() - began, 1)
             summary = json.dumps(asdict(report), indent=1) + "\n"
@@ -507,14 +509,35 @@ def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | Non
     return restored
 
 
+def cell_counts(work: Path, ids: Sequence[str]) -> dict[str, int]:
+    """The rows of the call's run folders (a repeat's repetitions included), by status."""
+    from suite.results import read_rows
+
+    counts: dict[str, int] = {}
+    for run_id in ids:
+        for csv_path in [*(work / run_id).glob("raw/*.csv"), *(work / run_id).glob("rep-*/raw/*.csv")]:
+            try:
+                rows = read_rows(csv_path).rows
+            except Exception:  # unreadable: the step's own resume says why
+                counts["unreadable file"] = counts.get("unreadable file", 0) + 1
+                continue
+            for row in rows:
+                counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return counts
+
+
 def _closing(report: CallReport, restored: Sequence[str]) -> str:
     counts: dict[str, int] = {}
     for s in report.steps:
         counts[s.status] = counts.get(s.status, 0) + 1
     steps = ", ".join(f"{n} {status}" for status, n in counts.items())
     verdict = "complete" if report.complete() else "NOT complete: run the same call again to resume"
+    cells = ", ".join(f"{n} {status}" for status, n in sorted(report.cells.items())) or "none"
+    failed = sum(n for status, n in report.cells.items() if status not in ("ok", "oom"))
+    again = " (the same call again runs the failed ones again)" if failed else ""
     return (
-        f"gpu-study call {report.call}: {verdict} ({steps}); {format_duration(report.wall_s)} against an "
+        f"gpu-study call {report.call}: {verdict} ({steps}); cells: {cells}{again}; "
+        f"{format_duration(report.wall_s)} against an "
         f"estimate of {format_duration(report.estimate_s)}"
         + (f"; resumed from {', '.join(restored)}" if restored else "")
         + (f"; {report.packed}" if report.packed else "")
@@ -543,6 +566,8 @@ def _write_summary(out: Path, report: CallReport) -> None:
             f"| {s.what} | {s.cells} | {format_duration(s.estimate_s)} | {format_duration(s.wall_s)} | "
             f"{s.status}{exit_note} | `{s.command}` |"
         )
+    cells = ", ".join(f"{n} {status}" for status, n in sorted(report.cells.items())) or "none"
+    lines += ["", f"Rows in its run folders: {cells}."]
     if report.calibration:
         lines += ["", f"Calibration: {report.calibration}."]
     (out / f"call{report.call}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -123,9 +123,13 @@ def _crosscheck(name: str) -> Step:
 
 def _ro(sizes: str, mode: str, what: str) -> Step:
     flags = ("--models", _models(RO_MODELS), "--batch-sizes", sizes, "--modes", mode)
-    return Step("run", "call2", f"reduce-overhead table: {what}", flags)
+    run_id = f"call2-{'ro' if mode == 'reduce-overhead' else mode}-bs{sizes}"
+    return Step("run", run_id, f"reduce-overhead table: {what}", flags)
 
 
+# Every step has a run folder of its own: steps sharing one, a later step's resume would move an
+# earlier step's failed rows (error, timeout) to superseded/ to run them again, and not run them,
+# since it does not select them (seen in the tiny run). The merge reads them all.
 # Each call's steps in the order they matter, since a call that reaches its deadline stops there
 # (resumable): compiled cells before eager ones (a compiled cell also times eager, interleaved: the
 # paired speed-up), and what only this call measures before more of the same.
@@ -134,8 +138,8 @@ CALLS: tuple[Call, ...] = (
         1,
         "every model at batch 1, eager and default",
         (
-            Step("run", "call1", "batch 1, default", ("--batch-sizes", "1", "--modes", "default")),
-            Step("run", "call1", "batch 1, eager", ("--batch-sizes", "1", "--modes", "eager")),
+            Step("run", "call1-default", "batch 1, default", ("--batch-sizes", "1", "--modes", "default")),
+            Step("run", "call1-eager", "batch 1, eager", ("--batch-sizes", "1", "--modes", "eager")),
         ),
     ),
     Call(
@@ -156,14 +160,14 @@ CALLS: tuple[Call, ...] = (
         (
             Step(
                 "run",
-                "call3",
+                "call3-compile-cost",
                 "ResNet at batch 4 and 16, default, with the compile-cost processes (warm, mega-cache)",
                 ("--models", "ResNet", "--batch-sizes", "4,16", "--modes", "default"),
                 extra=("--compile-cost",),
             ),
             Step(
                 "run",
-                "call3",
+                "call3-dynamic",
                 "dynamic batch: one process serving 1, 4, 16, 1 (torch's default, auto)",
                 (
                     "--models",
@@ -185,25 +189,35 @@ CALLS: tuple[Call, ...] = (
             ),
             Step(
                 "run",
-                "call3",
+                "call3-default",
                 "classification at batch 4 and 16, default",
                 ("--models", "ViT,BeiT,ConvNeXT", "--batch-sizes", "4,16", "--modes", "default"),
             ),
             Step(
                 "run",
-                "call3",
+                "call3-eager-bs4-16",
                 "classification at batch 4 and 16, eager (ConvNeXT and ResNet at 4: call 2)",
                 ("--models", "ViT,BeiT", "--batch-sizes", "4,16", "--modes", "eager"),
             ),
             Step(
                 "run",
-                "call3",
+                "call3-eager-bs16",
                 "classification at batch 16, eager",
                 ("--models", "ConvNeXT,ResNet", "--batch-sizes", "16", "--modes", "eager"),
             ),
         ),
     ),
 )
+
+
+def _check_run_ids(calls: Sequence[Call]) -> None:
+    ids = [step.run_id for call in calls for step in call.steps]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(f"steps share a run folder: {', '.join(twice)}")
+
+
+_check_run_ids(CALLS)
 
 
 def call_of(number: int) -> Call:
