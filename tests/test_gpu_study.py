@@ -19,6 +19,7 @@ from suite.cli.args import DEFAULT_MATRIX, DEFAULT_REFERENCE, filters_of
 from suite.errors import UsageError
 from suite.results import read_rows
 from suite.run import gpustudy as run_study
+from suite.run import packing
 from suite.spec import expand, load_matrix
 from suite.spec import gpustudy as study
 from suite.spec.cost import estimate_seconds
@@ -136,7 +137,7 @@ def test_pack_keeps_results_only_and_comes_back_whole(tmp_path):
     _run_folder(work, "call2")
     _run_folder(work, "call2-crosscheck-resnet")
     assert (
-        run_study.pack(
+        packing.pack(
             work, ["call2", "call2-crosscheck-resnet", "absent"], out / "call2.tar.gz", {"call2.json": b"{}"}
         )
         == ""
@@ -145,9 +146,9 @@ def test_pack_keeps_results_only_and_comes_back_whole(tmp_path):
         names = set(tar.getnames())
     assert "call2/raw/b__cpu.csv" in names and "call2/logs/b__cpu/000.log" in names and "call2.json" in names
     assert not [n for n in names if ".scratch" in n or ".compile-cache" in n or n.endswith(".lock")]
-    assert run_study.check_shape(out) == []
+    assert packing.check_shape(out) == []
     again = tmp_path / "again"
-    assert run_study.unpack(out / "call2.tar.gz", again) == ["call2", "call2-crosscheck-resnet"]
+    assert packing.unpack(out / "call2.tar.gz", again) == ["call2", "call2-crosscheck-resnet"]
     assert (again / "call2" / "raw" / "b__cpu.csv").read_text() == "row\n"
 
 
@@ -155,8 +156,8 @@ def test_an_oversized_pack_leaves_the_logs_out(tmp_path, monkeypatch):
     work = tmp_path / "work"
     _run_folder(work, "call1")
     (work / "call1" / "logs" / "b__cpu" / "big.log").write_bytes(os.urandom(50_000))
-    monkeypatch.setattr(run_study, "PACK_LIMIT_BYTES", 20_000)
-    note = run_study.pack(work, ["call1"], tmp_path / "call1.tar.gz")
+    monkeypatch.setattr(packing, "PACK_LIMIT_BYTES", 20_000)
+    note = packing.pack(work, ["call1"], tmp_path / "call1.tar.gz")
     assert "logs were left out" in note
     with tarfile.open(tmp_path / "call1.tar.gz") as tar:
         assert [n for n in tar.getnames() if n.endswith(".csv")] and not [
@@ -170,7 +171,7 @@ def test_check_shape_names_what_the_tool_would_not_bring_back(tmp_path):
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     (tmp_path / "a" / "b" / "c" / "deep").write_text("x")
     (tmp_path / "odd name").write_text("x")
-    problems = "\n".join(run_study.check_shape(tmp_path))
+    problems = "\n".join(packing.check_shape(tmp_path))
     assert "11 files" in problems and "more than 2 folders down" in problems and "odd name" in problems
 
 
@@ -180,7 +181,7 @@ def test_unpack_refuses_a_member_outside_its_folder(tmp_path):
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(tmp_path / "evil", arcname="../evil")
     with pytest.raises(UsageError, match="unsafe member"):
-        run_study.unpack(archive, tmp_path / "into")
+        packing.unpack(archive, tmp_path / "into")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,7 +240,7 @@ def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
     assert [s.status for s in report.steps] == [run_study.STOPPED, run_study.NO_TIME]
     assert report.wall_s < 2.0 + run_study.STOP_GRACE_S and not report.complete()
     assert sorted(p.name for p in out.iterdir()) == ["call9.json", "call9.log", "call9.md", "call9.tar.gz"]
-    assert run_study.check_shape(out) == []
+    assert packing.check_shape(out) == []
     text = capsys.readouterr().out
     assert "estimated" in text.splitlines()[-len(text.splitlines())] or "estimated" in text
     assert "NOT complete: run the same call again to resume" in text
@@ -353,8 +354,8 @@ def test_finish_writes_the_readme_from_the_files(tmp_path):
     (xc / "crosscheck.json").write_text(json.dumps({"device": "cuda", "results": [item]}))
     fetched = tmp_path / "fetched"
     fetched.mkdir()
-    run_study.pack(work, ["call1"], fetched / "call1.tar.gz")
-    run_study.pack(work, ["call2-crosscheck-resnet"], fetched / "call2.tar.gz")
+    packing.pack(work, ["call1"], fetched / "call1.tar.gz")
+    packing.pack(work, ["call2-crosscheck-resnet"], fetched / "call2.tar.gz")
     summary = {
         "call": 1,
         "title": "t",

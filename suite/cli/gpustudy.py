@@ -101,7 +101,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
-    from suite.run.gpustudy import check_shape, run_call
+    from suite.run.gpustudy import run_call
+    from suite.run.packing import check_shape
 
     matrix = load_matrix(args.matrix)
     variant = _variant(args)

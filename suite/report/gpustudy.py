@@ -21,7 +21,7 @@ from suite.report.reference import Reference, normalize
 from suite.results import read_rows, slug
 from suite.run import crosscheck as xcheck
 from suite.run import repeat
-from suite.run.gpustudy import unpack
+from suite.run.packing import unpack
 from suite.spec import expand, load_matrix
 from suite.spec.cost import estimate_seconds, format_duration
 from suite.spec.gpustudy import CALLS, GPU, REFERENCE_GPU, TINY, cell_seconds, guide_forward_ms, plan_call
