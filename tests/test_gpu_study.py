@@ -449,11 +449,11 @@ def test_a_pack_while_a_step_runs_says_so(tmp_path, fake_python, monkeypatch):
     monkeypatch.setattr(run_study, "PACK_EVERY_S", 0.2)
     monkeypatch.setattr(run_study, "STEP_OVERHEAD_S", 0.5)
     call = _call(5)
-    args = (call, "tiny", _planned(call), tmp_path / "w", tmp_path / "o", 8.0, None, fake_python, ROOT)
+    args = (call, "tiny", _planned(call), tmp_path / "w", tmp_path / "o", 4.0, None, fake_python, ROOT)
     worker = threading.Thread(target=run_study.run_call, args=args, kwargs={"echo": io.StringIO()})
     worker.start()
     seen = None
-    for _ in range(70):  # the first pack comes PACK_EVERY_S after the step starts
+    for _ in range(40):  # the first pack comes PACK_EVERY_S after the step starts
         time.sleep(0.1)
         path = tmp_path / "o" / "call5.json"
         if path.exists():
