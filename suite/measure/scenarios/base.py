@@ -16,7 +16,7 @@ from typing import Any
 
 from suite.measure import cell as parts
 from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
-from suite.measure.counters import dynamo_counts
+from suite.measure.counters import cudagraph_skips, dynamo_counts
 from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
@@ -108,4 +108,12 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[st
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
     row.update(health.fields())
+    skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so
+    if skipped:
+        row["compile_note"] = (
+            f"{CUDAGRAPHS_SKIPPED}: {skipped} graph(s), timed without them (the log says why)"
+        )
     return row
+
+
+CUDAGRAPHS_SKIPPED = "CUDA graphs skipped"
