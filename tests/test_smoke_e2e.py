@@ -158,6 +158,20 @@ def test_the_run_merges_into_one_row_per_architecture_and_mode(smoke, smoke_run:
     assert "## Summary" in index and "## Compile vs eager" in index
 
 
+def test_a_reduce_overhead_row_without_cuda_graphs_says_so(smoke) -> None:
+    """Issue 30: on a CPU inductor captures no CUDA graph, so a reduce-overhead row's figures are
+    default mode's; its compile_note says so (where the build counts the skips: torch 2.1 on),
+    and a default row never does. On a GPU the same note marks a graph inductor would not capture."""
+    rows, _ = smoke
+    ok = [r for r in rows if r["status"] == "ok" and r["mode"] in COMPILED]
+    for r in ok:
+        noted = "CUDA graphs skipped: " in r["compile_note"]
+        if r["mode"] == "default":
+            assert not noted, r["compile_note"]
+        elif not r["torch_version"].startswith("2.0."):
+            assert noted, f"{r['model']} {r['mode']}: {r['compile_note']!r}"
+
+
 def test_compile_phases_add_up_to_compile_s_within_the_margin(smoke) -> None:
     """Issue 29 on the real run: every compiled row's phases (torch's own accounting) and
     `phase_other_s` add up to compile_s, |other| within the stated margin; on a CPU the CUDA-graph

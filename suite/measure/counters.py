@@ -18,3 +18,13 @@ def guard_failures() -> list[str]:
 
     failures = getattr(utils, "guard_failures", {})
     return [str(reason) for reasons in list(failures.values()) for reason in reasons]
+
+
+def cudagraph_skips() -> int:
+    """Graphs inductor compiled without the CUDA graphs their mode asked for (reduce-overhead,
+    max-autotune): each is logged as "skipping cudagraphs due to ..." (a CPU tensor, a mutated
+    input, a CPU device), and its calls then run as `default` does. 0 where the build keeps no
+    such counter (torch 2.0.1)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"].get("cudagraph_skips", 0))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from suite.measure.counters import cudagraph_skips
 from suite.measure.phases import Ledger, _version, records_cudagraphs, times_cudagraphs
 
 COLUMNS: tuple[str, ...] = (
@@ -66,6 +67,8 @@ def fields(
         notes.append(f"torch {_version()} does not count or time its CUDA-graph recordings")
     out["cudagraph_pool_mb"], why = pool_mb(snapshot)
     notes += [why] if why else []
+    skipped = cudagraph_skips()  # inductor gave some graph no CUDA graph (its log says why)
+    notes += [f"inductor skipped CUDA graphs for {skipped} graph(s)"] if skipped else []
     if eager_peak_mb is not None and compiled_peak_mb is not None:
         out["cudagraph_extra_mb"] = compiled_peak_mb - eager_peak_mb
     out["cudagraph_note"] = "; ".join(notes)

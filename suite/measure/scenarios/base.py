@@ -17,7 +17,7 @@ from typing import Any
 from suite.measure import cell as parts
 from suite.measure import cudagraphs
 from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
-from suite.measure.counters import dynamo_counts
+from suite.measure.counters import cudagraph_skips, dynamo_counts
 from suite.measure.energy import COMPILED, EAGER, Energy
 from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
@@ -123,4 +123,12 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     row.update(health.fields())
     row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))
     row.update(cudagraphs.fields(device, mode, ledger, eager_mem.peak_mb, mem.peak_mb))
+    skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so
+    if skipped:
+        row["compile_note"] = (
+            f"{CUDAGRAPHS_SKIPPED}: {skipped} graph(s), timed without them (the log says why)"
+        )
     return row
+
+
+CUDAGRAPHS_SKIPPED = "CUDA graphs skipped"
