@@ -28,6 +28,7 @@ from suite.cli.args import (
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
+from suite.cli.gpustudy import add_parser as add_gpu_study
 from suite.cli.history import add_html_verb
 from suite.cli.history_store import add_history_parser
 from suite.cli.repeat import cmd_repeat
@@ -134,10 +135,22 @@ def build_parser() -> Parser:
 
     # `history ingest | report | verdict | ...` (issue 25) and `history html` (issue 26)
     add_html_verb(add_history_parser(sub))
+    add_gpu_study(sub, Parser)  # issue 30
     return parser
 
 
-VERBS = ("plan", "run", "crosscheck", "repeat", "env", "merge", "compare", "calibrate", "history")
+VERBS = (
+    "plan",
+    "run",
+    "crosscheck",
+    "repeat",
+    "env",
+    "merge",
+    "compare",
+    "calibrate",
+    "history",
+    "gpu-study",
+)
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE: what a Unix tool reports when its reader went away
 
 
