@@ -122,6 +122,8 @@ def test_the_verdict_verb_appends_to_the_summary_and_opens_issues_through_gh(
     gh.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_GH_LOG", str(tmp_path / "gh.log"))
+    # the night in the store whatever ran before (xdist splits this module): ingest is idempotent
+    assert main(["history", "ingest", str(runs[-1]), "--store", str(store)]) == 0
     summary = tmp_path / "summary.md"
     summary.write_text("## Results\n")
     args = ["history", "verdict", str(runs[-1]), "--store", str(store), "-o", str(summary), "--issues"]

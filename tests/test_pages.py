@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import suite
 from suite.cli import main
 from suite.errors import UsageError
 from suite.report.pages import assets
@@ -266,7 +267,10 @@ def test_history_html_draws_the_stores_view(tmp_path: Path, capsys, monkeypatch)
         return small_history()
 
     store.view = view  # type: ignore[attr-defined]
+    # `import suite.history` takes the package's attribute when an earlier test imported the real
+    # store in this process: both are replaced
     monkeypatch.setitem(sys.modules, "suite.history", store)
+    monkeypatch.setattr(suite, "history", store, raising=False)
     out = str(tmp_path / "out")
     assert (
         main(
