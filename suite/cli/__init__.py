@@ -1,4 +1,5 @@
-"""`python -m suite VERB ...`: plan, run, crosscheck, env; and the host-side merge and compare.
+"""`python -m suite VERB ...`: plan, run, crosscheck, env; and the host-side merge and compare
+(and mark: the container sessions' rows for cells that did not run).
 
 Bad input never produces a traceback: every UsageError (and argparse's own errors)
 becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2; so
@@ -28,6 +29,7 @@ from suite.cli.args import (
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
+from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.repeat import cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.errors import UsageError
@@ -129,10 +131,17 @@ def build_parser() -> Parser:
     )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser(
+        "mark", help="record cells as skipped or error, with the reason, without running them (nox)"
+    )
+    add_selection_args(p)
+    add_mark_args(p)
+    p.set_defaults(func=cmd_mark)
     return parser
 
 
-VERBS = ("plan", "run", "crosscheck", "repeat", "env", "merge", "compare", "calibrate")
+VERBS = ("plan", "run", "crosscheck", "repeat", "env", "merge", "compare", "calibrate", "mark")
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE: what a Unix tool reports when its reader went away
 
 
