@@ -17,6 +17,7 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import nox
@@ -83,6 +84,28 @@ def check_selection(build: BuildSpec, bench: BenchArgs) -> None:
         raise SystemExit(code)
 
 
+def suite_verb(args: Sequence[str]) -> str:
+    """`python -m suite ARGS` in this process (the host's suite, no torch: `suite mark` writes
+    the rows of cells that cannot run); its standard output. Its one-line error ends the session."""
+    from suite.cli import main as suite_main
+
+    out, said = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(said):
+        code = suite_main(list(args))
+    if code != 0:
+        sys.stderr.write(said.getvalue())
+        raise SystemExit(code)
+    return out.getvalue()
+
+
+def bench_done(session: nox.Session, bench: containers.Bench) -> None:
+    """Merge what ran; then fail the session (status 1) if a container failed: its cells are
+    `error` rows, the other containers' rows are merged."""
+    merge_after(session, bench.merge)
+    if bench.failed:
+        session.error(f"{len(bench.failed)} container(s) failed: {'; '.join(bench.failed)}")
+
+
 def merge_after(session: nox.Session, run_dir: str | None) -> None:
     """Queue the merge of the run; an offline run's merge installs nothing."""
     if run_dir is not None:
@@ -120,8 +143,10 @@ def bench_stable(session: nox.Session) -> None:
     `nox -s bench-stable -- [--device cuda|cpu] [--profile P] [--models ...] [--run-id ID]
     [--offline] [--local-bases] [--torch-from-pypi]`.
     """
-    bench = containers.bench_containers(runner(session), session.posargs, ROOT, "stable", check_selection)
-    merge_after(session, bench.merge)
+    bench = containers.bench_containers(
+        runner(session), session.posargs, ROOT, "stable", check_selection, verb=suite_verb
+    )
+    bench_done(session, bench)
 
 
 @nox.session(name="bench-nightly", python=False)
@@ -134,8 +159,10 @@ def bench_nightly(session: nox.Session) -> None:
     [--device cuda|cpu] [--profile P] [--offline] [--no-merge] [--local-bases]
     [--torch-from-pypi]`; other arguments go to `python -m suite run`.
     """
-    bench = containers.bench_containers(runner(session), session.posargs, ROOT, "nightly", check_selection)
-    merge_after(session, bench.merge)
+    bench = containers.bench_containers(
+        runner(session), session.posargs, ROOT, "nightly", check_selection, verb=suite_verb
+    )
+    bench_done(session, bench)
 
 
 @nox.session(name="containers-e2e", python=False)

@@ -4,7 +4,7 @@ machine cannot run (its driver or GPU; a failed probe) and for the cells a dead 
 never reached, so every cell of a run has a row that says what happened to it.
 
     suite mark --build B --device cuda --gpu-state JSON --run-id R --status skipped \
-        --reason "..." [--shard i/n] [--compiled-only] [selection flags as for run]
+        --reason "..." [--shard i/n] [--only compiled|eager] [--count] [selection flags as for run]
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ from suite.run import unrun
 from suite.spec import expand, load_matrix, pick_build
 from suite.spec.shard import select
 
+ONLY = ("all", "compiled", "eager")
+
 
 def add_mark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--status", choices=unrun.STATUSES, required=True, help="what the rows say")
     p.add_argument("--reason", required=True, help="one line: why the cells did not run")
-    p.add_argument("--compiled-only", action="store_true", help="only the compiled cells (not eager)")
+    p.add_argument("--only", choices=ONLY, default="all", help="all cells, or the compiled or eager ones")
+    p.add_argument("--count", action="store_true", help="print how many cells there are; write nothing")
     p.add_argument("--gpu-state", default="", help="the GPU's state as suite.measure.machine reads it (JSON)")
     p.add_argument("--image-tag", default="", help="the image the cells were to run in, if built")
     p.add_argument("--image-id", default="", help="its ID as Docker reports it")
@@ -81,8 +84,11 @@ def cmd_mark(args: argparse.Namespace) -> int:
     shard = ""
     if args.shard:
         cells, shard = select(cells, args.shard), args.shard.label
-    if args.compiled_only:
-        cells = [c for c in cells if c.mode != "eager"]
+    if args.only != "all":
+        cells = [c for c in cells if (c.mode == "eager") == (args.only == "eager")]
+    if args.count:
+        print(len(cells))
+        return 0
     written = unrun.record(cells, env, args.out, args.run_id, shard, args.status, args.reason)
     print(f"mark: {written} {args.status} row(s) for build {args.build}", file=sys.stderr)
     print(written)

@@ -49,8 +49,11 @@ class Slot:
 
     @property
     def name(self) -> str:
-        """What the session's lines about this container start with: `gpu3`, or `cpu`."""
-        return f"gpu{self.gpu.index}" if self.gpu is not None and self.gpu.index else "cpu"
+        """What the session's lines about this container start with: `gpu3`; `cpu2` (the second
+        of several CPU containers); `cpu`."""
+        if self.gpu is not None and self.gpu.index:
+            return f"gpu{self.gpu.index}"
+        return f"cpu{self.shard.split(',')[-1].split('/')[0]}" if self.cpus and self.shard else "cpu"
 
 
 def _wanted(environ: Mapping[str, str]) -> list[str]:
@@ -58,6 +61,8 @@ def _wanted(environ: Mapping[str, str]) -> list[str]:
     one = environ.get(GPU_ENV, "").strip()
     if many and one:
         raise UsageError(GPUS_ENV, f"set either {GPUS_ENV} (several GPUs) or {GPU_ENV} (one), not both")
+    if "," in one:
+        raise UsageError(GPU_ENV, f"{one!r}: one GPU, by index or UUID (nvidia-smi -L); several: {GPUS_ENV}")
     text = many or one
     ids = [t.strip() for t in text.split(",")] if text else []
     if any(not t for t in ids):
@@ -104,13 +109,12 @@ def numa_affinity(text: str) -> dict[str, tuple[str, str]]:
     for line in lines:
         cells = [c.strip() for c in line.split("\t")]
         match = re.fullmatch(r"GPU(\d+)", cells[0]) if cells else None
-        if match is None or len(cells) != len(columns):
+        if match is None:
             continue
 
         def value(name: str, cells: list[str] = cells) -> str:
-            if name not in columns:
-                return ""
-            text = cells[columns.index(name)]
+            at = columns.index(name) if name in columns else len(cells)
+            text = cells[at] if at < len(cells) else ""
             return text if _CPUSET.fullmatch(text) else ""
 
         found[match[1]] = (value("CPU Affinity"), value("NUMA Affinity"))
@@ -147,4 +151,21 @@ def slots(
         part = outer.of(k, len(chosen)) if outer else Shard(k, len(chosen))
         cpus, mems = (affinity or {}).get(gpu.index, ("", ""))
         found.append(Slot(gpu, gpus_arg=gpu.index, shard=part.label, cpus=cpus, mems=mems))
+    return found
+
+
+def cpu_slots(count: int, shard: str, cpus: Sequence[int]) -> list[Slot]:
+    """`--device cpu --containers N`: N containers, each a part of `shard` pinned to its own
+    share of `cpus` (contiguous, as even as they divide); one: a single container, unpinned."""
+    if count < 1 or count > len(cpus):
+        raise UsageError("--containers", f"{count}: from 1 to the {len(cpus)} CPU(s) this process may use")
+    if count == 1:
+        return [Slot(None, shard=shard)]
+    outer = Shard.parse(shard) if shard else None
+    ordered = sorted(cpus)
+    found = []
+    for k in range(count):
+        share = ordered[k * len(ordered) // count : (k + 1) * len(ordered) // count]
+        part = outer.of(k + 1, count) if outer else Shard(k + 1, count)
+        found.append(Slot(None, shard=part.label, cpus=",".join(map(str, share))))
     return found
