@@ -3,9 +3,9 @@
 # ///
 """Entry points: `nox -s bench-local` (the main job), `nox -s tests`, `nox -s lint`, ...
 
-This file declares the sessions; what they do is in the package's parent side, suite.run
-(`venv`: the local builds' virtualenvs; `containers`: the images and their runs;
-`requirements`: the lock files; `session`: the flags and the one-line errors), which takes
+This file declares the sessions; what they do is suite.sessions (`venv`: the local builds'
+virtualenvs; `containers`: the images and their runs; `requirements`: the lock files;
+`runner`: the flags and the one-line errors), which takes
 each session's run/log/error as a `Runner`. Builds (torch version, Python, pins) come from
 matrix.yaml, the one place they are declared; nox reads it with PyYAML, which the block
 above asks for. Importing this file starts no process.
@@ -25,15 +25,16 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on this side)
 
-from suite.run import containers, e2e, requirements, trust, venv  # noqa: E402
-from suite.run.session import (  # noqa: E402
+from suite.sessions import containers, requirements, trust, venv  # noqa: E402
+from suite.sessions import containers_e2e as e2e  # noqa: E402  (its session is containers_e2e)
+from suite.sessions.runner import (  # noqa: E402
     BenchArgs,
     Runner,
     load,
     one_line_errors,
     redact_nox_output,
 )
-from suite.run.toolpins import (  # noqa: E402
+from suite.sessions.toolpins import (  # noqa: E402
     CORE_TESTS,
     LINT_TOOLS,
     MERGE_PACKAGES,
@@ -224,7 +225,7 @@ def lint(session: nox.Session) -> None:
     session.run("actionlint", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(".github/workflows/*.yml")))
 
 
-# The benchmarks that check the suite's own figures (not in `tests`; suite/run/trust.py), on the
+# The benchmarks that check the suite's own figures (not in `tests`; suite/sessions/trust.py), on the
 # full-size ResNet-50 and ViT-B/16 at batch 1 in a build's virtualenv: `-- --build B ...`.
 @nox.session(python=False)
 @one_line_errors

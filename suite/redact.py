@@ -10,7 +10,7 @@ TOKENIZERS_PARALLELISM are not. Such values pass through to the workers (the hub
 `HF_TOKEN`), so an error message, a traceback or a print can carry one; every string the
 suite writes goes through `redact` first, which replaces each value with
 `<redacted:NAME>`, and the container sessions refuse a docker command that holds one
-(`suite.run.docker.leaked_secrets`). Values shorter than `MIN_LENGTH` are left alone by
+(`suite.sessions.docker.leaked_secrets`). Values shorter than `MIN_LENGTH` are left alone by
 both: replacing "1", "true" or "none" everywhere would corrupt numbers and command lines
 (`--network none`), and no real token is that short.
 

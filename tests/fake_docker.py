@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from suite.run import docker as containers
+from suite.sessions import docker as containers
 
 ROOT = Path(__file__).resolve().parent.parent
 # Planted secrets: their values must never reach a docker argument list or our output.

@@ -18,7 +18,7 @@ from suite.errors import UsageError
 from suite.measure import compile_cost as child
 from suite.measure.stats import breakeven_calls
 from suite.results import key_of, read_rows
-from suite.run import compile_cost, launch, runner
+from suite.run import cell_path, launch, runner
 from suite.run.launch import ROWS, RunPaths
 from suite.spec import Cell, Filters, expand, load_matrix
 from suite.spec.cost import estimate_seconds
@@ -279,7 +279,7 @@ def test_a_compiled_cell_gets_a_warm_process_on_its_caches_and_a_mega_cache_one_
     fake = FakeWorkers()
     monkeypatch.setattr(launch, "run_worker", fake)
     cell = next(c for c in cells(tmp_path) if c.compile_cost)
-    fields, wall, log = compile_cost.run_cell(cell, "cpu", paths(tmp_path), 0)
+    fields, wall, log = cell_path.run_cell(cell, "cpu", paths(tmp_path), 0)
     measure, warm, mega = fake.calls
     assert [c["phase"] for c in fake.calls] == ["measure", "warm", "megacache"]
     assert warm["cache"] == measure["cache"] != mega["cache"]  # warm: the first's caches; mega: fresh
@@ -298,7 +298,7 @@ def test_no_mega_cache_process_where_the_build_saved_none(
     fake = FakeWorkers(save_megacache=False, warm_status="timeout")
     monkeypatch.setattr(launch, "run_worker", fake)
     cell = next(c for c in cells(tmp_path) if c.compile_cost)
-    fields, _, _ = compile_cost.run_cell(cell, "cpu", paths(tmp_path), 0)
+    fields, _, _ = cell_path.run_cell(cell, "cpu", paths(tmp_path), 0)
     assert [c["phase"] for c in fake.calls] == ["measure", "warm"]
     assert "compile_warm_s" not in fields and "compile_megacache_s" not in fields
     assert fields["breakeven_calls_warm"] is None
@@ -309,10 +309,10 @@ def test_a_failed_cell_gets_no_extra_process(tmp_path: Path, monkeypatch: pytest
     fake = FakeWorkers(cold_status="error")
     monkeypatch.setattr(launch, "run_worker", fake)
     cell = next(c for c in cells(tmp_path) if c.compile_cost)
-    fields, _, _ = compile_cost.run_cell(cell, "cpu", paths(tmp_path), 0)
+    fields, _, _ = cell_path.run_cell(cell, "cpu", paths(tmp_path), 0)
     assert [c["phase"] for c in fake.calls] == ["measure"] and fields["status"] == "error"
     eager = next(c for c in cells(tmp_path) if c.mode == "eager")
-    compile_cost.run_cell(eager, "cpu", paths(tmp_path), 1)
+    cell_path.run_cell(eager, "cpu", paths(tmp_path), 1)
     assert fake.calls[-1]["cache"] is None, "a cell without compile cost: the usual worker"
 
 
@@ -322,13 +322,13 @@ def test_every_expected_row_gets_a_status(tmp_path: Path) -> None:
         {"batch_size": 4, "status": "ok", "error": "", "median_ms": 1.0},
         {"batch_size": 1, "status": "oom", "error": "x"},
     ]
-    got = compile_cost.rows_of(static, {"status": "ok", "error": "", "torch_threads": 2, ROWS: rows})
+    got = cell_path.rows_of(static, {"status": "ok", "error": "", "torch_threads": 2, ROWS: rows})
     assert [(r["batch_size"], r["status"]) for r in got] == [(1, "oom"), (4, "ok"), (16, "error")]
     assert "no row for batch size 16" in got[2]["error"] and all(r["torch_threads"] == 2 for r in got)
-    failed = compile_cost.rows_of(static, {"status": "timeout", "error": "no result after 600 s"})
+    failed = cell_path.rows_of(static, {"status": "timeout", "error": "no result after 600 s"})
     assert [(r["status"], r["error"]) for r in failed] == [("timeout", "no result after 600 s")] * 3
     one = next(c for c in cells(tmp_path) if not c.dynamic)
-    assert compile_cost.rows_of(one, {"status": "ok", "error": ""}) == [{"status": "ok", "error": ""}]
+    assert cell_path.rows_of(one, {"status": "ok", "error": ""}) == [{"status": "ok", "error": ""}]
 
 
 def test_a_garbled_row_of_a_several_row_result_is_an_error(tmp_path: Path) -> None:

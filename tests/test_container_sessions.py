@@ -33,8 +33,10 @@ from fake_docker import (
 
 from suite.errors import UsageError
 from suite.results import COLUMNS, RowWriter
-from suite.run import containers, docker, e2e, images, session, venv
-from suite.run.images import Substitutes
+from suite.sessions import containers, docker, images, venv
+from suite.sessions import containers_e2e as e2e
+from suite.sessions import runner as session
+from suite.sessions.images import Substitutes
 from suite.spec import load_matrix
 
 MATRIX = load_matrix(ROOT / "matrix.yaml")
@@ -387,7 +389,7 @@ def test_the_linters_are_pinned() -> None:
     red overnight: `nox -s lint` installs exact versions, and so do the tests that run them."""
     from test_containers import _load_noxfile
 
-    from suite.run import toolpins
+    from suite.sessions import toolpins
 
     noxfile = _load_noxfile()
     assert noxfile.LINT_TOOLS is toolpins.LINT_TOOLS and noxfile.TEST_EXTRAS is toolpins.TEST_EXTRAS

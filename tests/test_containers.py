@@ -36,8 +36,8 @@ from fake_docker import (
 
 from suite.errors import UsageError
 from suite.redact import is_secret_name
-from suite.run import docker as containers
-from suite.run import images, venv
+from suite.sessions import docker as containers
+from suite.sessions import images, venv
 from suite.spec import load_matrix
 
 MATRIX = load_matrix(ROOT / "matrix.yaml")
@@ -724,7 +724,7 @@ def test_verify_torch_fails_the_build_for_a_torchvision_of_another_torch(
     assert verify.torchvision_problems(*torch, *vision, requires, has_ops) == problems
 
 
-# --- the local builds' virtualenvs (suite.run.venv), without nox -----------------------------
+# --- the local builds' virtualenvs (suite.sessions.venv), without nox -----------------------------
 
 
 def test_find_python_takes_the_newest_pyenv_install_and_never_a_shim(
@@ -747,7 +747,7 @@ def test_find_python_takes_the_newest_pyenv_install_and_never_a_shim(
 def test_build_venv_installs_like_the_image_then_reuses_the_virtualenv(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from suite.run.session import Runner
+    from suite.sessions.runner import Runner
 
     stable = MATRIX.builds["stable"]
     lock = tmp_path / stable.container / "requirements.txt"

@@ -1,7 +1,7 @@
 """Issue 24 on fake fleets: the container sessions against a fake `docker` and `nvidia-smi`
 (tests/fake_docker.py) listing 1 to 8 GPUs on two NUMA nodes, with old drivers and new GPUs.
 
-The sessions run in this process (suite.run.containers.bench_containers with the noxfile's
+The sessions run in this process (suite.sessions.containers.bench_containers with the noxfile's
 `suite mark`), so each case costs a fraction of a second: the exact `docker run` lines (one
 container per GPU, `--gpus device=i`, the NUMA node's CPUs), the shards partitioning the cells
 exactly, the preflight's rows and reasons (a driver too old for a build's CUDA, for triton's
@@ -23,8 +23,8 @@ from test_containers import _load_noxfile
 from suite.errors import UsageError
 from suite.measure import machine
 from suite.results import read_rows
-from suite.run import containers, docker, fleet, floors, pergpu
-from suite.run.session import Runner
+from suite.sessions import containers, docker, fleet, floors, pergpu
+from suite.sessions.runner import Runner
 from suite.spec import Filters, expand, load_matrix
 from suite.spec.shard import Shard, select
 

@@ -22,8 +22,9 @@ from fake_docker import make_fake, nox, one_error_line
 from helpers import REPO, TINY
 
 from suite.errors import UsageError
-from suite.run import session, venv
-from suite.run.session import Runner
+from suite.sessions import runner as session
+from suite.sessions import venv
+from suite.sessions.runner import Runner
 
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE, as the README says (suite.cli.CLOSED_OUTPUT)
 SMOKE_RUN = REPO / "results" / "2026-11-21-cpu-amd-epyc-smoke"

@@ -25,7 +25,7 @@ from suite import redact
 from suite.cli import main
 from suite.errors import UsageError
 from suite.results import read_rows
-from suite.run import docker
+from suite.sessions import docker
 from suite.spec.builds import DERIVED_BUILD_ARGS, read_build
 from suite.spec.fields import Reader
 

@@ -1,4 +1,4 @@
-"""The benchmark sessions that check the suite's own figures (suite.run.trust, noxfile's
+"""The benchmark sessions that check the suite's own figures (suite.sessions.trust, noxfile's
 `crosscheck`, `repeat`, `gate`), without nox and without building a virtualenv: the commands
 they run, in order, with their defaults first so that `-- ARGS` override them."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from suite.run import trust
-from suite.run.session import Runner
+from suite.sessions import trust
+from suite.sessions.runner import Runner
 
 ROOT = Path(__file__).resolve().parent.parent
 

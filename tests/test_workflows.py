@@ -346,9 +346,9 @@ def test_cleanup_stops_a_real_leftover_container_of_this_runner_only() -> None:
 
 
 def test_the_containers_carry_the_label_the_cleanup_filters_on() -> None:
-    """nox labels every benchmark container with its runner (suite.run.docker); the clean-up
+    """nox labels every benchmark container with its runner (suite.sessions.docker); the clean-up
     finds a cancelled job's leftovers by that label, and old images by their repository."""
-    from suite.run import docker, images
+    from suite.sessions import docker, images
 
     assert nightly.CONTAINER_LABEL == docker.RUNNER_LABEL
     assert nightly.IMAGE_REPOSITORY == images.REPOSITORY

@@ -11,7 +11,7 @@ from suite.cli.needs import TORCH, TORCH_HINT, needs
 from suite.errors import UsageError
 from suite.measure import provenance
 from suite.run import preflight, runner
-from suite.run.docker import no_nvidia_gpu
+from suite.run.nvidia_smi import no_nvidia_gpu
 from suite.spec import Filters, expand, load_matrix, pick_build
 from suite.spec.cost import estimate_seconds, format_duration
 from suite.spec.model import Cell, Matrix

@@ -1,7 +1,7 @@
 """What compiling costs, measured inside a worker: time to first result, which compile caches a
 process hit, and the first compile of the warm and mega-cache processes.
 
-For a compiled cell with the `compile_cost` setting the runner (suite.run.compile_cost) starts
+For a compiled cell with the `compile_cost` setting the runner (suite.run.cell_path) starts
 three processes, one after the other, each with the cell's own files:
 - `measure`: the cell as always (cold caches: `compile_s`); it also saves torch.compiler's cache
   artifacts (the "mega-cache") to the file MEGACACHE_ENV names, where the build can;

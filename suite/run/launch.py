@@ -30,21 +30,12 @@ from suite.measure.compile_cost import MEASURE, SPAWN_ENV
 from suite.measure.lifeline import PARENT_ENV
 from suite.redact import redact_bytes
 from suite.results import COLUMNS, STATUSES, one_line, raw_csv_name, slug
+from suite.run.environ import child_env
 from suite.spec.model import Cell
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 WORKER_MODULE = "suite.measure.worker"
-ROWS = "rows"  # a several-row cell's result: its rows' fields, each checked (suite.run.rows)
-
-
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The worker's environment: ours (HF_TOKEN etc. pass through, never written
-    anywhere), the suite importable, output unbuffered so the log is complete."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra or {})
-    return env
+# A several-row cell's result: its rows' fields, each checked (suite.run.cell_path.rows_of).
+ROWS = "rows"
 
 
 @dataclass
@@ -170,7 +161,7 @@ def run_worker(
     """Run one cell in a child process. Returns (worker fields, wall seconds, log path).
 
     `phase`: the worker's job (suite.measure.compile_cost: the cell itself, or its warm or
-    mega-cache process). `cache`: compile cache folders the caller owns (suite.run.compile_cost);
+    mega-cache process). `cache`: compile cache folders the caller owns (suite.run.cell_path);
     by default the cell's `compile_cache` setting decides (cold: fresh, removed after). `log_path`:
     append to this log instead of starting the cell's own. `module` is run as
     `python -m MODULE CELL_JSON RESULT_JSON DEVICE [PHASE] [ARGS...]` (the worker by default; the
@@ -181,16 +172,16 @@ def run_worker(
     appending = log_path is not None
     log_path = log_path or _log_path(paths, stem)
     attempt = f"{stem}.{uuid.uuid4().hex[:12]}"  # files of this attempt only
-    cell_path = paths.scratch / f"{attempt}.cell.json"
+    cell_file = paths.scratch / f"{attempt}.cell.json"
     result_path = paths.scratch / f"{attempt}.result.json"
-    cell_path.write_text(cell.to_json())
+    cell_file.write_text(cell.to_json())
     extra: dict[str, str] = {PARENT_ENV: str(os.getpid()), **(extra_env or {})}
     owned = cache is None and cell.settings.compile_cache == "cold"  # a fresh cache removed after
     if cache is None:
         cache = paths.scratch / f"{attempt}.compile-cache" if owned else paths.compile_cache
     extra.update(cache_env(cache))
     extra.update(allocator.child_env(cell.settings.malloc, os.environ))
-    cmd = [python, "-m", module, str(cell_path), str(result_path), device_type]
+    cmd = [python, "-m", module, str(cell_file), str(result_path), device_type]
     cmd += [phase] if phase != MEASURE else []
     cmd += list(args)
     start = time.monotonic()
@@ -221,7 +212,7 @@ def run_worker(
     wall = time.monotonic() - start
     if owned:
         shutil.rmtree(cache, ignore_errors=True)
-    cell_path.unlink(missing_ok=True)
+    cell_file.unlink(missing_ok=True)
     if timed_out:
         fields: dict[str, Any] = {
             "status": "timeout",

@@ -18,7 +18,7 @@ from suite.errors import UsageError, last_line
 from suite.measure import inputs, provenance
 from suite.measure.config_check import Problem
 from suite.results import one_line, slug
-from suite.run.launch import child_env
+from suite.run.environ import child_env
 from suite.spec.expand import Filters, image_field, pick_build
 from suite.spec.model import Cell, ImageSpec, Matrix
 

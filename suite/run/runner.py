@@ -23,7 +23,7 @@ from suite.errors import UsageError
 from suite.measure import health
 from suite.measure.provenance import Environment
 from suite.results import TIMING_COLUMNS, RowWriter, key_of
-from suite.run import compile_cost, preflight, resume, tidy
+from suite.run import cell_path, preflight, resume, tidy
 from suite.run.launch import RunPaths
 from suite.run.lock import RunLock
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
@@ -147,12 +147,10 @@ def run_cells(
                 progress.start(cell)
                 started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
                 try:
-                    fields, wall, log_file = compile_cost.run_cell(
-                        cell, env.device_type, paths, index, python
-                    )
+                    fields, wall, log_file = cell_path.run_cell(cell, env.device_type, paths, index, python)
                     rows = [
                         build_row(cell, env, run_id, one, started_at, wall, log_file, shard)
-                        for one in compile_cost.rows_of(cell, fields)
+                        for one in cell_path.rows_of(cell, fields)
                     ]
                     rows = [r for r in rows if key_of(r) not in state.done]  # a resumed cell's kept rows
                     for row in rows:

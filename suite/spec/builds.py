@@ -11,7 +11,7 @@ from suite.redact import is_secret_name
 from suite.spec.fields import Reader, kind
 from suite.spec.model import BUILD_KINDS, BuildSpec
 
-# Docker build arguments set from the build's other fields (suite.run.docker.build_args).
+# Docker build arguments set from the build's other fields (suite.sessions.docker.build_args).
 DERIVED_BUILD_ARGS: tuple[str, ...] = (
     "BUILD_NAME",
     "TORCH_VERSION",

@@ -45,7 +45,7 @@ COMPILE_FACTOR: dict[str, float] = {
 }
 
 
-# The compile-cost processes (suite.run.compile_cost): a warm one and a mega-cache one, each a
+# The compile-cost processes (suite.run.cell_path): a warm one and a mega-cache one, each a
 # fresh process (startup, load) making an eager warm-up call, an eager call and the first
 # compiled call, which finds its graphs in a cache: on the order of a third of a cold compile
 # (dynamo still traces; inductor and the kernel compilers are skipped).

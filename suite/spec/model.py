@@ -66,7 +66,7 @@ class Settings:
     compile_cache: str = "cold"  # cold: a fresh inductor/triton cache per cell; run: shared
     malloc: str = MALLOC_STEADY  # steady: glibc's thresholds fixed for the worker; system: as is
     image: ImageSpec = field(default_factory=ImageSpec)
-    # compiled cells also run a warm and a mega-cache process (suite.run.compile_cost)
+    # compiled cells also run a warm and a mega-cache process (suite.run.cell_path)
     compile_cost: bool = False
     # the batch sizes a dynamic-batch cell serves in turn; empty: its selection's batch sizes
     dynamic_batch_sizes: tuple[int, ...] = ()

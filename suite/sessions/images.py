@@ -28,9 +28,9 @@ from pathlib import Path
 
 from suite.errors import UsageError
 from suite.redact import redact
-from suite.run.docker import DOCS, DockerProblem
-from suite.run.session import pop_switch
-from suite.run.venv import wheel_version
+from suite.sessions.docker import DOCS, DockerProblem
+from suite.sessions.runner import pop_switch
+from suite.sessions.venv import wheel_version
 from suite.spec.model import BuildSpec
 
 REPOSITORY = "torch-compile-suite"

@@ -20,8 +20,8 @@ from typing import Any, NoReturn, TypeVar
 
 from suite.errors import UsageError
 from suite.redact import redact
-from suite.run.docker import DockerProblem
-from suite.run.launch import child_env
+from suite.run.environ import child_env
+from suite.sessions.docker import DockerProblem
 from suite.spec import BuildSpec, Matrix, load_matrix, pick_build
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -160,7 +160,7 @@ SUITE_STATUSES = (2, 3, 130, 141)
 
 
 def run_suite(runner: Runner, cmd: list[str], extra_env: Mapping[str, str] | None = None) -> None:
-    """Run a suite command with the workers' environment (suite.run.launch.child_env: this
+    """Run a suite command with the workers' environment (suite.run.environ.child_env: this
     checkout's suite first on PYTHONPATH). The session then exits with the suite's own status
     (nox would make every failure 1): `nox -s merge -- missing-folder` exits 2, as the README
     says, after the suite's one line."""

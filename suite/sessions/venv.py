@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.run.docker import OFFLINE_ENV
-from suite.run.session import (
+from suite.sessions.docker import OFFLINE_ENV
+from suite.sessions.runner import (
     Runner,
     SelectionCheck,
     bench_args,
@@ -33,7 +33,7 @@ from suite.run.session import (
     pick_builds,
     run_suite,
 )
-from suite.run.toolpins import MERGE_PACKAGES
+from suite.sessions.toolpins import MERGE_PACKAGES
 from suite.spec import BuildSpec
 
 BY_VERSION = "SUITE_TORCH_BY_VERSION"

@@ -1,5 +1,6 @@
-"""A cell's processes, and the rows they make: the cell's own worker and, for a compiled cell with
-the `compile_cost` setting, its warm and mega-cache processes after it.
+"""The path every cell takes, from its processes to its rows: the cell's own worker (suite.run.launch)
+and, for a compiled cell with the `compile_cost` setting, its warm and mega-cache processes after
+it; then the rows the cell owes (one, or one per batch size of a `dynamic-batch` cell).
 
 What each process measures is suite.measure.compile_cost's. Here: which cache folders each gets
 (the cell's process a fresh one; the warm process the same, as the first left it; the mega-cache

@@ -26,11 +26,11 @@ from pathlib import Path
 
 from suite.errors import UsageError, first_line
 from suite.results import read_rows, slug
-from suite.run import docker, images
-from suite.run.containers import Build, bench_containers, default_builds, ensure_image, run_docker
-from suite.run.images import Substitutes
-from suite.run.session import Runner, SelectionCheck, load, pick_builds, pop_flag, pop_switch
-from suite.run.venv import reachable
+from suite.sessions import docker, images
+from suite.sessions.containers import Build, bench_containers, default_builds, ensure_image, run_docker
+from suite.sessions.images import Substitutes
+from suite.sessions.runner import Runner, SelectionCheck, load, pick_builds, pop_flag, pop_switch
+from suite.sessions.venv import reachable
 from suite.spec import BuildSpec
 
 PULL_TIMEOUT_S = 600

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.run.session import Runner, load, pick_builds, pop_switch
-from suite.run.venv import find_python, lock_file
+from suite.sessions.runner import Runner, load, pick_builds, pop_switch
+from suite.sessions.venv import find_python, lock_file
 
 # pip-compile for the lock files; its version is part of how a lock was made.
 PIP_TOOLS = "pip-tools==7.6.2"

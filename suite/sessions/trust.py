@@ -1,7 +1,7 @@
 """The sessions that check the suite's own figures (benchmarks, not part of `nox -s tests`):
 `crosscheck` (the timing loop against independent timers), `repeat` (the spread of medians
 over back-to-back runs) and `gate` (compare's false-positive and detection rates). Each runs
-in a build's pinned virtualenv (suite.run.venv; `--build B`, default `current`) on this
+in a build's pinned virtualenv (suite.sessions.venv; `--build B`, default `current`) on this
 machine's device, with defaults for the full-size ResNet-50 and ViT-B/16 at batch 1 (random
 weights: each checkpoint's own architecture, offline); arguments after `--` are added after
 the defaults, so they override them.
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from suite.run.session import Runner, load, pick_builds, pop_flag, run_suite
-from suite.run.venv import build_venv
+from suite.sessions.runner import Runner, load, pick_builds, pop_flag, run_suite
+from suite.sessions.venv import build_venv
 
 DEFAULT_BUILD = "current"
 FULL_SIZE = ["--profile", "full", "--weights", "random", "--models", "ResNet,ViT", "--batch-sizes", "1"]

@@ -1,6 +1,6 @@
 """The container sessions (`nox -s build`, `bench-stable`, `bench-nightly`): build the images
 that are missing, probe the device, run the profile in each build's container, on the command
-lines of suite.run.images and suite.run.docker. Every check that can fail on bad input or a
+lines of suite.sessions.images and suite.sessions.docker. Every check that can fail on bad input or a
 machine without Docker or a GPU runs before any benchmark starts, and says what is wrong in
 one line. A docker command is checked for secrets before it is shown or run.
 """
@@ -17,9 +17,9 @@ from typing import Any
 
 from suite.errors import UsageError
 from suite.measure import machine
-from suite.run import docker, fleet, floors, images, pergpu
-from suite.run.images import Substitutes
-from suite.run.session import (
+from suite.sessions import docker, fleet, floors, images, pergpu
+from suite.sessions.images import Substitutes
+from suite.sessions.runner import (
     BenchArgs,
     Runner,
     SelectionCheck,
@@ -37,7 +37,7 @@ from suite.spec import BuildSpec, Matrix
 def run_docker(
     cmd: list[str], runner: Runner | None = None, **kwargs: Any
 ) -> subprocess.CompletedProcess[str]:
-    """Run a docker command after checking that it holds no secret (suite.run.docker.refusal);
+    """Run a docker command after checking that it holds no secret (suite.sessions.docker.refusal);
     given a runner, show the command first, only once it has passed that check."""
     refused = docker.refusal(cmd, os.environ)
     if refused:

@@ -1,4 +1,4 @@
-"""A container session's benchmark containers, one pipeline per slot (suite.run.fleet: one per
+"""A container session's benchmark containers, one pipeline per slot (suite.sessions.fleet: one per
 GPU), all slots at once: each slot runs its builds' containers one after the other, so a GPU
 never waits for another GPU's slower part, and a container that fails or is killed (out of
 memory) costs its own cells only: the other slots go on, and its cells that have no row get
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from suite.run.fleet import Slot
+from suite.sessions.fleet import Slot
 from suite.spec import BuildSpec
 
 # `python -m suite ARGS` run by the session in its own process (the noxfile: the host's suite,

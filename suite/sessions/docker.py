@@ -1,5 +1,5 @@
 """Docker command lines for the benchmark containers, and the checks made before any runs
-(the images' own command lines: suite.run.images).
+(the images' own command lines: suite.sessions.images).
 
 Host side only (the noxfile's bench-stable / bench-nightly / build sessions); standard
 library only, so nox can import it without a virtualenv. Every command is built here as
@@ -37,9 +37,8 @@ from pathlib import Path
 
 from suite.errors import UsageError, first_line
 from suite.redact import has_url_credentials, secrets_of
+from suite.run.nvidia_smi import NO_OUTPUT, no_nvidia_gpu, run_quietly
 from suite.spec.model import BuildSpec
-
-NO_OUTPUT = "(no output)"
 
 # Inside the image (containers/*/Dockerfile): the suite, the results mount point, HF_HOME.
 RESULTS_IN_CONTAINER = "/results"
@@ -205,13 +204,6 @@ def probe_command(build: BuildSpec, options: RunOptions, tag: str) -> list[str]:
 # Checks
 
 
-def _run(cmd: Sequence[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return subprocess.CompletedProcess(list(cmd), 127, "", str(exc))
-
-
 def check_docker() -> None:
     """Docker installed and its engine reachable, else one line pointing to bench-local."""
     if shutil.which("docker") is None:
@@ -219,22 +211,12 @@ def check_docker() -> None:
             "docker is not installed on this machine; to benchmark without containers run "
             "`nox -s bench-local` (GPU VM set-up: " + DOCS + ")"
         )
-    proc = _run(["docker", "version", "--format", "{{.Server.Version}}"])
+    proc = run_quietly(["docker", "version", "--format", "{{.Server.Version}}"])
     if proc.returncode != 0:
         raise DockerProblem(
             f"cannot reach the Docker engine ({first_line(proc.stderr, NO_OUTPUT)}); start it, or run "
             "`nox -s bench-local` to benchmark without containers"
         )
-
-
-def no_nvidia_gpu() -> str | None:
-    """Why this machine shows no NVIDIA GPU (`nvidia-smi -L`), or None when it shows one: the
-    check that needs no torch (container sessions, `suite plan --device cuda`)."""
-    smi = shutil.which("nvidia-smi")
-    gpus = _run([smi, "-L"]) if smi else None
-    if gpus is None or gpus.returncode != 0 or "GPU" not in gpus.stdout:
-        return "nvidia-smi not found" if gpus is None else first_line(gpus.stderr or gpus.stdout, NO_OUTPUT)
-    return None
 
 
 def check_gpu() -> None:
@@ -245,7 +227,7 @@ def check_gpu() -> None:
             f"no NVIDIA GPU found ({detail}): the containers need a GPU and its driver; "
             "on this machine run `nox -s bench-local` (CPU)"
         )
-    info = _run(["docker", "info", "--format", "{{json .Runtimes}}"])
+    info = run_quietly(["docker", "info", "--format", "{{json .Runtimes}}"])
     runtimes = info.stdout if info.returncode == 0 else ""
     has_hook = any(shutil.which(t) for t in ("nvidia-container-runtime-hook", "nvidia-container-runtime"))
     if "nvidia" not in runtimes and not has_hook:
