@@ -402,6 +402,7 @@ OPTIONAL_ARGS = {
     "SOURCE_REVISION",
     "SOURCE_URL",
     "CREATED",
+    "TORCH_GIT_SHA",  # a nightly's commit, once nightly_pin.py bump --git-sha has written it
 }
 
 

@@ -44,6 +44,12 @@ class Environment:
     # power limit, ECC, MIG, clocks, the image's ID; empty where no source gave them
     machine: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not self.machine:  # an environment recorded before these columns (or left empty)
+            object.__setattr__(self, "machine", {})
+        elif not isinstance(self.machine, dict) or not all(isinstance(v, str) for v in self.machine.values()):
+            raise ValueError(f"machine: {self.machine!r} is not a mapping of column to text")
+
     def columns(self) -> dict[str, object]:
         """The CSV provenance columns."""
         keys = (
