@@ -139,10 +139,11 @@ def build(session: nox.Session) -> None:
 @nox.session(name="bench-stable", python=False)
 @one_line_errors
 def bench_stable(session: nox.Session) -> None:
-    """The stable build's container on this machine's GPU, then merge.
+    """The stable build's container on this machine's GPU (one per GPU, SUITE_GPUS choosing),
+    after checking the build against the driver and GPU, then merge.
 
-    `nox -s bench-stable -- [--device cuda|cpu] [--profile P] [--models ...] [--run-id ID]
-    [--offline] [--local-bases] [--torch-from-pypi]`.
+    `nox -s bench-stable -- [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--models ...]
+    [--run-id ID] [--offline] [--local-bases] [--torch-from-pypi]`.
     """
     bench = containers.bench_containers(
         runner(session), session.posargs, ROOT, "stable", check_selection, verb=suite_verb
@@ -154,11 +155,12 @@ def bench_stable(session: nox.Session) -> None:
 @one_line_errors
 def bench_nightly(session: nox.Session) -> None:
     """The nightly build's container and the stable one's (whatever stable cells this run
-    lacks) on this machine's GPU, then the stable-vs-nightly tables.
+    lacks) on this machine's GPU (one container per GPU, SUITE_GPUS choosing), each build
+    checked against the driver and GPU before it is built, then the stable-vs-nightly tables.
 
     `nox -s bench-nightly -- [--build nightly,nightly-current] [--shard i/n] [--run-id ID]
-    [--device cuda|cpu] [--profile P] [--offline] [--no-merge] [--local-bases]
-    [--torch-from-pypi]`; other arguments go to `python -m suite run`.
+    [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--offline] [--no-merge]
+    [--local-bases] [--torch-from-pypi]`; other arguments go to `python -m suite run`.
     """
     bench = containers.bench_containers(
         runner(session), session.posargs, ROOT, "nightly", check_selection, verb=suite_verb

@@ -118,6 +118,7 @@ def test_a_workflow_shard_is_split_again_over_the_gpus(fleet_env) -> None:
     mine = sorted(runs(fleet_env), key=lambda r: flag(r, "--shard"))
     assert [flag(r, "--shard") for r in mine] == ["2/3,1/2", "2/3,2/2"]
     assert all("--cpuset-cpus" not in r and "--cpuset-mems" not in r for r in mine)  # topo: N/A
+    assert flag(mine[0], "--name") == "suite-f2-stable-shard-2-of-3-1-of-2"
     outer = select(smoke_cells("stable"), Shard.parse("2/3"))
     parts = [select(smoke_cells("stable"), Shard.parse(flag(r, "--shard"))) for r in mine]
     assert sorted(id(c) for c in outer) != []  # the outer shard has cells
@@ -343,3 +344,18 @@ def test_mark_args_carry_the_slot() -> None:
     assert flag(args, "--shard") == "1/3,3/4" and args.count("--shard") == 1
     assert flag(args, "--only") == "eager" and flag(args, "--image-id") == "sha256:9"
     assert json.loads(flag(args, "--gpu-state"))["uuid"] == "GPU-2"
+
+
+def test_a_shard_of_a_shard() -> None:
+    from suite.results import raw_csv_name
+
+    shard = Shard.parse("2/3,1/4")
+    assert (shard.index, shard.count, shard.within) == (1, 4, Shard(2, 3)) and shard.label == "2/3,1/4"
+    assert raw_csv_name("stable", "cpu", shard.label) == "stable__cpu__shard-2-of-3-1-of-4.csv"
+    for bad, why in [
+        ("1/2,1/2,1/2", "at most 2 levels"),
+        ("2/3,5/4", "between 1 and 4"),
+        ("2/3,", "is not i/n"),
+    ]:
+        with pytest.raises(UsageError, match=why):
+            Shard.parse(bad)

@@ -69,7 +69,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"estimated total {format_duration(total)} (suite/spec/cost.py: a rough model; the ratios count)")
     if args.shard:
         loads = [sum(costs[i] for i in shard) for shard in shards]
-        mean = total / len(shards)
+        mean = sum(loads) / len(shards)  # the parent shard's cells when nested (i/n,k/m)
         print(
             "estimated per shard: "
             + ", ".join(
