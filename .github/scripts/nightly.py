@@ -303,11 +303,15 @@ def check_space(
         if path is None:
             said.append(f"{what}: unknown (docker info names no DockerRootDir)")
             continue
-        where = path if path.exists() else next((p for p in path.parents if p.exists()), Path("/"))
-        try:
-            gb = free(where)
-        except OSError as exc:  # a root dir the runner user may not read: say so, do not fail
-            said.append(f"{what} ({path}): cannot tell ({exc.strerror or exc})")
+        gb = None
+        for where in (path, *path.parents):  # a folder the runner may not enter: its parent's disk
+            try:
+                gb = free(where)
+                break
+            except OSError:
+                continue
+        if gb is None:
+            said.append(f"{what} ({path}): cannot tell")
             continue
         if gb < minimum:
             raise Invalid(

@@ -316,7 +316,8 @@ def _bench(
     for spec in chosen:
         verdict = verdicts[spec.name]
         if verdict.runs == "eager":
-            probe_mark = pergpu.Mark("skipped", verdict.reason, slots[0], only="eager")
+            whole = replace(slots[0], shard=bench.shard)  # the session's cells, not one GPU's part
+            probe_mark = pergpu.Mark("skipped", verdict.reason, whole, only="eager")
             if verb is not None and mark(spec, probe_mark, count=True) == 0:
                 verdicts[spec.name] = floors.Verdict("none", verdict.reason)
     # Every container's command line, checked for secrets before anything runs or is shown.

@@ -63,15 +63,6 @@ def with_flag(args: Sequence[str], flag: str, value: str | None) -> list[str]:
     return out if value is None or placed else [*out, flag, value]
 
 
-def flag_value(args: Sequence[str], flag: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def eager_only(args: Sequence[str]) -> list[str]:
     """The suite's arguments narrowed to the eager cells (a build whose compiled cells this
     machine cannot run)."""
@@ -161,6 +152,13 @@ class Pipelines:
 
     def _one(self, job: Job, prefixed: bool) -> int:
         self.log(" ".join(job.cmd))
+        try:
+            return self._run(job, prefixed)
+        except OSError as exc:  # docker vanished under us: this container's cells, not the others'
+            self.log(f"{job.build.name} on {job.slot.name}: docker could not start ({exc})")
+            return 127
+
+    def _run(self, job: Job, prefixed: bool) -> int:
         if not prefixed:
             return subprocess.run(job.cmd, check=False).returncode
         proc = subprocess.Popen(
