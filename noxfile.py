@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on 
 
 from suite.sessions import containers, requirements, trust, venv  # noqa: E402
 from suite.sessions import containers_e2e as e2e  # noqa: E402  (its session is containers_e2e)
+from suite.sessions.bisect import bisect_session  # noqa: E402
 from suite.sessions.runner import (  # noqa: E402
     BenchArgs,
     Runner,
@@ -36,6 +37,7 @@ from suite.sessions.runner import (  # noqa: E402
 )
 from suite.sessions.toolpins import (  # noqa: E402
     CORE_TESTS,
+    HISTORY_PACKAGES,
     LINT_TOOLS,
     MERGE_PACKAGES,
     TEST_EXTRAS,
@@ -275,3 +277,49 @@ def merge(session: nox.Session) -> None:
     installs nothing and uses the pandas and matplotlib an earlier merge installed.
     """
     venv.merge(runner(session), session.posargs, ROOT, Path(session.bin) / "python", session.install)
+
+
+# The history (issue 25, docs/history.md): the results store, trends, change points, bisect.
+@nox.session(python=MERGE_PYTHON, reuse_venv=True)
+@one_line_errors
+def history(session: nox.Session) -> None:
+    """`python -m suite history VERB ...` in a kept virtualenv with DuckDB, pyarrow, pandas and
+    ruptures: `nox -s history -- ingest results/<run>`, `-- report`, `-- verdict RUN_DIR`. An
+    `s3://` store also needs s3fs, an `hf://` one huggingface_hub: `-- --with s3fs ...`."""
+    args = list(session.posargs)
+    extra = []
+    while "--with" in args:
+        i = args.index("--with")
+        extra.append(args[i + 1] if i + 1 < len(args) else "")
+        del args[i : i + 2]
+    session.install(*HISTORY_PACKAGES, *[e for e in extra if e])
+    session.run("python", "-m", "suite", "history", *args)
+
+
+@nox.session(python=MERGE_PYTHON)
+@one_line_errors
+def bisect(session: nox.Session) -> None:
+    """The first bad nightly of one cell: `nox -s bisect -- --cell "ResNet,4,reduce-overhead"
+    --good 2026-12-02 --bad 2026-12-09 [--build nightly-current] [--profile full] [--device cuda]`:
+    each date tried is built as its own image and judged by the gate (suite/sessions/bisect.py)."""
+    session.install(*HISTORY_PACKAGES)
+    bisect_session(runner(session), session.posargs, ROOT, host_python=str(Path(session.bin) / "python"))
+
+
+# Benchmarks of the history (not in `tests`): the change-point rule's error rates on this suite's
+# own repeat runs, and a generated year of nights ingested and reported.
+@nox.session(name="history-calibrate", python=MERGE_PYTHON)
+@one_line_errors
+def history_calibrate(session: nox.Session) -> None:
+    """False-alarm and detection rates of the change-point rule (`-- --histories N`)."""
+    session.install(*HISTORY_PACKAGES)
+    session.run("python", "-m", "suite", "history", "calibrate", *session.posargs)
+
+
+@nox.session(name="history-scale", python=MERGE_PYTHON)
+@one_line_errors
+def history_scale(session: nox.Session) -> None:
+    """A generated year of nights (full profile, three builds, two GPUs) ingested night by night,
+    then `history report` timed (`-- --nights N --store URL`)."""
+    session.install(*HISTORY_PACKAGES)
+    session.run("python", "-m", "suite.history.scale", *session.posargs)

@@ -256,10 +256,16 @@ def test_stable_vs_nightly(study: Study):
         "nightly speed-up",
         "nightly vs stable, no compile",
         "nightly vs stable, compile",
+        "speed-up nightly / stable",
+        "eager side (nightly / stable eager)",
+        "compiled side (stable / nightly compiled)",
+        "moved",
     ]
     assert t.markdown_rows() == [
         # no compile: the paired eager medians, 9.875 / 8.8 = 1.122 in [9.775 / 8.9, 9.975 / 8.7];
-        # compile: 7.9 / 11.0 = 0.718 in [7.8 / 11.1, 8.0 / 10.9]
+        # compile: 7.9 / 11.0 = 0.718 in [7.8 / 11.1, 8.0 / 10.9]; what moved: 0.80 / 1.25 = 0.64
+        # in [0.75 / 1.30, 0.85 / 1.20] = eager side 8.8 / 9.875 = 0.89 in [8.7 / 9.975, 8.9 / 9.775]
+        # x compiled side 7.9 / 11.0 = 0.72 in [7.8 / 11.1, 8.0 / 10.9]: both moved
         [
             "Image Classification/ViT",
             "1",
@@ -271,6 +277,10 @@ def test_stable_vs_nightly(study: Study):
             "-25.0% · 0.80x [0.75, 0.85]",
             "10.9% · 1.12x [1.10, 1.15]",
             "-39.2% · 0.72x [0.70, 0.73]",
+            "0.64x [0.58, 0.71]",
+            "0.89x [0.87, 0.91]",
+            "0.72x [0.70, 0.73]",
+            "both: eager faster, compiled slower",
         ],
         [
             "Object Detection/DETR",
@@ -283,8 +293,13 @@ def test_stable_vs_nightly(study: Study):
             "33.3% · 1.50x [1.40, 1.60]",
             "32.7% · 1.49x [1.48, 1.50]",
             "10.3% · 1.11x [1.06, 1.18]",
+            # 1.50 / 2.00 = eager side 26.25 / 39.0 x compiled side 19.5 / 17.5
+            "0.75x [0.67, 0.84]",
+            "0.67x [0.67, 0.68]",
+            "1.11x [1.06, 1.18]",
+            "both: eager faster, compiled faster",
         ],
-        ["Object Detection/DETR", "16", "OOM", "OOM", "—", "—", "OOM", "—", "OOM", "OOM"],
+        ["Object Detection/DETR", "16", "OOM", "OOM", "—", "—", "OOM", "—", "OOM", "OOM", *["OOM"] * 4],
     ]
 
 

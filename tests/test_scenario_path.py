@@ -97,6 +97,40 @@ def rec(monkeypatch: pytest.MonkeyPatch) -> Recorder:
         rec.note("counts")
         return 1, 2
 
+    class Ledger:  # torch's compile-time accounting (suite.measure.phases): when it is read
+        @staticmethod
+        def start() -> Ledger:
+            rec.note("ledger[")
+            return Ledger()
+
+        def first_call_done(self) -> None:
+            rec.note("]ledger:first")
+
+        def warm_up_done(self) -> None:
+            rec.note("ledger:warm-up")
+
+        def fields(self, *args: object) -> dict[str, Any]:
+            return {"phase_note": "planted"}
+
+    class Energy:  # suite.measure.energy: idle power at entry, blocks after the timed calls
+        def __init__(self, device: str, images: int, sync: Callable[[], None]) -> None:
+            pass
+
+        def __enter__(self) -> Energy:
+            rec.note("energy[")
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            rec.note("]energy")
+
+        def blocks(self, functions: list[tuple[str, Callable[[], Any]]]) -> None:
+            rec.note("blocks:" + ",".join(label for label, _ in functions))
+
+        def fields(self) -> dict[str, Any]:
+            return {"energy_note": "planted"}
+
+    monkeypatch.setattr(base, "Ledger", Ledger)
+    monkeypatch.setattr(base, "Energy", Energy)
     monkeypatch.setattr(base.parts, "prepare", prepare)
     monkeypatch.setattr(base, "synchronizer", lambda device: lambda: rec.note("sync"))
     monkeypatch.setattr(base, "TimingLoop", functools.partial(TimingLoop, clock=rec.clock))
@@ -116,10 +150,14 @@ def test_an_eager_cell_warms_up_under_the_memory_tracker_then_times(rec: Recorde
         "prepare",  # the model and batch built
         "fault:TinyViT",
         "grad[",
+        "energy[",  # the idle power, before any call
         *["mem[", "eager", "]mem"],  # the policy's 1 eager warm-up call, though the setting is 0
         *timed("eager") * 3,
+        "blocks:eager",  # energy per image: blocks after the timed calls
+        "]energy",
         "]grad",
     ]
+    assert row["energy_note"] == "planted" and "phase_note" not in row
     assert row["warmup"] == 1 and row["iterations"] == 3 and row["peak_mem_mb"] == 42.0
     assert row["median_ms"] == CALL_NS["eager"] / 1e6 and row["params_m"] == 1.5
     assert "speedup" not in row and "accuracy" not in row
@@ -131,20 +169,29 @@ def test_a_compiled_cell_takes_the_shared_path_in_order(rec: Recorder) -> None:
         "prepare",  # the model and batch built
         "fault:TinyViT",
         "grad[",
-        "eager",  # eager warm-up: 1 call
+        "energy[",
+        *["mem[", "eager", "]mem"],  # eager warm-up: 1 call (its peak: what CUDA graphs add beyond)
         *timed("eager"),  # the eager call compile time is measured against
         "compile",
+        "counts",
+        "ledger[",  # torch's accounting read around the first compiled call
         *timed("compiled"),  # the first compiled call: it compiles
+        "]ledger:first",
         "counts",
         *["mem[", "compiled", "compiled", "compiled", "]mem"],  # compiled warm-up: 3 calls
+        "ledger:warm-up",  # and after the warm-up (CUDA graphs are recorded there)
         "accuracy",
         *timed("eager"),  # interleaved: E C, C E
         *timed("compiled"),
         *timed("compiled"),
         *timed("eager"),
         "counts",
+        "blocks:eager,compiled",
+        "]energy",
         "]grad",
     ]
+    assert (row["phase_note"], row["energy_note"]) == ("planted", "planted")
+    assert row["cudagraph_note"] == "no CUDA graphs on cpu"
     assert row["warmup"] == 3, "the compiled function's warm-up calls that ran, not the setting (0)"
     assert row["compile_s"] == (CALL_NS["first"] - CALL_NS["eager"]) / 1e9
     assert row["median_ms"] == CALL_NS["compiled"] / 1e6 and row["eager_median_ms"] == CALL_NS["eager"] / 1e6

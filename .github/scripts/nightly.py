@@ -5,6 +5,7 @@
     python .github/scripts/nightly.py cleanup                     # bench job: leftovers, old images
     python .github/scripts/nightly.py space                       # bench job: room for images, rows
     python .github/scripts/nightly.py collect ARTIFACTS RUN_DIR   # merge job: gather raw CSVs
+    python .github/scripts/nightly.py history RUN_DIR             # merge job: the history (issue 25)
 
 `matrix` reads GPU_LABELS (a JSON list of runner label sets), SHARDS and BUILDS from the
 environment, so no workflow input is ever pasted into a script, and writes `run_id`,
@@ -368,6 +369,41 @@ def cmd_collect(artifacts: str, run_dir: str) -> None:
         fh.write(text)
 
 
+# --- history: the night into the store, the verdict and the trends, issues (docs/history.md) ----
+
+EMBEDDED_STORE = "results/history.duckdb"  # kept between nights in the Actions cache (the workflow)
+# what an fsspec URL's filesystem needs besides the history's own packages
+STORE_PACKAGES = {
+    "s3://": "s3fs",
+    "gs://": "gcsfs",
+    "gcs://": "gcsfs",
+    "hf://": "huggingface_hub",
+    "az://": "adlfs",
+}
+
+
+def history_commands(run_dir: str, url: str, summary: str, issues: bool) -> list[list[str]]:
+    """`nox -s history` twice: ingest the night (a shard cut off mid-row still hands in the rest),
+    then the verdict into the job summary, opening or updating issues unless turned off."""
+    store = url.strip() or EMBEDDED_STORE
+    extra = next((["--with", pkg] for prefix, pkg in STORE_PACKAGES.items() if store.startswith(prefix)), [])
+    base = ["nox", "-s", "history", "--", *extra]
+    verdict = [*base, "verdict", run_dir, "--store", store, "-o", summary]
+    return [
+        [*base, "ingest", run_dir, "--store", store, "--allow-partial"],
+        verdict + (["--issues"] if issues else []),
+    ]
+
+
+def cmd_history(run_dir: str) -> None:
+    summary = os.environ.get("GITHUB_STEP_SUMMARY", os.devnull)
+    issues = os.environ.get("ISSUES", "on").strip().lower() not in ("off", "false", "0", "no")
+    for cmd in history_commands(run_dir, os.environ.get("HISTORY_URL", ""), summary, issues):
+        print("$ " + " ".join(cmd), flush=True)
+        if subprocess.run(cmd, check=False).returncode != 0:
+            raise Invalid(f"history: `{' '.join(cmd[:6])} ...` failed (its output is above)")
+
+
 def main(argv: list[str]) -> int:
     try:
         if argv == ["matrix"]:
@@ -380,8 +416,11 @@ def main(argv: list[str]) -> int:
             cmd_space()
         elif len(argv) == 3 and argv[0] == "collect":
             cmd_collect(argv[1], argv[2])
+        elif len(argv) == 2 and argv[0] == "history":
+            cmd_history(argv[1])
         else:
             usage = "usage: nightly.py matrix | price | cleanup | space | collect ARTIFACTS RUN_DIR"
+            usage += " | history RUN_DIR"
             print(usage, file=sys.stderr)
             return 2
     except Invalid as exc:

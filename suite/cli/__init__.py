@@ -29,6 +29,8 @@ from suite.cli.args import (
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
+from suite.cli.gpustudy import add_parser as add_gpu_study
+from suite.cli.history_store import add_history_parser
 from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.repeat import cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
@@ -132,6 +134,9 @@ def build_parser() -> Parser:
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)
 
+    add_history_parser(sub)  # `history ingest | report | verdict | bisect | ...` (issue 25)
+    add_gpu_study(sub, Parser)  # issue 30
+
     p = sub.add_parser(
         "mark", help="record cells as skipped or error, with the reason, without running them (nox)"
     )
@@ -141,7 +146,19 @@ def build_parser() -> Parser:
     return parser
 
 
-VERBS = ("plan", "run", "crosscheck", "repeat", "env", "merge", "compare", "calibrate", "mark")
+VERBS = (
+    "plan",
+    "run",
+    "crosscheck",
+    "repeat",
+    "env",
+    "merge",
+    "compare",
+    "calibrate",
+    "history",
+    "gpu-study",
+    "mark",
+)
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE: what a Unix tool reports when its reader went away
 
 

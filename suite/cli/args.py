@@ -109,7 +109,7 @@ def _shard(text: str) -> object:
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     """The flags shared by `plan` and `run`."""
     from suite.spec.limits import MAX_BATCH_SIZE
-    from suite.spec.model import COMPILE_CACHES, DEVICES, MALLOCS, MODES, SCENARIOS, WEIGHTS
+    from suite.spec.model import COMPILE_CACHES, DEVICES, DYNAMIC_SETTINGS, MALLOCS, MODES, SCENARIOS, WEIGHTS
 
     p.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
     p.add_argument(
@@ -135,6 +135,12 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         type=_choice_list("--scenarios", SCENARIOS),
         default=None,
         help=f"comma list of: {', '.join(SCENARIOS)}",
+    )
+    p.add_argument(
+        "--dynamic",
+        type=_choice_list("--dynamic", DYNAMIC_SETTINGS),
+        default=None,
+        help=f"dynamic-batch cells: comma list of {', '.join(DYNAMIC_SETTINGS)} (default: all three)",
     )
     p.add_argument(
         "--device", choices=DEVICES, default="auto", help="where to run (default: auto = cuda if present)"
@@ -266,6 +272,7 @@ def filters_of(args: argparse.Namespace) -> object:
         modes=args.modes,
         scenarios=args.scenarios,
         overrides=overrides,
+        dynamic=getattr(args, "dynamic", None),
     )
 
 
@@ -280,6 +287,7 @@ def selected(args: argparse.Namespace, cells: list, profile: str) -> list:
             ("--batch-sizes", args.batch_sizes),
             ("--modes", args.modes),
             ("--scenarios", args.scenarios),
+            ("--dynamic", getattr(args, "dynamic", None)),
         )
         if value is not None
     ]

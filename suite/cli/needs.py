@@ -36,6 +36,8 @@ def needs(verb: str, modules: Sequence[str], hint: str) -> Iterator[None]:
         yield
     except ModuleNotFoundError as exc:
         top = (exc.name or "").split(".")[0]
+        if top == "numpy" and "pandas" in modules:  # pandas brings numpy: a host without one lacks both
+            top = "pandas"
         if top not in modules:
             raise
         raise UsageError(

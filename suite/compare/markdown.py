@@ -21,6 +21,7 @@ from suite.compare.rule import (
     CellChange,
     Comparison,
     speedup_change,
+    speedup_split,
 )
 from suite.report.load import Loaded
 from suite.report.study import Gpu, Measurement, Setup
@@ -67,6 +68,12 @@ def _speedups(c: CellChange) -> str:
     pair = speedup_change(c.base, c.new)
     interval = f" [{pair[1]:.3f}, {pair[2]:.3f}]" if pair else ""
     return f"{b:.2f}x -> {n:.2f}x ({b / n:.3f}{interval})"
+
+
+def _moved(c: CellChange) -> str:
+    """What moved (suite.report.moved): new / base speed-up = eager side x compiled side."""
+    split = speedup_split(c.base, c.new)
+    return "—" if split is None or not (c.base.ok and c.new.ok) else split.text()
 
 
 def _compile(c: CellChange) -> str:
@@ -137,6 +144,10 @@ def render(
         "(conservative; the CSVs keep no samples).",
         f"- Less speed-up: base speed-up / new speed-up above {1 + t:.3f} with its interval above 1 (the "
         "speed-ups are paired within each run, so the machine's drift cancels: judged on any machine).",
+        "- What moved: the speed-up's change split into its eager side (new eager / base eager median: "
+        "< 1x, eager got faster, the speed-up falls) and its compiled side (base compiled / new compiled: "
+        "> 1x, compiled got faster), each with the interval the medians' CIs allow; their product is the "
+        "change (docs/phases-energy.md).",
         f"- Slower compile: compile_s up by more than {r.compile_threshold:.0%} and {r.compile_floor_s:g} s.",
         f"- Health: {unhealthy} matched cell(s) timed on an unhealthy machine in either run (busy, steal, "
         "throttled, clock-varied, shared-gpu): slower medians or compiles there are 'suspect', not "
@@ -146,7 +157,8 @@ def render(
     ]
     header = [*_label_header(cmp.key_columns), "base median (ms) [95% CI]", "new median (ms) [95% CI]"]
     header += ["new / base [interval]", "change", "speed-up base -> new (ratio [interval])"]
-    header += ["compile s base -> new", "health base / new"]
+    header += ["what moved: new / base speed-up = eager side · compiled side", "compile s base -> new"]
+    header += ["health base / new"]
     for verdict, title in SECTIONS:
         rows = [c for c in cmp.changes if c.verdict == verdict]
         if not rows:
@@ -162,6 +174,7 @@ def render(
                     _ratio(c),
                     _change(c),
                     _speedups(c),
+                    _moved(c),
                     _compile(c),
                     _health(c),
                 ]

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from suite.report.load import Loaded
+from suite.report.moved import Side, SpeedupSplit
 from suite.report.study import Measurement, measurement_of, ratio_interval
 from suite.results import CELL_COLUMNS, FAILED_STATUSES, STATUS_WORDS
 
@@ -173,6 +174,21 @@ def speedup_change(base: Measurement, new: Measurement) -> tuple[float, float, f
         return None
     b, b_lo, b_hi, n, n_lo, n_hi = figures  # type: ignore[misc]
     return b / n, b_lo / n_hi, b_hi / n_lo
+
+
+def speedup_split(base: Measurement, new: Measurement) -> SpeedupSplit | None:
+    """The change of the paired speed-up, new / base, split into its eager and compiled sides
+    (suite.report.moved), as the stable-vs tables split it; None without both pairs of medians."""
+    sides = []
+    for m in (base, new):
+        if m.eager_median_ms is None or m.median_ms is None:
+            return None
+        sides += [
+            Side(m.eager_median_ms, m.eager_ci_low_ms, m.eager_ci_high_ms),
+            Side(m.median_ms, m.ci_low_ms, m.ci_high_ms),
+        ]
+    speedups = [Side(m.speedup, m.speedup_low, m.speedup_high) if m.speedup else None for m in (base, new)]
+    return SpeedupSplit.of(*sides, *speedups)
 
 
 def compile_change(base: Measurement, new: Measurement, rule: Rule) -> bool:

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from suite.measure import cell as parts
+from suite.measure import phases
+from suite.measure.phases import Ledger
 from suite.measure.timing import TimingLoop, synchronizer
 from suite.spec.model import Cell
 
@@ -169,12 +171,16 @@ def first_compile(cell: Cell, device: str, kind: Any, phase: str) -> dict[str, A
         scenario.warm_up_eager(loop)
         eager_ms, _ = loop.call(scenario.eager)
         compiled = scenario.compile()
+        ledger = Ledger.start()  # where this compile went (suite.measure.phases), for the note
         first_ms = scenario.first_compiled_call(loop, compiled)
+        ledger.first_call_done()
     seconds = load_s + max(0.0, first_ms - eager_ms) / 1000.0
     caches = describe_caches(cache_counts())
     note = f"{LABEL_OF_PHASE[phase]}: " + (f"{loaded}, {caches}" if loaded else caches)
-    print(f"compile cost, {phase} process: {seconds:.3f} s ({note})", flush=True)
-    return {COLUMN_OF_PHASE[phase]: seconds, "compile_note": note}
+    where = phases.summary(ledger.first)  # its largest phases, for the cell's phase_note
+    where = f"{LABEL_OF_PHASE[phase]} compile, largest phases: {where}" if where else ""
+    print(f"compile cost, {phase} process: {seconds:.3f} s ({note}; {where})", flush=True)
+    return {COLUMN_OF_PHASE[phase]: seconds, "compile_note": note, "phase_note": where}
 
 
 def after_measure(path: str) -> str:

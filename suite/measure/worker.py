@@ -49,10 +49,12 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
             row.update(compile_cost.first_compile(cell, device, kind, phase))
         else:
             row.update(measure(cell, device, kind))
-            if cell.compile_cost:
-                row["compile_note"] = compile_cost.after_measure(
-                    os.environ.get(compile_cost.MEGACACHE_ENV, "")
+            if cell.compile_cost:  # after the cell's own note (CUDA graphs skipped), if any
+                notes = (
+                    row.get("compile_note"),
+                    compile_cost.after_measure(os.environ.get(compile_cost.MEGACACHE_ENV, "")),
                 )
+                row["compile_note"] = "; ".join(n for n in notes if n)
         row["status"], row["error"] = "ok", ""
     except (train.Unsupported, dynamic.Unsupported) as exc:  # no such measurement here: say why
         traceback.print_exc()

@@ -8,11 +8,11 @@ file or row set aside yields a one-line reason naming the file, line and field.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from suite.errors import UsageError
@@ -55,6 +55,8 @@ class Loaded:
     skipped_rows: int
     skipped_files: int
     superseded: tuple[str, ...]  # rows replaced by another row of the same cell
+    # with load(..., raw=True): each used row's fields as written (stripped), by its `source`
+    raw: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def report(self) -> list[str]:
         """What was read and what was set aside, one line each (stderr and the index page)."""
@@ -137,52 +139,78 @@ def _read_files(files: Sequence[Path]) -> _Read:
         out.seen += len(result.rows) + result.skipped + result.repaired
         out.problems.extend(result.problems)
         for row, line in zip(result.rows, result.lines, strict=True):
-            out.rows.append({**row, "source": f"{path}:{line}"})
+            out.rows.append({**{k: v.strip() for k, v in row.items()}, "source": f"{path}:{line}"})
     return out
 
 
 def _row_problems(frame: pd.DataFrame) -> pd.Series:
-    """The first problem of each row ("" if none), checked column by column."""
-    problem = pd.Series("", index=frame.index, dtype=object)
-
-    def flag(mask: pd.Series, text: pd.Series | str) -> None:
-        fresh = mask & (problem == "")
-        problem[fresh] = text if isinstance(text, str) else text[fresh]
-
+    """The first problem of each row ("" if none), checked column by column in this order:
+    required text, numbers (then > 0), the batch size, required on ok rows, choices. Each check
+    is one vectorized mask (every number column parsed in one `to_numeric` call: a night of the
+    full profile on six builds and GPUs is read in milliseconds, suite.history ingests a year of
+    them); the messages are made for the flagged rows alone."""
+    checks: list[tuple[np.ndarray, Callable[[int], str]]] = []
     for col in REQUIRED_TEXT:
-        flag(frame[col] == "", f"field {col}: empty")
-    for col in NUMERIC_COLUMNS:
-        raw = frame[col]
-        number = pd.to_numeric(raw, errors="coerce")
-        bad = (raw != "") & (number.isna() | number.isin([math.inf, -math.inf]))
+        checks.append((frame[col].to_numpy() == "", lambda i, c=col: f"field {c}: empty"))
+    raw = frame[list(NUMERIC_COLUMNS)].to_numpy(dtype=object)
+    number = parse_numbers(raw)
+    for j, col in enumerate(NUMERIC_COLUMNS):
+        text, value = raw[:, j], number[:, j]
+        bad = (text != "") & ~np.isfinite(value)
         if col in NONFINITE_COLUMNS:  # measured so (suite.results.format_cell): `nan`, `inf`
-            bad &= ~raw.isin(NONFINITE_WORDS)
-        flag(bad, "field " + col + ": " + raw.map(repr) + " is not a number")
+            bad &= ~np.isin(text, NONFINITE_WORDS)
+        checks.append((bad, lambda i, c=col, t=text: f"field {c}: {t[i]!r} is not a number"))
         if col in POSITIVE_COLUMNS:
-            flag((raw != "") & (number <= 0), "field " + col + ": " + raw + " is not > 0")
-    batch = pd.to_numeric(frame["batch_size"], errors="coerce")
-    flag(batch.isna() | (batch < 1) | (batch != batch.round()), "field batch_size: not a positive integer")
+            with np.errstate(invalid="ignore"):
+                low = (text != "") & (value <= 0)
+            checks.append((low, lambda i, c=col, t=text: f"field {c}: {t[i]} is not > 0"))
+    batch = pd.to_numeric(frame["batch_size"], errors="coerce").to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        bad_batch = np.isnan(batch) | (batch < 1) | (batch != np.round(batch))
+    checks.append((bad_batch, lambda i: "field batch_size: not a positive integer"))
+    ok = frame["status"].to_numpy() == OK
     for col in REQUIRED_WHEN_OK:
-        flag((frame["status"] == OK) & (frame[col] == ""), f"field {col}: empty on an ok row")
+        checks.append((ok & (frame[col].to_numpy() == ""), lambda i, c=col: f"field {c}: empty on an ok row"))
     for col, choices in CHOICES.items():
-        flag(
-            ~frame[col].isin(("", *choices)),
-            f"field {col}: " + frame[col].map(repr) + f" is not one of {choices} or empty",
+        values = frame[col].to_numpy()
+        checks.append(
+            (
+                ~np.isin(values, ("", *choices)),
+                lambda i, c=col, v=values, ch=choices: f"field {c}: {v[i]!r} is not one of {ch} or empty",
+            )
         )
+    problem = pd.Series("", index=frame.index, dtype=object)
+    if not checks or len(frame) == 0:
+        return problem
+    flagged = np.vstack([mask.astype(bool) for mask, _ in checks])
+    rows = np.flatnonzero(flagged.any(axis=0))
+    first = flagged[:, rows].argmax(axis=0)
+    for i, k in zip(rows, first, strict=True):
+        problem.iloc[i] = checks[k][1](i)
     return problem
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
-    for col in NUMERIC_COLUMNS:
-        out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
+    """The number columns as floats (parsed in one call), the batch size as an int."""
+    numbers = parse_numbers(frame[list(NUMERIC_COLUMNS)].to_numpy(dtype=object))
+    typed = pd.DataFrame(numbers, columns=list(NUMERIC_COLUMNS), index=frame.index)
+    out = pd.concat([frame.drop(columns=list(NUMERIC_COLUMNS)), typed], axis=1)[list(frame.columns)]
     out["batch_size"] = out["batch_size"].astype(int)
     return out
 
 
+def parse_numbers(raw: np.ndarray) -> np.ndarray:
+    """pandas' number parsing (`to_numeric`, NaN where not a number) of a 2-D block of strings."""
+    number = pd.to_numeric(pd.Series(raw.ravel(order="F")), errors="coerce").to_numpy(float)
+    return number.reshape(raw.shape, order="F")
+
+
 def _dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """One row per cell, by the rule resume applies too (suite.results.one_per_cell)."""
-    records = frame.to_dict("records")
+    if not frame.duplicated(subset=list(CELL_COLUMNS)).any():
+        return frame.reset_index(drop=True), []  # no cell twice: nothing to choose
+    # the columns the rule and the notes read (a whole row each would cost more than the rest)
+    records = frame[list(dict.fromkeys([*CELL_COLUMNS, "status", "started_at", "source"]))].to_dict("records")
     kept, dropped = one_per_cell(records, CELL_COLUMNS)
     notes = []
     for i, winner in dropped:
@@ -194,8 +222,9 @@ def _dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return frame.iloc[kept].reset_index(drop=True), notes
 
 
-def load(inputs: Sequence[Path]) -> Loaded:
-    """Everything usable from the inputs; UsageError (exit 2) when nothing is."""
+def load(inputs: Sequence[Path], raw: bool = False) -> Loaded:
+    """Everything usable from the inputs; UsageError (exit 2) when nothing is. `raw`: keep each
+    used row's fields as written too (the history stores them as they were, suite.history)."""
     files = find_csvs(inputs)
     read = _read_files(files)
     rows, seen, problems = read.rows, read.seen, read.problems
@@ -205,7 +234,6 @@ def load(inputs: Sequence[Path]) -> Loaded:
         for col in (*CELL_COLUMNS, *MEASURED_EXTRAS):  # extras an older file may lack
             if col not in frame.columns:
                 frame[col] = ""
-        frame = frame.map(lambda v: v.strip() if isinstance(v, str) else v)
         problem = _row_problems(frame)
         bad = problem != ""
         problems.extend(
@@ -226,6 +254,7 @@ def load(inputs: Sequence[Path]) -> Loaded:
             + (f": {detail}" if detail else ""),
         )
     frame, superseded = _dedupe(_typed(frame))
+    used = set(frame["source"]) if raw else set()
     return Loaded(
         frame=frame,
         files=tuple(files),
@@ -234,4 +263,5 @@ def load(inputs: Sequence[Path]) -> Loaded:
         skipped_rows=skipped_rows,
         skipped_files=read.skipped_files,
         superseded=tuple(superseded),
+        raw={r["source"]: r for r in rows if r["source"] in used},
     )

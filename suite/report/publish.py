@@ -21,6 +21,7 @@ from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eage
 from suite.report.tables.dynamic import dynamic_study, dynamic_tables
 from suite.report.tables.memory import peak_memory
 from suite.report.tables.modes import compile_modes
+from suite.report.tables.phases import cudagraph_tables, energy_tables, phase_tables
 from suite.report.tables.stable_vs import stable_vs_others
 from suite.report.tables.summary import summary_table
 from suite.report.tables.table import Table, markdown_table, write_table
@@ -61,6 +62,18 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "Batch sizes that change (dynamic-batch: static, auto, marked)",
         "No dynamic-batch cell in the inputs (run with --scenarios dynamic-batch).",
     ),
+    # issue 29 (docs/phases-energy.md)
+    (
+        "compile phases",
+        "Where the compile goes (torch's own accounting, by phase)",
+        "No compiled cell in the inputs.",
+    ),
+    (
+        "cuda graphs",
+        "What CUDA graphs cost (reduce-overhead, max-autotune)",
+        "No cell of a mode that records CUDA graphs in the inputs.",
+    ),
+    ("energy", "Energy per image (eager and compiled)", "No compiled cell in the inputs."),
 )
 
 
@@ -104,6 +117,7 @@ def run_merge(
     _clear(tables_dir, ("*.md", "*.csv"))
     _clear(plots_dir, ("*.png",))  # also with plots off: an old plot must not pass for a current one
     _clear(plots_dir / AMORTIZATION, ("*.png",))
+    _clear(plots_dir / PHASES, ("*.png",))
     tables_dir.mkdir(parents=True, exist_ok=True)
     if plots:
         plots_dir.mkdir(parents=True, exist_ok=True)
@@ -113,6 +127,7 @@ def run_merge(
     vs_eager = [compile_vs_eager(study, g, reference) for g in groups]
     tables = [summary, *vs_eager, *peak_memory(study), *stable_vs_others(study), *compile_modes(study)]
     tables += [*compile_cost_tables(study), *dynamic_tables(study, dynamic)]
+    tables += [*phase_tables(study, dynamic), *cudagraph_tables(study, dynamic), *energy_tables(study)]
     for table in tables:
         write_table(table, tables_dir)
 
@@ -131,6 +146,12 @@ def run_merge(
         for cost_table, paths in amortization_plots(study, plots_dir / AMORTIZATION).items():
             plot_links.setdefault(cost_table, []).extend(paths)
             written += paths
+        from suite.report.phases_plot import phase_plots
+
+        (plots_dir / PHASES).mkdir(exist_ok=True)
+        for phase_table, paths in phase_plots(study, tables, plots_dir / PHASES, dynamic).items():
+            plot_links.setdefault(phase_table, []).extend(paths)
+            written += paths
 
     index = tables_dir / "tables.md"
     index.write_text(render_index(loaded, study, kinds_note, tables, plot_links, reference), encoding="utf-8")
@@ -138,11 +159,12 @@ def run_merge(
 
 
 AMORTIZATION = "amortization"  # plots/amortization/: the compile-cost tables' plots
+PHASES = "phases"  # plots/phases/: the compile-phases tables' stacked bars
 
 
 def _in_plots(path: Path) -> str:
-    """A plot's path under plots/ (the amortization plots have their own folder)."""
-    return f"{AMORTIZATION}/{path.name}" if path.parent.name == AMORTIZATION else path.name
+    """A plot's path under plots/ (the amortization and phases plots have their own folders)."""
+    return f"{path.parent.name}/{path.name}" if path.parent.name in (AMORTIZATION, PHASES) else path.name
 
 
 def render_index(

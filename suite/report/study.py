@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from suite.errors import UsageError
+from suite.measure import cudagraphs, energy, phases
 from suite.measure.health import HEALTHY
 from suite.results import FAIL, OK
 from suite.spec.load import load_matrix
 from suite.spec.model import BUILD_KINDS
 
 EAGER = "eager"
+MORE_COLUMNS: tuple[str, ...] = (
+    *phases.COLUMNS,
+    *cudagraphs.COLUMNS,
+    *energy.COLUMNS,
+)
 KIND_ORDER: tuple[str, ...] = BUILD_KINDS  # the order builds are listed in: stable, nightly, release
 
 
@@ -108,6 +114,9 @@ class Measurement:
     eager_first_result_s: float | None = None
     breakeven_calls_warm: float | None = None
     compile_note: str = ""
+    # issue 29's columns (compile phases, CUDA graphs, energy: suite.report.tables.phases, energy),
+    # by column name: numbers as floats (None where empty), notes as text
+    more: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def ok(self) -> bool:
@@ -214,7 +223,18 @@ def measurement_of(r: Any) -> Measurement:
         recompiles=_num(r.recompiles),
         **{name: _num(getattr(r, name, None)) for name in COMPILE_COST_FIGURES},
         compile_note=str(getattr(r, "compile_note", "") or ""),
+        more=more_of(r),
     )
+
+
+def more_of(r: Any) -> dict[str, Any]:
+    """Issue 29's columns of a typed row (an older file lacks them: None, "")."""
+    from suite.results import BY_NAME, TEXT
+
+    return {
+        name: (str(getattr(r, name, "") or "") if BY_NAME[name].kind == TEXT else _extra(r, name))
+        for name in MORE_COLUMNS
+    }
 
 
 # the compile-cost figures a Measurement carries beside compile_s and breakeven_calls

@@ -209,6 +209,72 @@ TABLE: tuple[Column, ...] = (
     Column("eager_ci95_high_ms", NUMBER, "ms", contract=False, positive=True),
     Column("shard", contract=False, doc='"i/n" when the run was sharded, else empty'),
     Column("log_file", contract=False, doc="the cell's worker log, relative to the run folder"),
+    # issue 29 (docs/phases-energy.md): where a cold start's seconds go (torch's own accounting,
+    # suite.measure.phases), what CUDA graphs cost (suite.measure.cudagraphs), energy per image
+    # (suite.measure.energy); empty where a build or device does not give a figure, the note says why
+    _extra_timed("phase_dynamo_s", "s", "Dynamo: tracing, guards (frame compile - backend call)", False),
+    _extra_timed(
+        "phase_pre_aot_s",
+        "s",
+        "the backend before AOTAutograd: first-use imports, pre-grad passes, cache keys",
+        False,
+    ),
+    _extra_timed("phase_aot_s", "s", "AOTAutograd, without inductor's compile of each graph", False),
+    _extra_timed("phase_lowering_s", "s", "inductor: graph passes and lowering (autotuning apart)", False),
+    _extra_timed(
+        "phase_codegen_s", "s", "inductor: code generation (scheduler, kernel and wrapper source)", False
+    ),
+    _extra_timed("phase_kernels_s", "s", "compiling the C++ or Triton kernels and loading the module", False),
+    _extra_timed(
+        "phase_autotune_s",
+        "s",
+        "autotuning: compile-time template benchmarks + run-time Triton configs",
+        False,
+    ),
+    _extra_timed("phase_cudagraphs_s", "s", "CUDA-graph recording within the first compiled call", False),
+    _extra_timed(
+        "phase_other_s", "s", "compile_s - the phases' sum: outside torch's accounting (may be < 0)", False
+    ),
+    Column(
+        "graphs", INT, contract=False, timing=True, doc="graphs dynamo compiled in the first compiled call"
+    ),
+    Column("guards", INT, contract=False, timing=True, doc="guards of those graphs (torch's own count)"),
+    Column(
+        "recompile_reasons", contract=False, timing=True, doc="dynamo's guard failures after the first call"
+    ),
+    Column(
+        "phase_note",
+        contract=False,
+        doc="which phases a build does not time and why; a sum beyond the margin; the warm and mega-cache "
+        "compiles' largest phases",
+    ),
+    Column(
+        "cudagraph_records",
+        INT,
+        contract=False,
+        timing=True,
+        doc="CUDA graphs recorded (first call + warm-up)",
+    ),
+    _extra_timed("cudagraph_record_s", "s", "seconds recording them", False),
+    _extra_timed(
+        "cudagraph_pool_mb", "MB", "memory the CUDA graphs' private pools hold after the warm-up", False
+    ),
+    _extra_timed(
+        "cudagraph_extra_mb", "MB", "compiled warm-up's peak - eager warm-up's peak, same process", False
+    ),
+    Column("cudagraph_note", contract=False, doc="why a CUDA-graph figure is empty"),
+    Column(
+        "energy_source", contract=False, doc="nvml | rapl (zones): the counter the energy figures come from"
+    ),
+    _extra_timed(
+        "idle_power_w", "W", "the device's power before the first call, nothing running (not subtracted)"
+    ),
+    _extra_timed(
+        "eager_j_per_image", "J", "the eager function's energy per image, in blocks after the timed calls"
+    ),
+    _extra_timed("compiled_j_per_image", "J", "the compiled function's, the same way"),
+    _extra_timed("energy_ratio", "x", "compiled_j_per_image / eager_j_per_image (< 1: compiled uses less)"),
+    Column("energy_note", contract=False, doc="what the counter covers, or why the energy figures are empty"),
     # issue 24: the machine's state (suite.measure.machine), as nvidia-smi and Docker report it
     # for the GPU and image of the run; empty where a source gave none, never guessed
     Column("gpu_uuid", contract=False, doc="nvidia-smi: the GPU's UUID"),

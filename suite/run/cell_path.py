@@ -75,6 +75,9 @@ def _carry(fields: dict[str, Any], phase_fields: dict[str, Any], phase: str) -> 
     column = COLUMN_OF_PHASE[phase]
     if phase_fields.get("status") == "ok" and phase_fields.get(column) is not None:
         fields[column] = phase_fields[column]
+        # where its compile went (issue 29, suite.measure.phases), after the cell's own phase note
+        parts = (fields.get("phase_note"), phase_fields.get("phase_note"))
+        fields["phase_note"] = "; ".join(str(p) for p in parts if p)
         return str(phase_fields.get("compile_note") or "")
     status, error = phase_fields.get("status"), phase_fields.get("error")
     return f"{LABEL_OF_PHASE[phase]}: no figure, its process ended {status}: {error}"

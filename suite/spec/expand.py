@@ -42,6 +42,7 @@ class Filters:
     modes: tuple[str, ...] | None = None
     scenarios: tuple[str, ...] | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    dynamic: tuple[str, ...] | None = None  # narrows a dynamic-batch cell's settings (issue 30)
 
 
 def pick_build(matrix: Matrix, name: str) -> BuildSpec:
@@ -158,10 +159,11 @@ def _dynamic_cells(
             f"the {DYNAMIC_BATCH} scenario serves two or more batch sizes in turn, this selection gives "
             f"{list(sizes)}: set settings.dynamic_batch_sizes (e.g. [1, 4, 16]) or list more batch sizes",
         )
+    wanted = [d for d in DYNAMIC_SETTINGS if filters.dynamic is None or d in filters.dynamic]
     return [
         Cell(build, spec, sizes[0], mode, DYNAMIC_BATCH, settings, dynamic=d, batch_sizes=tuple(sizes))
         for mode in modes
-        for d in DYNAMIC_SETTINGS
+        for d in wanted
     ]
 
 

@@ -15,11 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import cell as parts
+from suite.measure import cudagraphs
 from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
-from suite.measure.counters import dynamo_counts
+from suite.measure.counters import cudagraph_skips, dynamo_counts
+from suite.measure.energy import COMPILED, EAGER, Energy
 from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
+from suite.measure.phases import Ledger
 from suite.measure.timing import TimingLoop, synchronizer
 from suite.spec.model import Cell
 
@@ -69,43 +72,63 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     loop = TimingLoop(synchronizer(device), cell.settings.warmup)
     inject_fault(cell.model.name)  # test-only (suite.measure.faults): once, before any call
     row: dict[str, Any] = dict(facts)
-    with scenario.grad_mode():
+    # the idle power before the first call; energy per image in blocks after the timed calls
+    with scenario.grad_mode(), Energy(device, cell.batch_size, loop.sync) as energy:
         if cell.mode == "eager":
-            row.update(_eager_cell(scenario, loop, device))
+            row.update(_eager_cell(scenario, loop, device, energy))
         else:
-            row.update(_compiled_cell(scenario, loop, device))
+            row.update(_compiled_cell(scenario, loop, device, energy))
+    row.update(energy.fields())
     row.update(first_results(ready_s, first_eager.ms, row.get("compile_s")))
     return row
 
 
-def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[str, Any]:
+def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energy) -> dict[str, Any]:
     with PeakMemory(device) as mem:
         warmup = scenario.warm_up_eager(loop)
     n = scenario.cell.settings.iterations
     with Health(device, calls=n) as health:  # the machine's health while timed (suite.measure.health)
         (samples,) = loop.interleaved([scenario.eager], n)
+    energy.blocks([(EAGER, scenario.eager)])
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
     return {**row, **health.fields()}
 
 
-def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str) -> dict[str, Any]:
+def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energy) -> dict[str, Any]:
     """The compiled function's figures, with the eager function timed beside it. `warmup` is
-    the compiled function's warm-up calls (the eager one's are not counted)."""
-    s = scenario.cell.settings
-    scenario.warm_up_eager(loop)
+    the compiled function's warm-up calls (the eager one's are not counted). torch's compile-time
+    accounting is read around the first compiled call and the warm-up (suite.measure.phases)."""
+    s, mode = scenario.cell.settings, scenario.cell.mode
+    with PeakMemory(device) as eager_mem:  # what CUDA graphs take beyond eager's peak
+        scenario.warm_up_eager(loop)
     eager_call_ms, _ = loop.call(scenario.eager)
     compiled = scenario.compile()
+    _, graphs_before = dynamo_counts()
+    ledger = Ledger.start()
     first_ms = scenario.first_compiled_call(loop, compiled)
+    ledger.first_call_done()
     breaks, graphs_after_first = dynamo_counts()
     compiled = slowed(compiled, scenario.cell.model.name, loop.sync)  # test-only (faults)
     with PeakMemory(device) as mem:
         warmup = loop.warm_up(compiled, compiled=True)
+    ledger.warm_up_done()
     accuracy = scenario.accuracy(compiled)
     with Health(device, calls=2 * s.iterations) as health:
         eager_samples, samples = loop.interleaved([scenario.eager, compiled], s.iterations)
     _, graphs_end = dynamo_counts()
+    energy.blocks([(EAGER, scenario.eager), (COMPILED, compiled)])
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
     row.update(health.fields())
+    row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))
+    row.update(cudagraphs.fields(device, mode, ledger, eager_mem.peak_mb, mem.peak_mb))
+    skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so
+    if skipped:
+        row["compile_note"] = (
+            f"{CUDAGRAPHS_SKIPPED}: {skipped} graph(s), timed without them (the log says why)"
+        )
     return row
+
+
+CUDAGRAPHS_SKIPPED = "CUDA graphs skipped"

@@ -27,11 +27,13 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import cell as parts
+from suite.measure import cudagraphs
 from suite.measure.accuracy import compare, snapshot
-from suite.measure.counters import dynamo_counts
+from suite.measure.counters import dynamo_counts, guard_failures
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.faults import inject_fault
 from suite.measure.memory import PeakMemory
+from suite.measure.phases import Ledger
 from suite.measure.timing import TimingLoop, synchronizer
 from suite.results import one_line
 from suite.spec.model import Cell
@@ -75,14 +77,6 @@ def resized(batch: dict[str, Any], first: int, size: int) -> dict[str, Any]:
     return out
 
 
-def _guard_failures() -> list[str]:
-    """Every guard failure dynamo has recorded so far, oldest first (empty where it records none)."""
-    from torch._dynamo import utils
-
-    failures = getattr(utils, "guard_failures", {})
-    return [reason for reasons in list(failures.values()) for reason in reasons]
-
-
 class _Sequence:
     """The process's state: the model, the compiled model, the counters between arrivals."""
 
@@ -117,27 +111,31 @@ class _Sequence:
 
         return eager, compiled
 
-    def first_compiled(self, size: int) -> tuple[float, int, list[str]]:
-        """(compile seconds, graphs compiled, guard failures) of the first compiled call at `size`
-        after an eager call there."""
+    def first_compiled(self, size: int) -> tuple[float, int, list[str], Ledger]:
+        """(compile seconds, graphs compiled, guard failures, torch's accounting) of the first
+        compiled call at `size` after an eager call there."""
         eager, compiled = self.calls(size)
         eager_ms, _ = self.loop.call(eager)
         _, graphs_before = dynamo_counts()
-        failures_before = len(_guard_failures())
+        failures_before = len(guard_failures())
+        ledger = Ledger.start()
         first_ms, _ = self.loop.call(compiled)
+        ledger.first_call_done()
         breaks, graphs_after = dynamo_counts()
         if self.first_breaks is None:
             self.first_breaks = breaks
-        failures = _guard_failures()[failures_before:]
-        return max(0.0, first_ms - eager_ms) / 1000.0, graphs_after - graphs_before, failures
+        failures = guard_failures()[failures_before:]
+        return max(0.0, first_ms - eager_ms) / 1000.0, graphs_after - graphs_before, failures, ledger
 
     def arrive(self, size: int, first: bool) -> dict[str, Any]:
         """A batch size's first arrival: its row's fields."""
         eager, compiled = self.calls(size)
-        self.loop.warm_up(eager, compiled=False)
-        compile_s, graphs, failures = self.first_compiled(size)
+        with PeakMemory(self.device) as eager_mem:
+            self.loop.warm_up(eager, compiled=False)
+        compile_s, graphs, failures, ledger = self.first_compiled(size)
         with PeakMemory(self.device) as mem:
             warmup = self.loop.warm_up(compiled, compiled=True)
+        ledger.warm_up_done()  # CUDA graphs recorded at this size: in the calls after the first
         accuracy = compare(snapshot(eager()), snapshot(compiled()), self.cell.settings.tolerance)
         _, graphs_timed_from = dynamo_counts()
         eager_samples, samples = self.loop.interleaved([eager, compiled], self.cell.settings.iterations)
@@ -150,13 +148,20 @@ class _Sequence:
         row["recompiles"] = (0 if first else graphs) + (graphs_end - graphs_timed_from)
         what = "first compile" if first else f"{graphs} graph(s) compiled"
         row["compile_note"] = f"at {size}: {what}" + (f" ({'; '.join(failures)})" if failures else "")
+        # where this size's compile went (suite.measure.phases), and its CUDA graphs' cost
+        row.update(ledger.fields(compile_s, self.device, self.cell.mode, graphs))
+        row.update(cudagraphs.fields(self.device, self.cell.mode, ledger, eager_mem.peak_mb, mem.peak_mb))
         return row
 
     def come_back(self, size: int, row: dict[str, Any]) -> None:
         """Back at a size served before: one eager and one compiled call; graphs compiled then
         are that size's recompiles too."""
-        compile_s, graphs, failures = self.first_compiled(size)
+        compile_s, graphs, failures, ledger = self.first_compiled(size)
         row["recompiles"] = int(row.get("recompiles") or 0) + graphs
+        if row.get("cudagraph_records") is not None:  # a graph recorded again on the way back
+            records, seconds = ledger.recordings()
+            row["cudagraph_records"] += records
+            row["cudagraph_record_s"] = (row.get("cudagraph_record_s") or 0.0) + seconds
         row["compile_note"] = (
             f"{row.get('compile_note', '')}; back at {size}: {graphs} graph(s) compiled in {compile_s:.2f} s"
             + (f" ({'; '.join(failures)})" if failures else "")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from suite.report import moved
 from suite.report.reference import GuideFigure
 from suite.report.study import Measurement, paired_durations
 from suite.results import OK, OOM, STATUS_WORDS, STATUSES
@@ -262,6 +263,10 @@ def md_cell(kind: str, value: object) -> str:
         if value.value is None:
             return value.text or NOT_MEASURED
         return f"{value.value:,.{value.digits}f}{value.mark}"
+    if kind == "factor":  # a ratio with its interval (suite.report.moved), or a failure word
+        if value is None:
+            return NOT_MEASURED
+        return value if isinstance(value, str) else moved.fmt(value)
     if kind == "guide":
         if value is None:
             return NOT_MEASURED
@@ -312,6 +317,15 @@ def csv_cells(name: str, kind: str, value: object) -> dict[str, object]:
             out[f"{pre}speed-up"] = round(value.factor, 4)
             out[f"{pre}CI low"] = "" if value.low is None else round(value.low, 4)
             out[f"{pre}CI high"] = "" if value.high is None else round(value.high, 4)
+        return out
+    if kind == "factor":
+        out = {name: "", f"{name} CI low": "", f"{name} CI high": ""}
+        if isinstance(value, str):
+            out[name] = value
+        elif isinstance(value, moved.Factor):
+            out[name] = round(value.value, 4)
+            out[f"{name} CI low"] = "" if value.low is None else round(value.low, 4)
+            out[f"{name} CI high"] = "" if value.high is None else round(value.high, 4)
         return out
     if kind == "guide":
         out = {f"{name} without torch.compile": "", f"{name} with torch.compile": "", f"{name} speed-up": ""}

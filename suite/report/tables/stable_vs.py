@@ -6,9 +6,11 @@ against the stable one (from separate processes, with a conservative interval).
 
 from __future__ import annotations
 
-from suite.report.study import EAGER, Gpu, Setup, Study
-from suite.report.tables.cells import cross_gain, durations, legend, paired_gain
+from suite.report.moved import Side, SpeedupSplit
+from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
+from suite.report.tables.cells import DOUBLE_DAGGER, Dur, cross_gain, durations, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
+from suite.results import STATUS_WORDS
 
 
 def cross_note(base: str, new: str) -> str:
@@ -17,6 +19,38 @@ def cross_note(base: str, new: str) -> str:
         "from separate processes; its interval runs from the lowest to the highest ratio the two medians' "
         "95% CIs allow."
     )
+
+
+def moved_note(base: str, new: str) -> str:
+    return (
+        f"What moved: speed-up {new} / {base} = eager side x compiled side, exactly, for the durations "
+        f"shown. eager side = {new}'s no-compile duration / {base}'s (< 1x: eager got faster, which lowers "
+        f"the speed-up); compiled side = {base}'s compile duration / {new}'s (> 1x: compiled got faster, "
+        "which raises it). Each side's interval: the widest the two medians' 95% CIs allow (separate "
+        "processes; the machine's drift between runs is not in it); the speed-up's: from the two paired "
+        "speed-ups' CIs. moved: the sides whose interval excludes 1x."
+    )
+
+
+def split_cells(
+    base: Measurement | None, new: Measurement | None, base_durs: tuple[Dur, Dur], new_durs: tuple[Dur, Dur]
+) -> list[object]:
+    """The speed-up's change, its eager and compiled sides, and which moved (or failure words)."""
+    for m in (base, new):
+        if m is not None and not m.ok:
+            word = STATUS_WORDS[m.status]
+            return [word, word, word, word]
+    sides = [Side(d.ms, d.low, d.high) if d.ms is not None else Side(None) for d in (*base_durs, *new_durs)]
+    speedups = [
+        Side(m.speedup, m.speedup_low, m.speedup_high) if m is not None and m.speedup else None
+        for m in (base, new)
+    ]
+    if any(DOUBLE_DAGGER in d.marks for d in (base_durs[0], new_durs[0])):  # not the paired pair:
+        speedups = [None, None]  # the paired speed-ups are not the ratio of these durations
+    split = SpeedupSplit.of(*sides, *speedups)
+    if split is None:
+        return [None, None, None, None]
+    return [split.change, split.eager, split.compiled, split.moved()]
 
 
 def stable_vs_others(study: Study) -> list[Table]:
@@ -54,6 +88,11 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
         Column(f"{b} speed-up", f"{b}", "gain"),
         Column(f"{b} vs {s}, no compile", f"{b} vs {s} without torch.compile", "gain"),
         Column(f"{b} vs {s}, compile", f"{b} vs {s} with torch.compile", "gain"),
+        # what moved (suite.report.moved): the speed-up's change = eager side x compiled side
+        Column(f"speed-up {b} / {s}", f"speed-up {b} / {s}", "factor"),
+        Column(f"eager side ({b} / {s} eager)", "eager side", "factor"),
+        Column(f"compiled side ({s} / {b} compiled)", "compiled side", "factor"),
+        Column("moved", "moved", "word"),
     ]
     table = Table(
         # named by the two builds (stable-vs-nightly, stable-vs-current), not by the guide's
@@ -63,7 +102,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
         title=f"{gpu.label} · {study.torch_label(s)} vs {study.torch_label(b)} · mode {mode}",
         subtitle=f"Build kinds: {s}: {study.kind(s)}, {b}: {study.kind(b)}. Setup: {setup.label}.",
         columns=columns,
-        notes=[legend(setup.scenario), cross_note(s, b)],
+        notes=[legend(setup.scenario), cross_note(s, b), moved_note(s, b)],
     )
     for task, model in study.models:
         for bs in study.batch_sizes:
@@ -87,6 +126,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
                 paired_gain(cells[b, mode]),
                 cross_gain(s_eager, b_eager),
                 cross_gain(s_compiled, b_compiled),
+                *split_cells(cells[s, mode], cells[b, mode], (s_eager, s_compiled), (b_eager, b_compiled)),
             ]
             table.add(row_context(gpu, setup, task, model, **{"batch size": bs, "mode": mode}), values)
     return table

@@ -1,0 +1,277 @@
+"""A run folder (or raw CSVs) into nights: strict, so a history never holds half a run.
+
+The raw CSVs are read and checked by the merge's own reader (`suite.report.load`: the contract's
+columns, statuses, numbers, one row per cell), but where the merge sets a bad row or file aside
+and goes on, ingest refuses the whole input in one line naming the file, line and field: a row
+that is not in the history must be missing for a reason the user saw. The one exception, with
+`allow_partial`, is a torn last row (a runner killed mid-write, e.g. a shard at its time cap),
+which is not a result. Each remaining row is typed by the contract's column table; columns this
+suite does not know go, as they were, into the row's `extra` JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from operator import itemgetter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from suite.errors import UsageError
+from suite.history.schema import column_names
+from suite.report.load import find_csvs, load, parse_numbers
+from suite.report.study import build_kinds
+from suite.results import BY_NAME, CELL_COLUMNS, NONFINITE_COLUMNS, NONFINITE_WORDS, TEXT
+
+PARTIAL = "partial last row"
+_LINE = re.compile(r"(\d+)\.(\d+)")
+_DEV_DATE = re.compile(r"\.dev(\d{8})")
+_RUN_ID_DATE = re.compile(r"(20\d\d)-?(\d\d)-?(\d\d)")
+
+
+@dataclass(frozen=True)
+class Night:
+    """One run of one build on one GPU, and its rows as an Arrow table in the store's columns."""
+
+    night_id: str
+    run_id: str
+    build: str
+    device: str
+    gpu_name: str
+    gpu: str
+    date: date
+    build_kind: str
+    build_line: str
+    torch_version: str
+    torch_git: str
+    rows: pa.Table
+
+    def __post_init__(self) -> None:
+        if not (self.run_id and self.build and self.device):
+            raise ValueError("a night needs its run id, build and device")
+
+    @property
+    def label(self) -> str:
+        return f"{self.run_id} {self.build} on {self.gpu} ({self.date:%Y-%m-%d})"
+
+
+@dataclass(frozen=True)
+class RunRead:
+    nights: tuple[Night, ...]
+    notes: tuple[str, ...]  # what was accepted but is worth a line: superseded rows, a torn tail
+
+
+def night_id(run_id: str, build: str, device: str, gpu_name: str) -> str:
+    return hashlib.sha256("\0".join((run_id, build, device, gpu_name)).encode()).hexdigest()[:16]
+
+
+def gpu_label(device: str, gpu_name: str) -> str:
+    """The history's name of where a night ran: the GPU's own name, "cpu: <model>" on a CPU."""
+    return gpu_name if device == "cuda" else f"{device}: {gpu_name}"
+
+
+def build_line(kind: str, torch_version: str) -> str:
+    """ "stable" for the stable build; else its kind and torch's major.minor ("nightly 2.15"): a
+    nightly moving to the next line starts a new series on the pages."""
+    if kind == "stable":
+        return "stable"
+    match = _LINE.match(torch_version or "")
+    return f"{kind} {match.group(1)}.{match.group(2)}" if match else kind
+
+
+def torch_date(torch_version: str) -> date | None:
+    """A nightly's date from its version (`2.15.0.dev20261203+cu130`); None for a release."""
+    match = _DEV_DATE.search(torch_version or "")
+    if not match:
+        return None
+    try:
+        return datetime.strptime(match.group(1), "%Y%m%d").date()
+    except ValueError:
+        return None
+
+
+NUMBER_NAMES: tuple[str, ...] = tuple(name for name, c in BY_NAME.items() if c.kind != TEXT)
+
+
+NAMES: tuple[str, ...] = tuple(BY_NAME)
+NUMBER_AT = [i for i, name in enumerate(NAMES) if BY_NAME[name].kind != TEXT]
+TEXT_AT = [i for i, name in enumerate(NAMES) if BY_NAME[name].kind == TEXT]
+CELL_AT = [NAMES.index(c) for c in CELL_COLUMNS]
+
+
+def _numbers(text: np.ndarray, sources: Sequence[str]) -> dict[str, pa.Array]:
+    """Every number column of the contract as Arrow values (null: empty), parsed in one call. The
+    merge's reader has checked the contract's and the measured columns; the rest are checked here,
+    as strictly: a value that is not a number refuses the input."""
+    value = parse_numbers(text)
+    empty = text == ""
+    out = {}
+    for j, name in enumerate(NUMBER_NAMES):
+        column, t, v, e = BY_NAME[name], text[:, j], value[:, j], empty[:, j]
+        bad = ~e & ~np.isfinite(v)
+        if name in NONFINITE_COLUMNS:
+            bad &= ~np.isin(t, NONFINITE_WORDS)
+        if column.kind == "int":
+            with np.errstate(invalid="ignore"):
+                bad |= ~e & np.isfinite(v) & (v != np.round(v))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            what = "a whole number" if column.kind == "int" else "a number"
+            raise UsageError(sources[i], f"field {name}: {t[i][:40]!r} is not {what}; nothing was stored")
+        if column.kind == "int":
+            out[name] = pa.array(np.where(e, 0, v).astype(np.int64), mask=e, type=pa.int64())
+        else:
+            out[name] = pa.array(v, mask=e, type=pa.float64())
+    return out
+
+
+def _night_date(rows: Sequence[dict[str, str]], run_id: str, override: date | None, where: str) -> date:
+    if override is not None:
+        return override
+    stamps = []
+    for row in rows:
+        text = row.get("started_at", "")
+        if text:
+            try:
+                stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                raise UsageError(where, f"field started_at: {text!r} is not an ISO date and time") from None
+            stamps.append(stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc))
+    if stamps:
+        return min(stamps).astimezone(timezone.utc).date()
+    match = _RUN_ID_DATE.search(run_id)
+    if match:
+        try:
+            return date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+        except ValueError:
+            pass
+    raise UsageError(where, "no started_at in any row and no date in the run id: give the night's --date")
+
+
+def _most_common(values: Sequence[str]) -> str:
+    counts = Counter(v for v in values if v)
+    return counts.most_common(1)[0][0] if counts else ""
+
+
+def _read_input(path: Path, allow_partial: bool) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
+    """A run folder's (or CSV file's) rows as written, each with its file:line, once checked by
+    the merge's reader; what was accepted but is worth a line."""
+    files = find_csvs([path])
+    try:
+        loaded = load(files, raw=True)
+    except UsageError as exc:
+        raise UsageError("", f"{str(exc).replace('to merge', 'to ingest')}; nothing was stored") from None
+    problems = [p for p in loaded.skipped if not (allow_partial and PARTIAL in p)]
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        raise UsageError("", f"{problems[0]}{more}; nothing was stored")
+    notes = [p for p in loaded.skipped if PARTIAL in p] + [f"superseded: {s}" for s in loaded.superseded]
+    rows = [
+        (source, {k: v for k, v in loaded.raw[source].items() if k != "source"})
+        for source in loaded.frame["source"]
+    ]
+    return rows, notes
+
+
+def _typed_rows(rows: Sequence[dict[str, str]], sources: Sequence[str]) -> pa.Table:
+    """The contract's columns typed, each row's extras as JSON, its key and its digest."""
+    whole = itemgetter(*NAMES)
+    values = []  # one pass over every row: a row of the current contract has every column
+    for r in rows:
+        try:
+            values.append(list(whole(r)))
+        except KeyError:
+            values.append([r.get(name, "") for name in NAMES])
+    grid = np.array(values, dtype=object).reshape(len(rows), len(NAMES))
+    data: dict[str, pa.Array] = _numbers(grid[:, NUMBER_AT], sources)
+    for i in TEXT_AT:  # a column the CSV lacks (an older suite's): NULL, not empty
+        data[NAMES[i]] = pa.array([r.get(NAMES[i]) for r in rows], pa.string())
+    unknown = [{k: v for k, v in r.items() if k not in BY_NAME} for r in rows]
+    extras = [json.dumps(e, sort_keys=True) if e else "" for e in unknown]
+    data["extra"] = pa.array(extras, pa.string())
+    data["row_key"] = pa.array(["\x1f".join([v[i] for i in CELL_AT]) for v in values], pa.string())
+    digests = [
+        hashlib.sha256("\x1f".join([*v, extra]).encode()).hexdigest()[:20]
+        for v, extra in zip(values, extras, strict=True)
+    ]
+    data["row_digest"] = pa.array(digests, pa.string())
+    return pa.table(data)
+
+
+def read_run(
+    inputs: Sequence[Path],
+    matrix: Path | None = None,
+    matrix_explicit: bool = False,
+    night_date: date | None = None,
+    run_page: str = "",
+    allow_partial: bool = False,
+    now: datetime | None = None,
+) -> RunRead:
+    """Every night in the inputs (run folders or raw CSVs); UsageError (one line, exit 2) if any
+    file or row is not a clean result, before anything is stored."""
+    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None)
+    notes: list[str] = []
+    groups: dict[tuple[str, str, str, str], list[tuple[str, dict[str, str]]]] = {}
+    run_dirs: dict[tuple[str, str, str, str], str] = {}
+    for path in inputs:  # each its own run: one row per cell within it, as the merge reads a run
+        rows, said = _read_input(path, allow_partial)
+        notes += said
+        for source, row in rows:
+            key = (row["run_id"], row["build"], row["device"], row["gpu_name"])
+            groups.setdefault(key, []).append((source, row))
+            run_dirs[key] = str(path) if path.is_dir() else ""
+    kinds, _ = build_kinds(sorted({key[1] for key in groups}), matrix, matrix_explicit)
+    members = [m for group in groups.values() for m in group]  # night by night
+    sources = [source for source, _ in members]
+    rows = [row for _, row in members]
+    table = _typed_rows(rows, sources)
+    nights, start = [], 0
+    for (run_id, build, device, gpu_name), group in groups.items():
+        n = len(group)
+        mine = rows[start : start + n]
+        if not run_id:
+            raise UsageError(sources[start], "field run_id: empty; a night needs its run id")
+        day = _night_date(mine, run_id, night_date, sources[start].rsplit(":", 1)[0])
+        version = _most_common([r.get("torch_version", "") for r in mine])
+        kind = kinds.get(build, "release")
+        gpu = gpu_label(device, gpu_name)
+        nid = night_id(run_id, build, device, gpu_name)
+        night_values = {
+            "night_id": pa.array([nid] * n, pa.string()),
+            "date": pa.array([day] * n, pa.date32()),
+            "build_kind": pa.array([kind] * n, pa.string()),
+            "build_line": pa.array([build_line(kind, version)] * n, pa.string()),
+            "gpu": pa.array([gpu] * n, pa.string()),
+            "run_dir": pa.array([run_dirs[(run_id, build, device, gpu_name)]] * n, pa.string()),
+            "run_page": pa.array([run_page] * n, pa.string()),
+            "ingested_at": pa.array([stamp] * n, pa.timestamp("us")),
+            "torch_date": pa.array([torch_date(version)] * n, pa.date32()),
+        }
+        part = table.slice(start, n)
+        data = {c: night_values[c] if c in night_values else part.column(c) for c in column_names()}
+        nights.append(
+            Night(
+                night_id=nid,
+                run_id=run_id,
+                build=build,
+                device=device,
+                gpu_name=gpu_name,
+                gpu=gpu,
+                date=day,
+                build_kind=kind,
+                build_line=build_line(kind, version),
+                torch_version=version,
+                torch_git=_most_common([r.get("torch_git", "") for r in mine]),
+                rows=pa.table(data),
+            )
+        )
+        start += n
+    nights.sort(key=lambda n: (n.date, n.gpu, n.build))
+    return RunRead(nights=tuple(nights), notes=tuple(notes))

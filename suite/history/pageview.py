@@ -1,0 +1,75 @@
+"""`suite.history.view()`: the history as the pages draw it (the contract with issue 26,
+docs/history.md): every point of every series and every confirmed change point, in two frames
+the page renders without computing anything of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from suite.history.changes import Rule
+from suite.history.series import CHANGE_COLUMNS, POINT_COLUMNS, all_changes, points
+from suite.history.store import open_store
+
+
+@dataclass(frozen=True)
+class HistoryView:
+    """`points`: one row per (series, night); `changes`: one row per confirmed change point.
+    Both carry the contract's columns first (series.POINT_COLUMNS, series.CHANGE_COLUMNS), then
+    a few of the store's own (night_id, build_kind, model_name, ...; p_value, ...)."""
+
+    points: pd.DataFrame
+    changes: pd.DataFrame
+
+    def __post_init__(self) -> None:
+        for name, frame, wanted in (
+            ("points", self.points, POINT_COLUMNS),
+            ("changes", self.changes, CHANGE_COLUMNS),
+        ):
+            missing = [c for c in wanted if c not in frame.columns]
+            if missing:
+                raise ValueError(f"HistoryView.{name} lacks {', '.join(missing)}")
+
+
+def _run_pages(pts: pd.DataFrame, pages_dir: Path | None) -> pd.Series:
+    """The recorded link of each night, else (given where the history page goes) a relative link
+    to the run page its merge wrote beside tables.md, if the run folder still holds one."""
+    pages = pts["run_page"].copy()
+    if pages_dir is None:
+        return pages
+    found: dict[str, str] = {}
+    for run_dir in pts.loc[pages == "", "run_dir"].unique():
+        found[run_dir] = ""
+        for candidate in (Path(run_dir) / "tables" / "index.html", Path(run_dir) / "index.html"):
+            if run_dir and candidate.is_file():
+                found[run_dir] = os.path.relpath(candidate.resolve(), pages_dir.resolve())
+                break
+    empty = pages == ""
+    pages[empty] = pts.loc[empty, "run_dir"].map(found)
+    return pages.fillna("")
+
+
+def view(
+    store: str | Path | None = None,
+    *,
+    rule: Rule | None = None,
+    pages_dir: str | Path | None = None,
+    **filters: object,
+) -> HistoryView:
+    """The history of `store` (default results/history.duckdb; a folder or URL: Parquet), narrowed
+    by `filters` (gpu, build_line, build, model, task, batch_size, mode, dtype, scenario: a value
+    or a list; since, until: dates). `pages_dir`: where the history page will be written, for the
+    relative links to each night's run page."""
+    con = open_store(store).connect()
+    try:
+        pts = points(con, filters)
+    finally:
+        con.close()
+    changes = all_changes(pts, rule)
+    changes = changes[changes["confirmed"]].reset_index(drop=True)
+    pts["run_page"] = _run_pages(pts, Path(pages_dir) if pages_dir is not None else None)
+    return HistoryView(points=pts, changes=changes)

@@ -1,0 +1,237 @@
+"""The store's rows as series: one point per (series, night), and the change points of each.
+
+A series is one cell on one GPU and build line: (gpu, build_line, build, model, task, batch size,
+mode, dtype, scenario), as docs/history.md and the pages' contract (issue 26) name them. The
+model's name carries what else sets a row apart ("ViT (smoke, random weights)"), the scenario its
+dynamic setting. Change points are looked for along a build's whole track (its series joined
+across build lines), so a nightly that moves from 2.x to 2.y keeps its history, and a change at
+that move is found and named with both lines' nights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from suite.errors import UsageError
+from suite.history.changes import Rule, Shift, detect
+from suite.results import OK
+
+SERIES_KEY: tuple[str, ...] = (
+    "gpu", "build_line", "build", "model", "task", "batch_size", "mode", "dtype", "scenario",
+)  # fmt: skip
+TRACK_KEY: tuple[str, ...] = tuple(k for k in SERIES_KEY if k != "build_line")
+POINT_COLUMNS: tuple[str, ...] = (
+    *SERIES_KEY, "date", "run_id", "torch_version", "torch_git", "run_page", "status", "health",
+    "median_ms", "median_ci_low_ms", "median_ci_high_ms", "speedup", "speedup_ci_low",
+    "speedup_ci_high", "compile_s",
+)  # fmt: skip
+CHANGE_COLUMNS: tuple[str, ...] = (
+    *SERIES_KEY, "metric", "last_good_date", "first_bad_date", "last_good_git", "first_bad_git",
+    "commit_range_url", "change_pct", "change_ci_low_pct", "change_ci_high_pct", "direction",
+    "confirm_command",
+)  # fmt: skip
+METRICS: tuple[str, ...] = ("median_ms", "speedup", "compile_s")
+HEALTHY = ("", "ok")
+COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{good}...{bad}"
+# The filters view() and `history report` take, and the point columns they match.
+FILTERS: tuple[str, ...] = (
+    "gpu",
+    "build_line",
+    "build",
+    "model",
+    "task",
+    "batch_size",
+    "mode",
+    "dtype",
+    "scenario",
+)
+
+_SUFFIX = """CASE
+        WHEN coalesce(variant, '') <> '' AND weights = 'random' THEN ' (' || variant || ', random weights)'
+        WHEN coalesce(variant, '') <> '' THEN ' (' || variant || ')'
+        WHEN weights = 'random' THEN ' (random weights)'
+        ELSE '' END"""
+_POINTS_SQL = f"""
+SELECT
+    gpu, build_line, build, model || {_SUFFIX} AS model, task, batch_size, mode, dtype,
+    scenario || CASE WHEN coalesce(dynamic, '') <> '' THEN ' (' || dynamic || ')' ELSE '' END AS scenario,
+    CAST(date AS TIMESTAMP) AS date, run_id, coalesce(torch_version, '') AS torch_version,
+    coalesce(torch_git, '') AS torch_git, coalesce(run_page, '') AS run_page, status,
+    coalesce(health, '') AS health,
+    median_ms, ci95_low_ms AS median_ci_low_ms, ci95_high_ms AS median_ci_high_ms,
+    speedup, speedup_ci95_low AS speedup_ci_low, speedup_ci95_high AS speedup_ci_high,
+    CASE WHEN mode = 'eager' THEN NULL ELSE compile_s END AS compile_s,
+    night_id, build_kind, model AS model_name, coalesce(variant, '') AS variant, weights,
+    coalesce(run_dir, '') AS run_dir, ingested_at
+FROM history
+"""
+
+
+def points(con: duckdb.DuckDBPyConnection, filters: Mapping[str, object] | None = None) -> pd.DataFrame:
+    """One row per (series, night), in series then night order; `filters`: a column of FILTERS
+    (or `since` / `until`, dates) to a value or a list of values."""
+    where, params = [], []
+    for name, value in (filters or {}).items():
+        if value is None:
+            continue
+        if name in ("since", "until"):
+            where.append(f"date {'>=' if name == 'since' else '<='} ?")
+            params.append(pd.Timestamp(value).to_pydatetime())
+            continue
+        if name not in FILTERS:
+            raise UsageError(
+                name, f"not a filter of the history (one of: {', '.join(FILTERS)}, since, until)"
+            )
+        values = list(value) if isinstance(value, list | tuple | set) else [value]
+        marks = ", ".join("?" for _ in values)
+        if name == "model":  # the display name ("ViT (smoke)") or the matrix's ("ViT")
+            where.append(f"(model IN ({marks}) OR model_name IN ({marks}))")
+            params += [str(v) for v in values] * 2
+            continue
+        where.append(f"{name} IN ({marks})")
+        params += [int(v) if name == "batch_size" else str(v) for v in values]
+    sql = f"SELECT * FROM ({_POINTS_SQL})" + (f" WHERE {' AND '.join(where)}" if where else "")
+    sql += f" ORDER BY {', '.join(TRACK_KEY)}, date, ingested_at, run_id"
+    try:
+        # through Arrow: half the cost of .df() (the string columns)
+        frame = con.sql(sql, params=params).to_arrow_table().to_pandas()
+    except duckdb.Error as exc:
+        raise UsageError("history", f"cannot read the store ({str(exc).splitlines()[0]})") from None
+    frame["batch_size"] = frame["batch_size"].astype("int64")
+    frame["date"] = frame["date"].astype("datetime64[ns]")
+    for col in ("median_ms", "median_ci_low_ms", "median_ci_high_ms", "speedup", "speedup_ci_low",
+                "speedup_ci_high", "compile_s"):  # fmt: skip
+        frame[col] = frame[col].astype(float)
+    return frame.reset_index(drop=True)
+
+
+def usable_mask(pts: pd.DataFrame, metric: str) -> np.ndarray:
+    """The nights a metric is judged on: ok, a positive figure, and for latency and compile time a
+    healthy machine (the gate does not judge the others either; the paired speed-up cancels a busy
+    machine)."""
+    values = pts[metric].to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        keep = (pts["status"].to_numpy() == OK) & (values > 0)
+    if metric != "speedup":
+        keep &= pts["health"].isin(HEALTHY).to_numpy()
+    return keep
+
+
+def usable(track: pd.DataFrame, metric: str) -> pd.DataFrame:
+    return track[usable_mask(track, metric)]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A change point with the nights around it (their positions in the points frame)."""
+
+    metric: str
+    shift: Shift
+    good: int  # the last night of the old level
+    bad: int  # the first night of the new level
+    confirmed: bool
+
+
+def direction(metric: str, change: float) -> str:
+    if metric == "speedup":
+        return "larger" if change > 0 else "smaller"
+    return "slower" if change > 0 else "faster"
+
+
+def is_regression(metric: str, change: float) -> bool:
+    return direction(metric, change) in ("slower", "smaller")
+
+
+def groups(pts: pd.DataFrame, key: Sequence[str]) -> list[np.ndarray]:
+    """The row positions of each group, in the frame's order (points come sorted by track, date)."""
+    if pts.empty:
+        return []
+    return list(pts.groupby(list(key), sort=False, dropna=False).indices.values())
+
+
+def find_changes(pts: pd.DataFrame, rule: Rule) -> list[Found]:
+    """Every change point of every track and metric; positions refer to `pts`."""
+    out = []
+    tracks = groups(pts, TRACK_KEY)
+    for metric in METRICS:
+        mask = usable_mask(pts, metric)
+        values = pts[metric].to_numpy(float)
+        for rows in tracks:
+            nights = rows[mask[rows]]
+            if len(nights) < rule.min_nights:
+                continue
+            for shift in detect(values[nights], rule):
+                out.append(
+                    Found(
+                        metric, shift, int(nights[shift.at - 1]), int(nights[shift.at]), shift.confirmed(rule)
+                    )
+                )
+    return out
+
+
+def confirm_command(bad: pd.Series, good_day: date, bad_day: date, good_run: str) -> str:
+    """What reproduces the change: bisect over the nightlies between the two nights for a nightly
+    build; else the cell run again, compared with the last good night's run."""
+    cell = f"{bad['model_name']},{bad['batch_size']},{bad['mode']}"
+    if bad["build_kind"] == "nightly":
+        return (
+            f'nox -s bisect -- --cell "{cell}" --good {good_day:%Y-%m-%d} --bad {bad_day:%Y-%m-%d} '
+            f"--build {bad['build']}"
+        )
+    return (
+        f"python -m suite run --build {bad['build']} --models {bad['model_name']} "
+        f"--batch-sizes {bad['batch_size']} --modes {bad['mode']} --run-id confirm && "
+        f"python -m suite compare {good_run} results/confirm"
+    )
+
+
+def change_rows(pts: pd.DataFrame, found: Sequence[Found]) -> pd.DataFrame:
+    rows = []
+    for f in found:
+        good, bad, s = pts.iloc[f.good], pts.iloc[f.bad], f.shift
+        good_git, bad_git = str(good["torch_git"] or ""), str(bad["torch_git"] or "")
+        same = not (good_git and bad_git and good_git != bad_git)
+        url = "" if same else COMPARE_URL.format(good=good_git, bad=bad_git)
+        good_run = good["run_dir"] or f"results/{good['run_id']}"
+        rows.append(
+            {
+                **{k: bad[k] for k in SERIES_KEY},
+                "metric": f.metric,
+                "last_good_date": good["date"],
+                "first_bad_date": bad["date"],
+                "last_good_git": good_git,
+                "first_bad_git": bad_git,
+                "commit_range_url": url,
+                "change_pct": 100 * s.change,
+                "change_ci_low_pct": 100 * s.low,
+                "change_ci_high_pct": 100 * s.high,
+                "direction": direction(f.metric, s.change),
+                "confirm_command": confirm_command(bad, good["date"], bad["date"], good_run),
+                "confirmed": f.confirmed,
+                "p_value": s.p_value,
+                "last_good_torch": good["torch_version"],
+                "first_bad_torch": bad["torch_version"],
+                "last_good_build_line": good["build_line"],
+            }
+        )
+    frame = pd.DataFrame(rows, columns=[*CHANGE_COLUMNS, "confirmed", "p_value", "last_good_torch",
+                                        "first_bad_torch", "last_good_build_line"])  # fmt: skip
+    for col in ("last_good_date", "first_bad_date"):
+        frame[col] = frame[col].astype("datetime64[ns]")
+    for col in ("change_pct", "change_ci_low_pct", "change_ci_high_pct", "p_value"):
+        frame[col] = frame[col].astype(float)
+    frame["batch_size"] = frame["batch_size"].astype("int64")
+    frame["confirmed"] = frame["confirmed"].astype(bool)
+    return frame
+
+
+def all_changes(pts: pd.DataFrame, rule: Rule | None = None) -> pd.DataFrame:
+    """Every change point of every track (confirmed and pending), in track then date order."""
+    found = sorted(find_changes(pts, rule or Rule()), key=lambda f: (f.bad, METRICS.index(f.metric)))
+    return change_rows(pts, found)

@@ -1,0 +1,81 @@
+"""Each series in figures: the latest night with its own CIs, the level since the series' last
+change point with its CI over the nights, and the change from the night before.
+
+The level is the median of the usable nights (series.usable_mask) since the last change point of
+that figure on the series' track (all of them if none), with a distribution-free 95% CI from order
+statistics (suite.measure.stats.median_ci): the night-to-night spread, not one run's CI.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from suite.history.series import METRICS, SERIES_KEY, TRACK_KEY, groups, usable_mask
+from suite.measure.stats import median_ci
+from suite.results import OK
+
+
+def level(values: np.ndarray) -> tuple[float, float, float]:
+    """The median of some nights' figures and its 95% CI (NaN if none)."""
+    if len(values) == 0:
+        return math.nan, math.nan, math.nan
+    low, high = median_ci(values.tolist())
+    return float(np.median(values)), float(low), float(high)
+
+
+def trends(pts: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
+    """One row per series: its nights, first and last dates, the latest night's figures and CIs,
+    and per figure the level since its last change point within the series and the change from
+    the previous usable night."""
+    if pts.empty:
+        return pd.DataFrame(columns=[*SERIES_KEY, "nights", "ok_nights", "first", "last"])
+    changed: dict[tuple[object, ...], list[np.datetime64]] = {}
+    for r in changes.itertuples(index=False):
+        changed.setdefault((*(getattr(r, k) for k in TRACK_KEY), r.metric), []).append(
+            np.datetime64(r.first_bad_date, "ns")
+        )
+    dates = pts["date"].to_numpy("datetime64[ns]")
+    ok = pts["status"].to_numpy() == OK
+    masks = {m: usable_mask(pts, m) for m in METRICS}
+    values = {m: pts[m].to_numpy(float) for m in METRICS}
+    rows = []
+    for positions in groups(pts, SERIES_KEY):
+        latest = pts.iloc[positions[-1]]
+        row: dict[str, object] = {k: latest[k] for k in SERIES_KEY}
+        first_day, last_day = dates[positions[0]], dates[positions[-1]]
+        row.update(
+            nights=len(positions),
+            ok_nights=int(ok[positions].sum()),
+            first=pd.Timestamp(first_day),
+            last=pd.Timestamp(last_day),
+            last_status=latest["status"],
+            last_health=latest["health"],
+            torch_version=latest["torch_version"],
+        )
+        track = tuple(row[k] for k in TRACK_KEY)
+        for metric in METRICS:
+            good = positions[masks[metric][positions]]
+            within = [d for d in changed.get((*track, metric), []) if first_day <= d <= last_day]
+            since = max(within) if within else None
+            kept = good[dates[good] >= since] if since is not None else good
+            row[f"{metric}_level"], row[f"{metric}_level_low"], row[f"{metric}_level_high"] = level(
+                values[metric][kept]
+            )
+            row[f"{metric}_since"] = pd.Timestamp(since) if since is not None else None
+            row[f"{metric}_latest"] = values[metric][positions[-1]] if ok[positions[-1]] else math.nan
+            last_two = values[metric][good[-2:]]
+            fresh = len(good) >= 2 and good[-1] == positions[-1]
+            row[f"{metric}_vs_previous"] = last_two[1] / last_two[0] - 1 if fresh else math.nan
+        row["median_latest_low"], row["median_latest_high"] = (
+            latest["median_ci_low_ms"],
+            latest["median_ci_high_ms"],
+        )
+        row["speedup_latest_low"], row["speedup_latest_high"] = (
+            latest["speedup_ci_low"],
+            latest["speedup_ci_high"],
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)

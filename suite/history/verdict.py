@@ -1,0 +1,174 @@
+"""The night's verdict, as the nightly workflow writes it into the job summary: each night of the
+run (a build on a GPU) judged by the gate (suite.compare.rule: the same rule, thresholds and noise
+floor as `python -m suite compare`) against the same build's previous night in the store and
+against the stable build of the same run, then the change points of the last nights and the trend
+of every series the run measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from suite.compare.rule import FAILING_VERDICTS, Comparison, Rule, compare
+from suite.errors import UsageError
+from suite.history.changes import Rule as ChangeRule
+from suite.history.ingest import Night, read_run
+from suite.history.report import cell_name, change_table, trend_table
+from suite.history.series import all_changes, is_regression, points
+from suite.history.store import open_store
+from suite.history.trends import trends
+from suite.report.load import NUMERIC_COLUMNS, Loaded
+from suite.results import BY_NAME
+
+RECENT_DAYS = 14  # change points whose first bad night is this recent are the night's news
+
+
+@dataclass(frozen=True)
+class NightVerdict:
+    night: Night
+    previous: str  # the night it was compared with ("" if none)
+    against_previous: Comparison | None
+    against_stable: Comparison | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    markdown: str
+    nights: tuple[NightVerdict, ...]
+    regressions: pd.DataFrame  # confirmed regressions (slower, smaller) of the last RECENT_DAYS
+
+    @property
+    def failed(self) -> bool:
+        return any(v.against_previous is not None and v.against_previous.failed for v in self.nights)
+
+
+def loaded_night(con: duckdb.DuckDBPyConnection, night_id: str, label: str) -> Loaded:
+    """A stored night as the gate reads a run (suite.report.load's typed frame)."""
+    columns = ", ".join(f'"{c}"' for c in BY_NAME)
+    frame = con.execute(f"SELECT {columns} FROM history WHERE night_id = ?", [night_id]).df()
+    for col in frame.columns:
+        if col in NUMERIC_COLUMNS:
+            frame[col] = frame[col].astype(float)
+        elif BY_NAME[col].kind == "text":
+            frame[col] = frame[col].fillna("").astype(str)
+    frame["batch_size"] = frame["batch_size"].astype(int)
+    frame["source"] = label
+    return Loaded(frame, (), len(frame), (), 0, 0, ())
+
+
+def previous_night(con: duckdb.DuckDBPyConnection, night: Night) -> tuple[str, str] | None:
+    """The same build's latest night on the same GPU before this one: (night_id, its label)."""
+    found = con.execute(
+        "SELECT night_id, run_id, date FROM history WHERE build = ? AND device = ? AND gpu_name = ? "
+        "AND date < ? GROUP BY ALL ORDER BY date DESC, run_id DESC LIMIT 1",
+        [night.build, night.device, night.gpu_name, night.date],
+    ).fetchone()
+    return (found[0], f"{found[1]} ({found[2]:%Y-%m-%d})") if found else None
+
+
+def _judged(comparison: Comparison | None) -> str:
+    if comparison is None:
+        return "—"
+    failing = [c for c in comparison.changes if c.verdict in FAILING_VERDICTS]
+    floor = comparison.noise.bound(comparison.rule.noise_z)
+    parts = [f"**{len(failing)} failing**" if failing else "no regression"]
+    parts.append(f"{comparison.count('improvement')} faster, {len(comparison.changes)} cells")
+    parts.append(f"noise floor {floor:.1%}" if floor else "no noise floor (< 8 healthy cells)")
+    return "; ".join(parts)
+
+
+def _failing_lines(v: NightVerdict) -> list[str]:
+    if v.against_previous is None:
+        return []
+    cols = v.against_previous.key_columns
+    lines = []
+    for c in v.against_previous.changes:
+        if c.verdict not in FAILING_VERDICTS:
+            continue
+        cell = dict(zip(cols, c.key, strict=True))
+        ratio = f"{c.ratio:.3f}" if c.ratio is not None else "—"
+        lines.append(
+            f"| {v.night.build} on {v.night.gpu} | {cell['model']} bs{cell['batch_size']} {cell['mode']} | "
+            f"{c.verdict} | {ratio} |"
+        )
+    return lines
+
+
+def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -> Verdict:
+    rule = rule or Rule()
+    read = read_run([run_dir], allow_partial=True)
+    con = open_store(store).connect()
+    try:
+        stored = {r[0] for r in con.execute("SELECT DISTINCT night_id FROM history").fetchall()}
+        missing = [n.label for n in read.nights if n.night_id not in stored]
+        if missing:
+            raise UsageError(
+                str(run_dir), f"not in the history yet ({missing[0]}): `history ingest` it first"
+            )
+        kinds = dict(con.execute("SELECT DISTINCT night_id, build_kind FROM history").fetchall())
+        judged = []
+        for night in read.nights:
+            this = loaded_night(con, night.night_id, night.label)
+            prev = previous_night(con, night)
+            against_prev = None
+            if prev is not None:
+                against_prev = compare(loaded_night(con, prev[0], prev[1]), this, rule.threshold, rule)
+            stable = next(
+                (
+                    n
+                    for n in read.nights
+                    if kinds[n.night_id] == "stable" and n.gpu == night.gpu and n is not night
+                ),
+                None,
+            )
+            against_stable = None
+            if stable is not None and kinds[night.night_id] != "stable":
+                against_stable = compare(
+                    loaded_night(con, stable.night_id, stable.label), this, rule.threshold, rule
+                )
+            judged.append(NightVerdict(night, prev[1] if prev else "", against_prev, against_stable))
+        pts = points(
+            con,
+            {"gpu": sorted({n.gpu for n in read.nights}), "build": sorted({n.build for n in read.nights})},
+        )
+    finally:
+        con.close()
+    change_rule = ChangeRule()
+    changes = all_changes(pts, change_rule)
+    newest = max(n.date for n in read.nights)
+    recent = changes[changes["first_bad_date"] >= pd.Timestamp(newest - timedelta(days=RECENT_DAYS))]
+    regressing = [is_regression(m, c) for m, c in zip(recent["metric"], recent["change_pct"], strict=True)]
+    regressions = recent[recent["confirmed"].to_numpy(bool) & np.array(regressing, dtype=bool)]
+    series = trends(pts, changes)
+    series = series[series["last"] == pd.Timestamp(newest)]
+    md = [f"## History: the verdict of {read.nights[0].run_id if read.nights else run_dir}", ""]
+    md += [
+        "Each night judged by the gate (`suite compare`'s "
+        "rule) against the same build's previous night in the "
+        "history, and against the stable build of this run.",
+        "",
+        "| night | compared with | vs the night before | vs stable (this run) |",
+        "|---|---|---|---|",
+    ]
+    for v in judged:
+        md.append(f"| {v.night.build} on {v.night.gpu} | {v.previous or 'no earlier night'} | "
+                  f"{_judged(v.against_previous)} | {_judged(v.against_stable)} |")  # fmt: skip
+    failing = [line for v in judged for line in _failing_lines(v)]
+    if failing:
+        md += ["", "| night | cell | gate verdict | ratio of medians |", "|---|---|---|---|", *failing]
+    md += ["", f"### Change points of the last {RECENT_DAYS} days", ""]
+    md += change_table(recent) if len(recent) else ["None."]
+    if len(regressions):
+        md += [
+            "",
+            "Confirmed regressions: " + ", ".join(sorted({cell_name(r) for r in regressions.itertuples()})),
+        ]
+    md += ["", f"### Trends of the {len(series)} series this run measured", ""]
+    md += trend_table(series) if len(series) else ["None."]
+    return Verdict("\n".join(md) + "\n", tuple(judged), regressions.reset_index(drop=True))

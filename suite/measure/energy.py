@@ -1,0 +1,270 @@
+"""Energy per image from the device's own energy counter: NVML's total-energy counter on an
+NVIDIA GPU (nvmlDeviceGetTotalEnergyConsumption, millijoules since the driver loaded, Volta and
+newer), the CPU packages' RAPL counters on a CPU (/sys/class/powercap/intel-rapl:N/energy_uj,
+where the kernel exposes them and this user may read them).
+
+`Energy` is opened before a cell's first call and measures the idle power then (the counter over
+IDLE_S seconds with nothing running: shown apart, never subtracted). After the timed calls it
+runs each of the cell's functions in blocks of at least BLOCK_S seconds, ROUNDS rounds in
+alternating order (eager, compiled, compiled, eager): a counter updated every few milliseconds
+cannot tell apart calls of a millisecond that alternate, nor measure ten of them, so the blocks
+are long enough for its resolution and the order spreads drift over both. J/image = the energy
+a function's blocks took / the images they processed. The counter is the whole device's (the
+whole GPU; on a CPU every process on the packages counts): the note says so.
+
+Every source is optional: without one the columns stay empty and `energy_note` says why;
+SUITE_ENERGY=off turns the measurement off (its blocks cost IDLE_S + 2 x ROUNDS x BLOCK_S
+seconds of a compiled cell). Standard library only; NVML through suite.measure.health's loader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from suite.measure import health
+
+IDLE_S = 1.0
+BLOCK_S = 1.0
+ROUNDS = 2
+MIN_CALLS = 3  # a block makes at least this many calls, however long they take
+POWERCAP = Path("/sys/class/powercap")
+OFF_ENV = "SUITE_ENERGY"  # "off": no energy measurement (no idle wait, no blocks)
+EAGER, COMPILED = "eager", "compiled"
+
+COLUMNS: tuple[str, ...] = (
+    "energy_source",
+    "idle_power_w",
+    "eager_j_per_image",
+    "compiled_j_per_image",
+    "energy_ratio",
+    "energy_note",
+)
+
+
+class Counter(Protocol):
+    """A cumulative energy counter."""
+
+    source: str
+    note: str  # what the counter covers
+
+    def joules(self) -> float: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class NvmlCounter:
+    nvml: Any
+    handle: Any
+    source: str = "nvml"
+    note: str = "NVML total-energy counter: the whole GPU"
+
+    def joules(self) -> float:
+        return float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)) / 1000.0  # mJ
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.nvml.nvmlShutdown()
+
+
+@dataclass
+class RaplCounter:
+    """The package zones' energy_uj summed, each zone's wrap-around (max_energy_range_uj) undone."""
+
+    zones: list[Path]
+    ranges: list[int] = field(default_factory=list)
+    last: list[int] = field(default_factory=list)
+    total_uj: int = 0
+    source: str = "rapl"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        self.ranges = [_read_int(z / "max_energy_range_uj") for z in self.zones]
+        self.last = [_read_int(z / "energy_uj") for z in self.zones]
+        names = ", ".join(_zone_name(z) for z in self.zones)
+        self.source = f"rapl ({names})"
+        self.note = f"RAPL {names}: the whole CPU package(s), every process on them included"
+
+    def joules(self) -> float:
+        for i, zone in enumerate(self.zones):
+            now = _read_int(zone / "energy_uj")
+            delta = now - self.last[i]
+            if delta < 0:  # the counter wrapped
+                delta += self.ranges[i]
+            self.total_uj += delta
+            self.last[i] = now
+        return self.total_uj / 1e6
+
+    def close(self) -> None:
+        pass
+
+
+def _read_int(path: Path) -> int:
+    return int(path.read_text().strip())
+
+
+def _zone_name(zone: Path) -> str:
+    try:
+        return (zone / "name").read_text().strip()
+    except OSError:
+        return zone.name
+
+
+def rapl_counter(root: Path = POWERCAP) -> tuple[RaplCounter | None, str]:
+    """The CPU packages' RAPL counter, or None and why not."""
+    if not root.is_dir():
+        return None, f"no RAPL: {root} does not exist (the kernel exposes no powercap zones here)"
+    tops = (p for p in root.glob("intel-rapl:*") if p.name.count(":") == 1)  # intel-rapl:N, not N:M
+    zones = sorted((p for p in tops if _zone_name(p).startswith("package")), key=lambda p: p.name)
+    if not zones:
+        return None, f"no RAPL: no package zone (intel-rapl:N named package-N) under {root}"
+    for zone in zones:
+        try:
+            _read_int(zone / "energy_uj")
+            _read_int(zone / "max_energy_range_uj")
+        except PermissionError:
+            return None, (
+                f"no RAPL: {zone / 'energy_uj'} is not readable by this user (root only since Linux 5.10, "
+                "CVE-2020-8694)"
+            )
+        except (OSError, ValueError) as exc:
+            return None, f"no RAPL: {zone / 'energy_uj'} unreadable ({exc})"
+    return RaplCounter(zones), ""
+
+
+def nvml_counter(nvml: Callable[[], Any] = health._nvml) -> tuple[NvmlCounter | None, str]:
+    """The GPU's NVML total-energy counter, or None and why not."""
+    module = nvml()
+    if module is None:
+        return None, "no NVML (package nvidia-ml-py or the NVIDIA driver missing)"
+    try:
+        handle = health._handle(module)
+        module.nvmlDeviceGetTotalEnergyConsumption(handle)
+    except Exception as exc:  # NVMLError_NotSupported: before Volta
+        with contextlib.suppress(Exception):
+            module.nvmlShutdown()
+        why = f"{type(exc).__name__}: {exc}"
+        return None, f"NVML has no total-energy counter for this GPU ({why}; it needs Volta or newer)"
+    return NvmlCounter(module, handle), ""
+
+
+def open_counter(
+    device: str, nvml: Callable[[], Any] = health._nvml, powercap: Path = POWERCAP
+) -> tuple[Counter | None, str]:
+    if device == "cuda":
+        return nvml_counter(nvml)
+    return rapl_counter(powercap)
+
+
+@dataclass
+class Tally:
+    joules: float = 0.0
+    images: int = 0
+    seconds: float = 0.0
+
+
+class Energy:
+    """The idle power at entry, then `blocks(...)` after the timed calls; `fields()` the columns.
+
+    `opener`, `clock` and `sleep` are parameters so that a test can plant a counter and time."""
+
+    def __init__(
+        self,
+        device: str,
+        images_per_call: int,
+        sync: Callable[[], None],
+        opener: Callable[[str], tuple[Counter | None, str]] = open_counter,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        idle_s: float = IDLE_S,
+        block_s: float = BLOCK_S,
+        rounds: int = ROUNDS,
+    ) -> None:
+        self.device, self.images_per_call, self.sync = device, images_per_call, sync
+        self.opener, self.clock, self.sleep = opener, clock, sleep
+        self.idle_s, self.block_s, self.rounds = idle_s, block_s, rounds
+        self.counter: Counter | None = None
+        self.why = ""
+        self.idle_w: float | None = None
+        self.tally: dict[str, Tally] = {}
+        self.failed = ""
+
+    def __enter__(self) -> Energy:
+        if os.environ.get(OFF_ENV, "").lower() == "off":
+            self.why = f"off ({OFF_ENV}=off)"
+            return self
+        try:
+            self.counter, self.why = self.opener(self.device)
+        except Exception as exc:  # a source that fails to open is a missing source, not a failed cell
+            self.counter, self.why = None, f"energy counter unavailable ({type(exc).__name__}: {exc})"
+        if self.counter is not None:
+            self.sync()
+            j0, t0 = self.counter.joules(), self.clock()
+            self.sleep(self.idle_s)
+            j1, t1 = self.counter.joules(), self.clock()
+            self.idle_w = (j1 - j0) / (t1 - t0) if t1 > t0 and j1 >= j0 else None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.counter is not None:
+            self.counter.close()
+
+    def blocks(self, functions: Sequence[tuple[str, Callable[[], Any]]]) -> None:
+        """Each (label, function) in blocks of at least `block_s` seconds, in alternating order."""
+        if self.counter is None:
+            return
+        order = list(functions)
+        try:
+            for r in range(self.rounds):
+                for label, fn in order if r % 2 == 0 else reversed(order):
+                    self._block(label, fn)
+        except Exception as exc:  # the cell is measured: only its energy figures are lost
+            self.tally.clear()
+            self.failed = f"energy blocks stopped ({type(exc).__name__}: {exc})"
+
+    def _block(self, label: str, fn: Callable[[], Any]) -> None:
+        assert self.counter is not None
+        self.sync()
+        j0, t0 = self.counter.joules(), self.clock()
+        calls = 0
+        while calls < MIN_CALLS or self.clock() - t0 < self.block_s:
+            fn()
+            self.sync()
+            calls += 1
+        j1, t1 = self.counter.joules(), self.clock()
+        tally = self.tally.setdefault(label, Tally())
+        tally.joules += j1 - j0
+        tally.images += calls * self.images_per_call
+        tally.seconds += t1 - t0
+
+    def per_image(self, label: str) -> float | None:
+        t = self.tally.get(label)
+        return t.joules / t.images if t and t.images and t.joules > 0 else None
+
+    def fields(self) -> dict[str, Any]:
+        """The energy columns; the figures empty, with the reason in `energy_note`, where not measured."""
+        out: dict[str, Any] = dict.fromkeys(COLUMNS)
+        if self.counter is None:
+            out["energy_note"] = self.why
+            return out
+        notes = [self.counter.note]
+        out["energy_source"] = self.counter.source
+        out["idle_power_w"] = None if self.idle_w is None else round(self.idle_w, 3)
+        eager, compiled = self.per_image(EAGER), self.per_image(COMPILED)
+        out["eager_j_per_image"], out["compiled_j_per_image"] = eager, compiled
+        if eager is not None and compiled is not None:
+            out["energy_ratio"] = compiled / eager
+        notes += [self.failed] if self.failed else []
+        stalled = [label for label, t in self.tally.items() if t.joules <= 0]
+        if stalled:
+            notes.append(f"the counter did not advance over the {', '.join(stalled)} blocks: no figure")
+        if self.idle_w is None:
+            notes.append("idle power: the counter did not advance while idle")
+        out["energy_note"] = "; ".join(notes)
+        return out

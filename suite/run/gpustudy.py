@@ -1,0 +1,499 @@
+"""Running one call of the GPU study (suite.spec.gpustudy) on a lent machine: its steps, each the
+suite's own CLI in a child process (`python -m suite run|crosscheck|repeat ... --run-id ID`), under
+a deadline, and its outputs packed where the device tool brings files back.
+
+A lent machine's command is killed at its limit and only files under `$OUT` come back (at most 8,
+16 MiB each, 2 folders deep); a fresh machine is bare. So:
+- the call stops its own step at the deadline (SIGINT: the runner kills the cell in flight and
+  exits with its rows safe), so a call cut short loses only the cell it was measuring;
+- what it measured is packed into `<out>/callN.tar.gz` after every step and every PACK_EVERY_S
+  seconds while one runs (written whole, then renamed), beside `callN.log` (everything the steps
+  printed), `callN.md` and `callN.json` (the plan, each step's estimate, wall time and outcome);
+- the same call again resumes: the run folders are where the last attempt left them (a machine
+  still warm), or are unpacked from the `callN.tar.gz` the caller brings back (`--resume-from`);
+  a finished cross-check is not run again. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from suite.run.packing import pack, unpack
+from suite.spec.cost import format_duration
+from suite.spec.gpustudy import DEVICE, PROFILE, STEP_OVERHEAD_S, Call, PlannedStep
+
+PACK_EVERY_S = 30.0
+LOG_LIMIT_BYTES = 8 * 2**20  # the call's log: its last part, past this
+STOP_GRACE_S = 45.0  # after SIGINT: the runner kills its worker and writes nothing more
+DONE, STOPPED, NO_TIME, NOT_STARTED, FAILED, ALREADY, INTERRUPTED, RUNNING = (
+    "done",
+    "stopped at the deadline",
+    "not started: no time left",
+    "not started",
+    "failed",
+    "already done",
+    "interrupted",
+    "running when last packed",  # what a call killed from outside leaves for its step in flight
+)
+
+
+@dataclass
+class StepOutcome:
+    what: str
+    command: str
+    cells: int
+    estimate_s: float
+    wall_s: float = 0.0
+    status: str = NOT_STARTED
+    exit_code: int | None = None
+
+
+@dataclass
+class CallReport:
+    call: int
+    title: str
+    variant: str
+    device: str
+    budget_s: float
+    estimate_s: float
+    started_at: str
+    wall_s: float = 0.0
+    steps: list[StepOutcome] = field(default_factory=list)
+    calibration: str = ""
+    packed: str = ""
+    cells: dict[str, int] = field(default_factory=dict)  # the rows of its run folders, by status
+
+    def complete(self) -> bool:
+        return all(s.status in (DONE, ALREADY) for s in self.steps)
+
+
+def run_ids(planned: Sequence[PlannedStep]) -> list[str]:
+    return list(dict.fromkeys(p.step.run_id for p in planned))
+
+
+def command_line(argv: Sequence[str]) -> str:
+    import shlex
+
+    return "python -m suite " + " ".join(shlex.quote(a) for a in argv)
+
+
+# ---------------------------------------------------------------------------------------------
+# Calibration: the cost model against what earlier calls measured here
+
+
+def calibration(summaries: Sequence[Path]) -> tuple[float, str] | None:
+    """(measured / estimated, a line saying from what) over the finished steps of earlier calls'
+    summaries (callN.json), or None when there are none."""
+    measured = estimated = 0.0
+    calls = []
+    for path in summaries:
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        done = [s for s in report.get("steps", []) if s.get("status") == DONE]
+        if done:
+            calls.append(str(report.get("call")))
+            measured += sum(float(s["wall_s"]) for s in done)
+            estimated += sum(float(s["estimate_s"]) for s in done)
+    if not estimated:
+        return None
+    ratio = measured / estimated
+    line = (
+        f"calls {', '.join(calls)} here took {ratio:.2f} x the cost model's estimate "
+        f"({format_duration(measured)} for {format_duration(estimated)})"
+    )
+    return ratio, line
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a step under the deadline
+
+
+class _Tee:
+    """The steps' output to our stdout and to the call's log, line by line."""
+
+    def __init__(self, log: TextIO, echo: TextIO) -> None:
+        self.log, self.echo, self.lock = log, echo, threading.Lock()
+
+    def line(self, text: str) -> None:
+        with self.lock:
+            for stream in (self.log, self.echo):
+                stream.write(text if text.endswith("\n") else text + "\n")
+                stream.flush()
+
+    def pump(self, source: Any) -> None:
+        for raw in iter(source.readline, b""):
+            self.line(raw.decode("utf-8", errors="replace"))
+
+
+def run_step(
+    argv: Sequence[str],
+    tee: _Tee,
+    seconds_left: float | None,
+    python: str,
+    cwd: Path,
+    while_running: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> tuple[int, bool, float]:
+    """(exit status, stopped at the deadline, wall seconds) of `python -m suite ARGV`; at the
+    deadline the child gets SIGINT (its runner kills the cell in flight and exits with its rows
+    written), then SIGKILL if it has not ended STOP_GRACE_S later. The child stays in our process
+    group and gets SIGINT if we die (a tool that kills only us must not leave it running: it holds
+    its run's lock and the GPU). `while_running`: a context entered once the child has started."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cwd), env.get("PYTHONPATH", "")) if p)
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [python, "-m", "suite", *argv],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        preexec_fn=_interrupt_when_parent_dies,
+    )
+    pump = threading.Thread(target=tee.pump, args=(proc.stdout,), daemon=True)
+    pump.start()
+    stopped = False
+    try:
+        with while_running():
+            try:
+                proc.wait(timeout=None if seconds_left is None else max(0.0, seconds_left))
+            except subprocess.TimeoutExpired:
+                stopped = True
+                tee.line(
+                    "gpu-study: the call's deadline: stopping this step "
+                    f"(SIGINT, then SIGKILL after {STOP_GRACE_S:g} s)"
+                )
+                _stop(proc)
+    except BaseException:  # our own interruption (SIGTERM from the tool, Ctrl-C): the child too
+        _stop(proc)
+        raise
+    finally:
+        pump.join(timeout=10)
+    return proc.returncode, stopped, time.monotonic() - start
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT (the runner's own clean stop), then SIGKILL (its worker dies with it: lifeline)."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+
+
+def _interrupt_when_parent_dies() -> None:
+    """In the child, before it runs: SIGINT handled (a command started in the background by a
+    non-interactive shell, as `cmd &` or nohup, inherits SIGINT ignored, and so would the step: it
+    would shrug off the deadline and outlive a killed call, holding its run's lock; seen here), and
+    sent to it when its parent dies (Linux; elsewhere nothing)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Python then installs its KeyboardInterrupt handler
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGINT), 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+class _Packer:
+    """Packs the call's outputs now and then while a step runs, so that even a call killed from
+    outside (the tool's own limit) brings back all but its last half minute."""
+
+    def __init__(self, do_pack: Callable[[], None], every_s: float | None = None) -> None:
+        self.do_pack, self.every_s = do_pack, PACK_EVERY_S if every_s is None else every_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="gpu-study-pack", daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every_s):
+            with contextlib.suppress(Exception):  # a pack that fails is tried again, and at the end
+                self.do_pack()
+
+    def __enter__(self) -> _Packer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def _sigterm_as_interrupt() -> Callable[[], None]:
+    """The tool ends a command past its limit with SIGTERM: treat it as Ctrl-C (stop the step, pack
+    what was measured, exit). Returns the function that puts the old handler back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, old)
+
+
+def plan_lines(
+    call: Call, variant: str, planned: Sequence[PlannedStep], budget_s: float, out: Path
+) -> list[str]:
+    """What the call will run and how long the cost model says it takes: printed before anything runs."""
+    total = sum(p.seconds for p in planned)
+    lines = [
+        f"gpu-study call {call.number} ({variant}: profile {PROFILE[variant]}, "
+        f"device {DEVICE[variant]}): {call.title}",
+    ]
+    for i, p in enumerate(planned, 1):
+        lines.append(
+            f"  step {i}: {p.step.what}: {len(p.cells)} cell(s), estimated {format_duration(p.seconds)}"
+        )
+        lines.append(f"    {command_line(p.step.argv(variant, out))}")
+    lines.append(
+        f"estimated {format_duration(total)} in all (suite/spec/cost.py"
+        + (", each forward call at least the guide's A100 eager time" if variant == "gpu" else "")
+        + f"; {format_duration(STEP_OVERHEAD_S)} a step for its start-up)"
+    )
+    if budget_s:
+        over = total > budget_s
+        lines.append(
+            f"deadline: {format_duration(budget_s)} after the start"
+            + (
+                "; the estimate is over it: the call stops there (the cell in flight is lost, every "
+                "finished one kept) and the same call again resumes"
+                if over
+                else ""
+            )
+        )
+    return lines
+
+
+def run_call(
+    call: Call,
+    variant: str,
+    planned: Sequence[PlannedStep],
+    work: Path,
+    out: Path,
+    budget_s: float,
+    resume_from: Path | None = None,
+    python: str = sys.executable,
+    cwd: Path | None = None,
+    echo: TextIO | None = None,
+) -> CallReport:
+    """Run the call's steps (see the module doc); the report is also written to `out`."""
+    from datetime import datetime, timezone
+
+    echo = echo or sys.stdout
+    cwd = cwd or Path(__file__).resolve().parents[2]
+    out.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    deadline = start + budget_s if budget_s else None
+    ids = run_ids(planned)
+    report = CallReport(
+        call=call.number,
+        title=call.title,
+        variant=variant,
+        device=DEVICE[variant],
+        budget_s=budget_s,
+        estimate_s=sum(p.seconds for p in planned),
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        steps=[
+            StepOutcome(p.step.what, command_line(p.step.argv(variant, work)), len(p.cells), p.seconds)
+            for p in planned
+        ],
+    )
+    log_path = out / f"call{call.number}.log"
+    with open(log_path, "a", encoding="utf-8") as log:
+        tee = _Tee(log, echo)
+        for line in plan_lines(call, variant, planned, budget_s, work):
+            tee.line(line)
+        earlier = sorted(p for p in work.glob("call*.json") if p.name != f"call{call.number}.json")
+        found = calibration(earlier)
+        if found:
+            ratio, said = found
+            report.calibration = f"{said}; scaled so, this call: {format_duration(report.estimate_s * ratio)}"
+            tee.line(f"calibration: {report.calibration}")
+        restored = _restore(call, ids, work, resume_from, tee)
+
+        in_flight: list[tuple[StepOutcome, float]] = []  # the step running now, and its start
+
+        def do_pack() -> None:
+            report.wall_s = time.monotonic() - start
+            report.cells = cell_counts(work, ids)
+            for outcome, began in in_flight:
+                outcome.wall_s = round(time.monotonic() - began, 1)
+            summary = json.dumps(asdict(report), indent=1) + "\n"
+            for folder in (work, out):  # out: so a call killed from outside still says how far it got
+                (folder / f"call{call.number}.json").write_text(summary, encoding="utf-8")
+            note = pack(
+                work, ids, out / f"call{call.number}.tar.gz", {f"call{call.number}.json": summary.encode()}
+            )
+            report.packed = note
+
+        restore_sigterm = _sigterm_as_interrupt()
+        try:
+            for outcome, p in zip(report.steps, planned, strict=True):
+                left = None if deadline is None else deadline - time.monotonic()
+                if p.step.verb == "crosscheck" and (work / p.step.run_id / "crosscheck.json").exists():
+                    outcome.status = ALREADY
+                    tee.line(f"gpu-study: {p.step.what}: already done ({p.step.run_id}/crosscheck.json)")
+                    continue
+                # a cross-check keeps nothing until it ends: start one only if it fits
+                need = p.seconds if p.step.verb == "crosscheck" else STEP_OVERHEAD_S
+                if left is not None and left < need:
+                    outcome.status = NO_TIME
+                    tee.line(f"gpu-study: {p.step.what}: not started ({format_duration(left)} left)")
+                    continue
+                tee.line(f"gpu-study: step: {p.step.what}\n  {outcome.command}")
+                outcome.status, began = RUNNING, time.monotonic()
+                in_flight[:] = [(outcome, began)]
+                try:
+                    code, stopped, wall = run_step(
+                        p.step.argv(variant, work), tee, left, python, cwd, lambda: _Packer(do_pack)
+                    )
+                except KeyboardInterrupt:
+                    outcome.status = INTERRUPTED
+                    raise
+                finally:
+                    in_flight.clear()
+                    outcome.wall_s = round(time.monotonic() - began, 1)
+                outcome.wall_s, outcome.exit_code = round(wall, 1), code
+                outcome.status = STOPPED if stopped else (DONE if code == 0 else FAILED)
+                tee.line(
+                    f"gpu-study: {p.step.what}: {outcome.status} in {format_duration(wall)} (exit {code})"
+                )
+                do_pack()
+                if code == 2 and not stopped:  # bad input or a missing prerequisite: so would the rest
+                    tee.line(
+                        "gpu-study: the step's input or prerequisites are wrong (exit 2): the call stops"
+                    )
+                    break
+        except KeyboardInterrupt:
+            tee.line("gpu-study: interrupted: packing what was measured")
+        finally:
+            restore_sigterm()
+            report.wall_s = time.monotonic() - start
+            do_pack()
+            tee.line(_closing(report, restored))
+    _write_summary(out, report)
+    _cap_log(log_path)
+    return report
+
+
+def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | None, tee: _Tee) -> list[str]:
+    """Bring an earlier attempt's run folders back from its tarball, each one a warm machine does
+    not still have; the folders restored."""
+    if resume_from is None:
+        return []
+    archive = resume_from / f"call{call.number}.tar.gz" if resume_from.is_dir() else resume_from
+    if not archive.is_file():
+        tee.line(f"gpu-study: nothing to resume from ({archive} is not there): starting afresh")
+        return []
+    staging = work / f".restore-call{call.number}"
+    shutil.rmtree(staging, ignore_errors=True)
+    restored, kept = [], []
+    for name in unpack(archive, staging):
+        if name not in ids:
+            continue
+        if (work / name).exists():  # a warm machine: its folder is newer than any tarball
+            kept.append(name)
+            continue
+        shutil.move(str(staging / name), str(work / name))
+        restored.append(name)
+    summary = staging / f"call{call.number}.json"
+    if summary.exists():  # the earlier attempt's steps, for the calibration of later calls
+        shutil.move(str(summary), str(work / f"call{call.number}.attempt.json"))
+    shutil.rmtree(staging, ignore_errors=True)
+    tee.line(
+        f"gpu-study: resuming from {archive}: restored {', '.join(restored) or 'nothing'}"
+        + (f"; still here, kept as they are: {', '.join(kept)}" if kept else "")
+    )
+    return restored
+
+
+def cell_counts(work: Path, ids: Sequence[str]) -> dict[str, int]:
+    """The rows of the call's run folders (a repeat's repetitions included), by status."""
+    from suite.results import read_rows
+
+    counts: dict[str, int] = {}
+    for run_id in ids:
+        for csv_path in [*(work / run_id).glob("raw/*.csv"), *(work / run_id).glob("rep-*/raw/*.csv")]:
+            try:
+                rows = read_rows(csv_path).rows
+            except Exception:  # unreadable: the step's own resume says why
+                counts["unreadable file"] = counts.get("unreadable file", 0) + 1
+                continue
+            for row in rows:
+                counts[row["status"]] = counts.get(row["status"], 0) + 1
+    return counts
+
+
+def _closing(report: CallReport, restored: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for s in report.steps:
+        counts[s.status] = counts.get(s.status, 0) + 1
+    steps = ", ".join(f"{n} {status}" for status, n in counts.items())
+    verdict = "complete" if report.complete() else "NOT complete: run the same call again to resume"
+    cells = ", ".join(f"{n} {status}" for status, n in sorted(report.cells.items())) or "none"
+    failed = sum(n for status, n in report.cells.items() if status not in ("ok", "oom"))
+    again = " (the same call again runs the failed ones again)" if failed else ""
+    return (
+        f"gpu-study call {report.call}: {verdict} ({steps}); cells: {cells}{again}; "
+        f"{format_duration(report.wall_s)} against an "
+        f"estimate of {format_duration(report.estimate_s)}"
+        + (f"; resumed from {', '.join(restored)}" if restored else "")
+        + (f"; {report.packed}" if report.packed else "")
+    )
+
+
+def _write_summary(out: Path, report: CallReport) -> None:
+    (out / f"call{report.call}.json").write_text(
+        json.dumps(asdict(report), indent=1) + "\n", encoding="utf-8"
+    )
+    lines = [
+        f"# gpu-study call {report.call}: {report.title}",
+        "",
+        f"Variant {report.variant} on {report.device}, started {report.started_at}; "
+        f"{format_duration(report.wall_s)} of wall time against an estimate of "
+        f"{format_duration(report.estimate_s)}"
+        + (f" and a deadline of {format_duration(report.budget_s)}" if report.budget_s else "")
+        + ".",
+        "",
+        "| step | cells | estimate | wall | outcome | command |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in report.steps:
+        exit_note = f" (exit {s.exit_code})" if s.exit_code not in (None, 0) else ""
+        lines.append(
+            f"| {s.what} | {s.cells} | {format_duration(s.estimate_s)} | {format_duration(s.wall_s)} | "
+            f"{s.status}{exit_note} | `{s.command}` |"
+        )
+    cells = ", ".join(f"{n} {status}" for status, n in sorted(report.cells.items())) or "none"
+    lines += ["", f"Rows in its run folders: {cells}."]
+    if report.calibration:
+        lines += ["", f"Calibration: {report.calibration}."]
+    (out / f"call{report.call}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _cap_log(path: Path) -> None:
+    """Keep the log under LOG_LIMIT_BYTES: its last part, which says how the call ended."""
+    size = path.stat().st_size
+    if size <= LOG_LIMIT_BYTES:
+        return
+    with open(path, "rb") as fh:
+        fh.seek(size - LOG_LIMIT_BYTES + 200)
+        tail = fh.read()
+    path.write_bytes(b"[... the start of this log was cut: it was over 8 MiB ...]\n" + tail)
