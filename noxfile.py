@@ -34,12 +34,14 @@ from suite.sessions.runner import (  # noqa: E402
     load,
     one_line_errors,
     redact_nox_output,
+    run_suite,
 )
 from suite.sessions.toolpins import (  # noqa: E402
     CORE_TESTS,
     HISTORY_PACKAGES,
     LINT_TOOLS,
     MERGE_PACKAGES,
+    PAGES_PACKAGES,
     TEST_EXTRAS,
 )
 from suite.spec import BuildSpec  # noqa: E402
@@ -323,3 +325,31 @@ def history_scale(session: nox.Session) -> None:
     then `history report` timed (`-- --nights N --store URL`)."""
     session.install(*HISTORY_PACKAGES)
     session.run("python", "-m", "suite.history.scale", *session.posargs)
+
+
+# The pages (issue 26, docs/pages.md): the README's screenshot, and the pages' weight and speed.
+# Both open pages in Debian's Chromium (`apt-get install chromium`), driven by Playwright.
+@nox.session(name="pages-screenshot", python=MERGE_PYTHON)
+@one_line_errors
+def pages_screenshot(session: nox.Session) -> None:
+    """The README's screenshot (docs/img/run-page.png): the committed smoke run's page, merged
+    anew into a scratch folder and opened in headless Chromium, a point hovered.
+    `-- [RUN_DIR] [PNG]` for another run or file."""
+    session.install(*PAGES_PACKAGES)
+    run_suite(
+        runner(session),
+        [str(Path(session.bin) / "python"), "-m", "suite.report.pages.screenshot", *session.posargs],
+    )
+
+
+@nox.session(name="pages-bench", python=MERGE_PYTHON)
+@one_line_errors
+def pages_bench(session: nox.Session) -> None:
+    """A benchmark, not a test: the weight of a generated full-profile run's page (108 cells x 2
+    builds) and of a year of history's, and how soon each is ready in headless Chromium
+    (`-- --repeat N --nights N`)."""
+    session.install(*PAGES_PACKAGES)
+    run_suite(
+        runner(session),
+        [str(Path(session.bin) / "python"), "-m", "suite.report.pages.bench", *session.posargs],
+    )

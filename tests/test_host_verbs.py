@@ -95,6 +95,15 @@ def test_merge_and_compare_without_pandas_say_what_to_install(
     assert not (tmp_path / "tables").exists()
 
 
+def test_history_html_without_pandas_says_what_to_install(host: Path, tmp_path: Path) -> None:
+    line = one_line(suite(host, "history", "html", str(tmp_path / "h")), "history")
+    assert (
+        "pandas: not installed in this Python" in line
+        and ".nox/merge/bin/python -m suite history html" in line
+    )
+    assert not (tmp_path / "h").exists()
+
+
 def test_calibrate_without_pandas_says_what_to_install(host: Path) -> None:
     line = one_line(suite(host, "calibrate", "--aa", str(SMOKE_RUN), str(SMOKE_RUN)), "calibrate")
     assert "pandas: not installed in this Python" in line and "pip install pandas matplotlib" in line

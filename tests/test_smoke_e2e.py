@@ -156,6 +156,9 @@ def test_the_run_merges_into_one_row_per_architecture_and_mode(smoke, smoke_run:
             assert "‡" in line and line.endswith(" | — | — | — | — |"), f"{table.name}: {line}"
     index = (tmp_path / "tables" / "tables.md").read_text()
     assert "## Summary" in index and "## Compile vs eager" in index
+    # the run page beside it (issue 26; tests/test_pages_browser.py opens one): every architecture
+    page = (tmp_path / "tables" / "index.html").read_text(encoding="utf-8")
+    assert all(f'"model":"{r["model"]}"' in page for r in rows)
 
 
 def test_a_reduce_overhead_row_without_cuda_graphs_says_so(smoke) -> None:

