@@ -17,6 +17,7 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import nox
@@ -88,6 +89,28 @@ def check_selection(build: BuildSpec, bench: BenchArgs) -> None:
         raise SystemExit(code)
 
 
+def suite_verb(args: Sequence[str]) -> str:
+    """`python -m suite ARGS` in this process (the host's suite, no torch: `suite mark` writes
+    the rows of cells that cannot run); its standard output. Its one-line error ends the session."""
+    from suite.cli import main as suite_main
+
+    out, said = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(said):
+        code = suite_main(list(args))
+    if code != 0:
+        sys.stderr.write(said.getvalue())
+        raise SystemExit(code)
+    return out.getvalue()
+
+
+def bench_done(session: nox.Session, bench: containers.Bench) -> None:
+    """Merge what ran; then fail the session (status 1) if a container failed: its cells are
+    `error` rows, the other containers' rows are merged."""
+    merge_after(session, bench.merge)
+    if bench.failed:
+        session.error(f"{len(bench.failed)} container(s) failed: {'; '.join(bench.failed)}")
+
+
 def merge_after(session: nox.Session, run_dir: str | None) -> None:
     """Queue the merge of the run; an offline run's merge installs nothing."""
     if run_dir is not None:
@@ -120,27 +143,33 @@ def build(session: nox.Session) -> None:
 @nox.session(name="bench-stable", python=False)
 @one_line_errors
 def bench_stable(session: nox.Session) -> None:
-    """The stable build's container on this machine's GPU, then merge.
+    """The stable build's container on this machine's GPU (one per GPU, SUITE_GPUS choosing),
+    after checking the build against the driver and GPU, then merge.
 
-    `nox -s bench-stable -- [--device cuda|cpu] [--profile P] [--models ...] [--run-id ID]
-    [--offline] [--local-bases] [--torch-from-pypi]`.
+    `nox -s bench-stable -- [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--models ...]
+    [--run-id ID] [--offline] [--local-bases] [--torch-from-pypi]`.
     """
-    bench = containers.bench_containers(runner(session), session.posargs, ROOT, "stable", check_selection)
-    merge_after(session, bench.merge)
+    bench = containers.bench_containers(
+        runner(session), session.posargs, ROOT, "stable", check_selection, verb=suite_verb
+    )
+    bench_done(session, bench)
 
 
 @nox.session(name="bench-nightly", python=False)
 @one_line_errors
 def bench_nightly(session: nox.Session) -> None:
     """The nightly build's container and the stable one's (whatever stable cells this run
-    lacks) on this machine's GPU, then the stable-vs-nightly tables.
+    lacks) on this machine's GPU (one container per GPU, SUITE_GPUS choosing), each build
+    checked against the driver and GPU before it is built, then the stable-vs-nightly tables.
 
     `nox -s bench-nightly -- [--build nightly,nightly-current] [--shard i/n] [--run-id ID]
-    [--device cuda|cpu] [--profile P] [--offline] [--no-merge] [--local-bases]
-    [--torch-from-pypi]`; other arguments go to `python -m suite run`.
+    [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--offline] [--no-merge]
+    [--local-bases] [--torch-from-pypi]`; other arguments go to `python -m suite run`.
     """
-    bench = containers.bench_containers(runner(session), session.posargs, ROOT, "nightly", check_selection)
-    merge_after(session, bench.merge)
+    bench = containers.bench_containers(
+        runner(session), session.posargs, ROOT, "nightly", check_selection, verb=suite_verb
+    )
+    bench_done(session, bench)
 
 
 @nox.session(name="containers-e2e", python=False)

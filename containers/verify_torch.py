@@ -3,11 +3,12 @@
     python verify_torch.py TORCH_VERSION CUDA_VERSION PYTHON_VERSION
 
 Fails the build (exit 1, one line) when torch, its CUDA or Python differ from what
-matrix.yaml declares, e.g. a wheel URL pointing at another build; when torchvision is not
-the one built for this torch (its own `torch==` requirement, its CUDA, its compiled ops);
-or when timm cannot build the DETR family's ResNet backbone (the hub checkpoints load it:
-`use_timm_backbone`). Writes /opt/suite/build-info.json: torch version and git commit,
-CUDA, Python, torchvision, timm, every package.
+matrix.yaml declares (a nightly's git commit too, when TORCH_GIT_SHA pins it), e.g. a wheel
+URL pointing at another build; when torchvision is not the one built for this torch (its
+own `torch==` requirement, its CUDA, its compiled ops); or when timm cannot build the DETR
+family's ResNet backbone (the hub checkpoints load it: `use_timm_backbone`). Writes
+/opt/suite/build-info.json: torch version and git commit, CUDA, Python, torchvision, timm,
+every package.
 
 The checks themselves (`torchvision_problems`) take plain values, so the tests run them
 without any torch installed.
@@ -16,6 +17,7 @@ without any torch installed.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 from collections.abc import Iterable
@@ -132,6 +134,9 @@ def main(torch_version: str, cuda_version: str, python_version: str, out: str = 
     base = info["torch_version"].split("+")[0]
     if not (base == torch_version or base.startswith(torch_version + ".dev")):
         problems.append(f"torch {info['torch_version']} is not the build's {torch_version}")
+    pinned_git = os.environ.get("TORCH_GIT_SHA", "").strip()  # a nightly's commit (nightly_pin.py)
+    if pinned_git and not info["torch_git"].startswith(pinned_git):
+        problems.append(f"torch's git commit {info['torch_git'][:12]} is not the pinned {pinned_git[:12]}")
     if cuda_version and info["cuda_version"] != cuda_version:
         problems.append(f"torch is built for CUDA {info['cuda_version'] or 'none'}, not {cuda_version}")
     if not (info["python_version"] + ".").startswith(python_version + "."):

@@ -47,7 +47,10 @@ elif args[:2] == ["buildx", "version"]:
 elif args[:1] == ["info"]:
     print(os.environ.get("FAKE_DOCKER_RUNTIMES", '{{"nvidia":{{}},"runc":{{}}}}'))
 elif args[:2] == ["image", "inspect"]:
-    sys.exit(0 if args[-1] in images else 1)
+    if args[-1] not in images:
+        sys.exit(1)
+    import hashlib
+    print("sha256:" + hashlib.sha256(args[-1].encode()).hexdigest())
 elif args[:2] == ["container", "ls"]:
     print(os.environ.get("FAKE_DOCKER_CONTAINERS", ""))
 elif args[:1] == ["pull"]:
@@ -63,6 +66,16 @@ elif args[:1] == ["build"]:
 elif args[:1] == ["run"]:
     probe = args[-2].endswith("/probe.py")
     mode = os.environ.get("FAKE_DOCKER_GPU", "ok")
+    for i, a in enumerate(args[:-1]):  # what a read-only token mount hands the container
+        if a == "--mount" and "target=/run/secrets/hf_token" in args[i + 1]:
+            source = args[i + 1].split("source=", 1)[1].split(",", 1)[0]
+            st = os.stat(source)
+            with open(os.environ["FAKE_DOCKER_LOG"] + ".token", "a") as fh:
+                fh.write(json.dumps([open(source).read(), oct(st.st_mode & 0o777)]) + "\n")
+    failing = os.environ.get("FAKE_DOCKER_FAIL_GPU", "")
+    if not probe and failing and f"device={{failing}}" in args:
+        print("Killed", file=sys.stderr)
+        sys.exit(137)
     if mode == "no-driver":
         print('docker: Error response from daemon: could not select device driver "" with '
               "capabilities: [[gpu]].", file=sys.stderr)
@@ -76,7 +89,49 @@ else:
     print("fake docker: unexpected " + " ".join(args), file=sys.stderr)
     sys.exit(99)
 '''
-FAKE_SMI = "#!/bin/sh\necho 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-00000000-0000-0000-0000-000000000000)'\n"
+FAKE_SMI = r'''#!{python}
+"""A stand-in nvidia-smi: FAKE_SMI_GPUS GPUs (default 1) of FAKE_SMI_NAME on a driver
+FAKE_SMI_DRIVER with compute capability FAKE_SMI_CAP, half of them on each of two NUMA nodes;
+records its argv as one JSON line in FAKE_DOCKER_LOG.smi."""
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_DOCKER_LOG"] + ".smi", "a") as fh:
+    fh.write(json.dumps(args) + "\n")
+count = int(os.environ.get("FAKE_SMI_GPUS", "1"))
+name = os.environ.get("FAKE_SMI_NAME", "NVIDIA A100-SXM4-40GB")
+driver = os.environ.get("FAKE_SMI_DRIVER", "550.54.15")
+cap = os.environ.get("FAKE_SMI_CAP", "8.0")
+uuid = "GPU-0000000{{}}-0000-0000-0000-000000000000"
+if args == ["-L"]:
+    for i in range(count):
+        print(f"GPU {{i}}: {{name}} (UUID: {{uuid.format(i)}})")
+elif args[:1] and args[0].startswith("--query-gpu="):
+    fields = args[0].split("=", 1)[1].split(",")
+    if "compute_cap" in fields and os.environ.get("FAKE_SMI_OLD"):
+        print('Field "compute_cap" is not a valid field to query.', file=sys.stderr)
+        sys.exit(2)
+    for i in range(count):
+        values = {{"index": str(i), "uuid": uuid.format(i), "name": name, "driver_version": driver,
+                  "compute_cap": cap, "persistence_mode": "Enabled", "power.limit": "400.00",
+                  "ecc.mode.current": "Enabled", "mig.mode.current": "[N/A]",
+                  "clocks.applications.graphics": "1410", "pci.bus_id": f"00000000:{{i:02X}}:00.0"}}
+        print(", ".join(values[f] for f in fields))
+elif args == ["topo", "-m"]:
+    half = max(count // 2, 1)
+    print("\t" + "\x1b[4m" + "\t".join(f"GPU{{i}}" for i in range(count))
+          + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m")
+    for i in range(count):
+        links = "\t".join("X" if j == i else "NV12" for j in range(count))
+        node = 0 if i < half else 1
+        cpus = "0-55,112-167" if node == 0 else "56-111,168-223"
+        if os.environ.get("FAKE_SMI_TOPO") == "none":
+            cpus, node = "N/A", "N/A"
+        print(f"GPU{{i}}\t{{links}}\t{{cpus}}\t{{node}}\t\tN/A")
+    print("\nLegend:\n\n  X    = Self")
+else:
+    print("fake nvidia-smi: unexpected " + " ".join(args), file=sys.stderr)
+    sys.exit(99)
+'''
 
 
 def make_fake(tmp_path: Path) -> SimpleNamespace:
@@ -84,15 +139,17 @@ def make_fake(tmp_path: Path) -> SimpleNamespace:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "docker").write_text(FAKE_DOCKER.format(python=sys.executable))
-    (bin_dir / "nvidia-smi").write_text(FAKE_SMI)
+    (bin_dir / "nvidia-smi").write_text(FAKE_SMI.format(python=sys.executable))
     for exe in bin_dir.iterdir():
         exe.chmod(0o755)
     git = shutil.which("git")  # the images' provenance label names the checkout's commit
     if git:
         (bin_dir / "git").symlink_to(git)
-    machine = ("RUNNER_NAME", "SUITE_GPU", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "PIP_CERT")
+    machine = ("RUNNER_NAME", "SUITE_GPU", "SUITE_GPUS", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "PIP_CERT")
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("FAKE_DOCKER", "NOX")) and k not in machine
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("FAKE_DOCKER", "FAKE_SMI", "NOX", "SUITE_GPU_")) and k not in machine
     }
     env.update(PLANTED)
     env.update(

@@ -90,7 +90,9 @@ def test_containers_are_named_after_the_run_and_labelled_with_the_runner(fake: S
         "--profile",
         "smoke",
     ]
-    proc = nox(fake, "-s", "bench-nightly", "--", *args, RUNNER_NAME="gpu-host-1", SUITE_GPU="1")
+    proc = nox(
+        fake, "-s", "bench-nightly", "--", *args, RUNNER_NAME="gpu-host-1", SUITE_GPU="1", FAKE_SMI_GPUS="2"
+    )
     assert proc.returncode == 0, proc.stderr
     names = [named(r, "--name") for r in runs(fake)]
     assert names == [["suite-n1-stable-shard-2-of-3"], ["suite-n1-nightly-shard-2-of-3"]]
@@ -406,3 +408,24 @@ def test_torch_by_version_skips_the_wheels_by_url(tmp_path: Path, monkeypatch: p
     assert steps == [["torch==2.0.1", "torchvision==0.15.2"]] and source == "pip's configured indexes"
     monkeypatch.delenv("SUITE_TORCH_BY_VERSION")
     assert venv.torch_steps(STABLE, tmp_path)[0][0][:2] == ["--require-hashes", "--no-deps"]
+
+
+def test_containers_e2e_makes_or_names_the_missing_stand_in_base(
+    fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: the stand-in base is checked before any build: there, made (root with
+    debootstrap), or one line naming the command that makes it."""
+    for key, value in fake.env.items():
+        monkeypatch.setenv(key, value)
+    report = e2e.Report()
+    runner = session.Runner(run=print, log=print, error=print)  # type: ignore[arg-type]
+    builds = [STABLE, NIGHTLY]
+    with pytest.raises(docker.DockerProblem) as info:
+        e2e.make_local_bases(runner, report, builds, ROOT)
+    message = str(info.value)
+    assert message.startswith("containers-e2e cannot run here: no image local/ubuntu:22.04 (the stand-in")
+    assert message.endswith("make it with `sudo containers/local-bases.sh ubuntu`")
+    assert not [c for c in calls(fake) if c[0] == "build"]
+    have_images(fake, "local/ubuntu:22.04")  # there: nothing to do
+    e2e.make_local_bases(runner, report, builds, ROOT)
+    assert report.lines == []

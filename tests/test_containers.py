@@ -10,6 +10,7 @@ no GPU and no network are needed.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import re
@@ -22,6 +23,7 @@ from typing import NoReturn
 
 import pytest
 from fake_docker import (
+    PLANTED,
     ROOT,
     assert_no_secrets,
     calls,
@@ -105,17 +107,28 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
     assert stable_build[-1] == str(ROOT)  # the context: the repository root, filtered by .dockerignore
 
     run_dir = fake.out / "r1"
+    token = next(a for a in suite_runs[0] if "target=/run/secrets/hf_token" in a)
+    token_file = token.split("source=", 1)[1].split(",", 1)[0]
+    state = next(a for a in suite_runs[0] if a.startswith("SUITE_GPU_STATE="))
     assert suite_runs[0] == [
         "run", "--rm", "--init", "--pull", "never", "--name", "suite-r1-stable",
         "--label", "io.torch-compile-suite.runner=local", "--gpus", "all", "--ipc=host",
         "--user", expected_user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
         "--mount", f"type=bind,source={run_dir},target=/results/r1",
         "--mount", f"type=bind,source={fake.tmp / 'hf'},target=/hf-cache",
-        "--env", "HF_TOKEN", "--env", "HUGGING_FACE_HUB_TOKEN",
+        # the token: a read-only file, never a value docker inspect would show (issue 24)
+        "--mount", f"type=bind,source={token_file},target=/run/secrets/hf_token,readonly",
+        "--env", "HF_TOKEN_PATH=/run/secrets/hf_token",
+        "--env", state, "--env", f"SUITE_IMAGE_ID=sha256:{hashlib.sha256(tag.encode()).hexdigest()}",
+        "--env", "SUITE_GPU_CLOCKS_LOCKED",
         tag,
         "python", "-m", "suite", "run", "--build", "stable", "--device", "cuda",
         "--out", "/results", "--run-id", "r1", "--profile", "smoke", "--models", "ViT",
     ]  # fmt: skip
+    assert json.loads(state.split("=", 1)[1])["uuid"] == "GPU-00000000-0000-0000-0000-000000000000"
+    seen = Path(fake.env["FAKE_DOCKER_LOG"] + ".token").read_text().splitlines()
+    assert {tuple(json.loads(line)) for line in seen} == {(PLANTED["HF_TOKEN"], "0o600")}
+    assert not Path(token_file).exists()  # removed when the session ends
     assert run_dir.is_dir() and (fake.tmp / "hf").is_dir()
     assert "not merged: --no-merge" in proc.stderr
     assert_no_secrets(json.dumps(calls(fake)), proc.stdout, proc.stderr)
@@ -162,6 +175,7 @@ def test_offline_mode_has_no_network_and_results_as_the_only_writable_mount(fake
         assert writable == [f"type=bind,source={fake.out / 'r3'},target=/results/r3"]
         assert f"type=bind,source={fake.tmp / 'hf'},target=/hf-cache,readonly" in mounts
         envs = [run[i + 1] for i, a in enumerate(run) if a in ("--env", "-e")]
+        envs = [e for e in envs if not e.startswith("SUITE_")]  # the machine's state (issue 24)
         assert envs == ["HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"]  # no token: no network anyway
 
 
@@ -174,7 +188,7 @@ def test_offline_without_the_image_says_so(fake: SimpleNamespace) -> None:
 
 def test_no_command_is_privileged_or_runs_as_root(fake: SimpleNamespace) -> None:
     proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r4", "--out", str(fake.out), "--no-merge",
-               "--build", "nightly,nightly-current")  # fmt: skip
+               "--build", "nightly,nightly-current", FAKE_SMI_DRIVER="580.65.06")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert {c[c.index("--build") + 1] for c in runs(fake)} == {"stable", "nightly", "nightly-current"}
     for call in calls(fake):
@@ -388,6 +402,7 @@ OPTIONAL_ARGS = {
     "SOURCE_REVISION",
     "SOURCE_URL",
     "CREATED",
+    "TORCH_GIT_SHA",  # a nightly's commit, once nightly_pin.py bump --git-sha has written it
 }
 
 

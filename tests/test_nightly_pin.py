@@ -153,3 +153,41 @@ def test_the_real_matrix_has_a_pin_that_bump_can_find() -> None:
     date = yaml.safe_load(text)["builds"]["nightly-current"]["build_args"]["TORCH_NIGHTLY_DATE"]
     assert pin.set_date(text, "nightly-current", date) == text
     assert pin.set_date(text, "nightly-current", "20990101") != text
+
+
+# --- issue 24: the workflow's check, and a bump that records the nightly's git commit ---------
+
+
+def test_verify_passes_a_pin_on_the_index_and_names_the_newest_once_it_left(index, tmp_path, capsys) -> None:
+    url, _ = index
+    assert pin.main(["verify", "--matrix", str(_matrix_with(tmp_path, url, "20261101"))]) == 0
+    assert capsys.readouterr().out == "20261101\n"
+    gone = _matrix_with(tmp_path, url, "20260926")
+    before = gone.read_text()
+    assert pin.main(["verify", "--matrix", str(gone)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "20261102\n"  # the newest, for the pull request the workflow may open
+    assert err.startswith("nightly_pin: torch 2.15.0.dev20260926 (with torchvision 0.30.0.dev20260926) is no")
+    assert err.count("\n") == 1 and gone.read_text() == before  # one line; the pin does not move
+
+
+NIGHTLY_BRANCH = [
+    {"commit": {"message": f"2026-11-02 nightly release ({'a' * 40})"}},
+    {"commit": {"message": "Merge something"}},
+    {"commit": {"message": f"2026-11-01 nightly release ({'b' * 40})\n\nmore"}},
+]
+
+
+def test_bump_with_git_sha_records_the_nightlys_commit(tmp_path: Path, monkeypatch) -> None:
+    import json
+
+    monkeypatch.setattr(pin, "fetch", lambda url, timeout=60, headers=None: json.dumps(NIGHTLY_BRANCH))
+    matrix = _matrix_with(tmp_path, "http://127.0.0.1:9/none", "20260926")
+    assert pin.bump(matrix, "nightly-current", "20261101", if_gone=False, with_sha=True) == "20261101"
+    args = yaml.safe_load(matrix.read_text())["builds"]["nightly-current"]["build_args"]
+    assert args["TORCH_NIGHTLY_DATE"] == "20261101" and args["TORCH_GIT_SHA"] == "b" * 40
+    pin.bump(matrix, "nightly-current", "20261102", if_gone=False, with_sha=True)  # moved again: replaced
+    args = yaml.safe_load(matrix.read_text())["builds"]["nightly-current"]["build_args"]
+    assert args["TORCH_GIT_SHA"] == "a" * 40 and matrix.read_text().count("TORCH_GIT_SHA") == 1
+    with pytest.raises(pin.PinError, match="no release of 2026-10-31"):
+        pin.git_sha("20261031")

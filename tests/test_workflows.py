@@ -112,21 +112,21 @@ def _artifact(root: Path, name: str, *files: str) -> None:
 
 def test_collect_gathers_every_artifacts_raw_csvs(tmp_path: Path) -> None:
     arts = tmp_path / "artifacts"
-    _artifact(arts, "raw-a100-shard-1-of-2", "nightly__nvidia-a100__shard-1-of-2.csv")
-    _artifact(arts, "raw-t4-shard-1-of-2", "nightly__tesla-t4__shard-1-of-2.csv")
+    _artifact(arts, "raw-a100-shard-1-of-2-attempt-1", "nightly__nvidia-a100__shard-1-of-2.csv")
+    _artifact(arts, "raw-t4-shard-1-of-2-attempt-1", "nightly__tesla-t4__shard-1-of-2.csv")
     expected = [f"raw-{g}-shard-{i}-of-2" for g in ("a100", "t4") for i in (1, 2)]
     lines = nightly.collect(arts, tmp_path / "run", expected)
     got = sorted(p.name for p in (tmp_path / "run" / "raw").iterdir())
     assert got == ["nightly__nvidia-a100__shard-1-of-2.csv", "nightly__tesla-t4__shard-1-of-2.csv"]
-    assert (tmp_path / "run" / "raw" / got[1]).read_text() == "rows of raw-t4-shard-1-of-2\n"
+    assert (tmp_path / "run" / "raw" / got[1]).read_text() == "rows of raw-t4-shard-1-of-2-attempt-1\n"
     missing = [ln for ln in lines if "none (the job failed, or its shard was empty)" in ln]
     assert [ln.split("|")[1].strip() for ln in missing] == ["raw-a100-shard-2-of-2", "raw-t4-shard-2-of-2"]
 
 
 def test_collect_refuses_two_files_of_one_name(tmp_path: Path) -> None:
     arts = tmp_path / "artifacts"
-    _artifact(arts, "raw-a100-shard-1-of-1", "nightly__nvidia-a100__shard-1-of-1.csv")
-    _artifact(arts, "raw-a100-80g-shard-1-of-1", "nightly__nvidia-a100__shard-1-of-1.csv")
+    _artifact(arts, "raw-a100-shard-1-of-1-attempt-1", "nightly__nvidia-a100__shard-1-of-1.csv")
+    _artifact(arts, "raw-a100-80g-shard-1-of-1-attempt-2", "nightly__nvidia-a100__shard-1-of-1.csv")
     with pytest.raises(nightly.Invalid, match="comes from both raw-a100-shard-1-of-1 and raw-a100-80g"):
         nightly.collect(arts, tmp_path / "run", ["raw-a100-shard-1-of-1", "raw-a100-80g-shard-1-of-1"])
 
@@ -168,15 +168,56 @@ def test_bench_steps_time_out_before_the_job_so_the_upload_runs() -> None:
     (run,) = [s for s in steps if "nox -s bench-nightly" in s.get("run", "")]
     after = steps[steps.index(run) + 1 :]
     upload = next(s for s in after if "upload-artifact" in s.get("uses", ""))
-    assert upload["if"].startswith("always()") and upload["with"]["overwrite"] is True
-    # the benchmark step's cap, plus everything that still must run after it, fits the job
-    assert run["timeout-minutes"] + sum(s["timeout-minutes"] for s in after) < bench["timeout-minutes"]
+    assert upload["if"].startswith("always()")
+    # every step's cap fits the job's, the upload of what finished included
+    assert sum(s["timeout-minutes"] for s in steps) < bench["timeout-minutes"]
 
 
-def test_re_running_the_merge_replaces_its_artifact() -> None:
-    merge = _workflow("bench-nightly.yml")["jobs"]["merge"]
-    uploads = [s for s in merge["steps"] if "upload-artifact" in s.get("uses", "")]
-    assert uploads and all(s["with"]["overwrite"] is True for s in uploads)
+def test_no_upload_replaces_another() -> None:
+    """Each attempt's uploads have names of their own (issue 24): a shorter re-run can never put
+    fewer rows in place of more; the merge of each attempt is its own artifact too."""
+    wf = _workflow("bench-nightly.yml")
+    bench, merge = wf["jobs"]["bench"], wf["jobs"]["merge"]
+    uploads = [s for j in (bench, merge) for s in j["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert uploads and all("overwrite" not in s["with"] for s in uploads)
+    assert bench["env"]["UPLOAD"].endswith("-attempt-${{ github.run_attempt }}")
+    assert "github.run_attempt" in merge["steps"][-1]["with"]["name"]
+
+
+def test_a_re_run_fetches_its_own_earlier_uploads_before_it_starts() -> None:
+    wf = _workflow("bench-nightly.yml")
+    steps = wf["jobs"]["bench"]["steps"]
+    run_at = next(i for i, s in enumerate(steps) if "nox -s bench-nightly" in s.get("run", ""))
+    fetch = next(i for i, s in enumerate(steps) if "download-artifact" in s.get("uses", ""))
+    restore = next(i for i, s in enumerate(steps) if "shard_rows.py restore" in s.get("run", ""))
+    assert fetch < restore < run_at
+    wanted = steps[fetch]["with"]
+    assert wanted["pattern"] == "${{ matrix.artifact }}-attempt-*"  # this shard's, every attempt
+    assert wanted["run-id"] == "${{ github.run_id }}" and wf["permissions"]["actions"] == "read"
+    assert "shard_rows.py upload-rows" in steps[run_at]["run"]  # rows uploaded as they come
+
+
+def test_checkouts_keep_no_credentials_and_actions_are_node24_majors() -> None:
+    for path in WORKFLOWS:
+        for job in _workflow(path.name)["jobs"].values():
+            for step in job["steps"]:
+                if step.get("uses", "").startswith("actions/checkout@"):
+                    assert step["with"]["persist-credentials"] is False, path.name
+    text = "".join(p.read_text() for p in WORKFLOWS)
+    for action, major in [("checkout", "v7"), ("setup-python", "v7"), ("upload-artifact", "v7"),
+                          ("download-artifact", "v8"), ("github-script", "v8")]:  # fmt: skip
+        pins = {
+            line.split("# ")[-1].split(".")[0] for line in text.splitlines() if f"actions/{action}@" in line
+        }
+        assert pins <= {major}, (action, pins)
+
+
+def test_the_clock_lock_may_fail_and_the_rows_say_so() -> None:
+    steps = _workflow("bench-nightly.yml")["jobs"]["bench"]["steps"]
+    lock = next(s for s in steps if "--lock-gpu-clocks" in s.get("run", ""))
+    assert "if" not in lock  # always runs: it says "no" when not asked
+    assert "SUITE_GPU_CLOCKS_LOCKED=$CLOCKS" in lock["run"] and "SUITE_GPU_CLOCKS_LOCKED=no" in lock["run"]
+    assert lock["run"].splitlines()[0].startswith('if [ -n "$CLOCKS" ] && sudo -n nvidia-smi')
 
 
 def test_plan_and_merge_jobs_run_where_an_input_says() -> None:
@@ -196,9 +237,39 @@ def test_bench_jobs_clean_up_before_and_after_and_pass_the_nightly_date() -> Non
     cleanups = [i for i, r in enumerate(names) if "nightly.py cleanup" in r]
     assert any(i < run_at for i in cleanups) and any(i > run_at for i in cleanups)
     assert all(steps[i]["if"] == "always()" for i in cleanups if i > run_at)
-    assert "nightly_date" in wf["jobs"]["setup"]["outputs"]
-    pin = next(s for s in steps if "nightly_pin.py bump --date" in s.get("run", ""))
-    assert "needs.setup.outputs.nightly_date" in pin["if"] + pin["env"]["NIGHTLY_DATE"]
+    # a pinned nightly never moves inside a run: no bench job changes matrix.yaml
+    assert not any("nightly_pin.py" in s.get("run", "") for s in steps)
+
+
+def test_a_pin_that_left_the_index_stops_the_run_or_opens_a_pull_request() -> None:
+    wf = _workflow("bench-nightly.yml")
+    setup = wf["jobs"]["setup"]
+    pin = next(s for s in setup["steps"] if s.get("id") == "pin")
+    assert pin["if"] == "steps.matrix.outputs.pinned_nightly != ''"
+    assert "nightly_pin.py verify" in pin["run"] and "exit 1" in pin["run"] and "::error::" in pin["run"]
+    assert "bump" not in pin["run"].split("::error::")[0]  # the check never moves the pin
+    job = wf["jobs"]["pin"]
+    assert "vars.BENCH_PIN_PR == 'true'" in job["if"] and job["permissions"]["pull-requests"] == "write"
+    assert 'nightly_pin.py bump --date "$NEWEST" --git-sha' in job["steps"][-1]["run"]
+    assert "gh pr create" in job["steps"][-1]["run"]
+    assert wf["jobs"]["bench"]["needs"] == "setup"  # a failed check means no bench job
+
+
+@pytest.mark.parametrize(
+    ("builds", "pinned"),
+    [("nightly", ""), ("nightly-current", "nightly-current"), ("nightly, nightly-current", "nightly-current"),
+     (" nightly-current ,nightly", "nightly-current"), ("nightly-currently", "")],
+)  # fmt: skip
+def test_the_pinned_build_is_found_in_a_list_with_spaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builds: str, pinned: str
+) -> None:
+    out = tmp_path / "out"
+    for key, value in {"GPU_LABELS": json.dumps([A100]), "SHARDS": "1", "BUILDS": builds}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    assert nightly.main(["matrix"]) == 0
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    assert outputs["pinned_nightly"] == pinned
 
 
 def test_ci_runs_python_3_10_on_the_stable_pins() -> None:
@@ -277,7 +348,7 @@ IMAGES = "\n".join(
 def test_cleanup_removes_only_this_runners_containers_and_keeps_the_newest_images() -> None:
     docker = FakeDocker("c1\nc2\n", IMAGES)
     done = nightly.cleanup("gpu-host-1", docker)
-    ps, rm, ls, image_rm, prune = docker.calls
+    ps, rm, ls, image_rm, prune, builder = docker.calls
     assert ps == [
         "docker",
         "ps",
@@ -291,13 +362,15 @@ def test_cleanup_removes_only_this_runners_containers_and_keeps_the_newest_image
     # two newest per build stay; never --force on images (one a container uses stays)
     assert image_rm == ["docker", "image", "rm", "torch-compile-suite:stable-aaaaaaaaaaaa"]
     assert prune == ["docker", "image", "prune", "--force"]
+    assert builder == ["docker", "builder", "prune", "--force", "--filter", "until=168h"]  # a week stays
     assert done[0].startswith("removed 2 leftover container(s) of runner gpu-host-1")
 
 
 def test_cleanup_with_nothing_left_removes_nothing() -> None:
     docker = FakeDocker("", "stable-aaaaaaaaaaaa\t2026-11-20 10:00:00 +0000 UTC\n")
     assert nightly.cleanup("r", docker) == ["nothing to clean up"]
-    assert [c[1:3] for c in docker.calls] == [["ps", "--all"], ["image", "ls"], ["image", "prune"]]
+    asked = [c[1:3] for c in docker.calls]
+    assert asked == [["ps", "--all"], ["image", "ls"], ["image", "prune"], ["builder", "prune"]]
 
 
 def _engine_image() -> str | None:

@@ -3,19 +3,24 @@
     python .github/scripts/nightly.py matrix                      # setup job: run id + job matrix
     python .github/scripts/nightly.py price                       # setup job: each shard's cost
     python .github/scripts/nightly.py cleanup                     # bench job: leftovers, old images
+    python .github/scripts/nightly.py space                       # bench job: room for images, rows
     python .github/scripts/nightly.py collect ARTIFACTS RUN_DIR   # merge job: gather raw CSVs
     python .github/scripts/nightly.py history RUN_DIR             # merge job: the history (issue 25)
 
-`matrix` reads GPU_LABELS (a JSON list of runner label sets) and SHARDS from the
+`matrix` reads GPU_LABELS (a JSON list of runner label sets), SHARDS and BUILDS from the
 environment, so no workflow input is ever pasted into a script, and writes `run_id`,
-`matrix` and `shards` to $GITHUB_OUTPUT. `price` checks PROFILE and BUILDS and writes
+`matrix`, `shards` and `pinned_nightly` (whether BUILDS, a comma list that may hold spaces,
+names a build pinned to a nightly date) to $GITHUB_OUTPUT. `price` checks PROFILE and BUILDS and writes
 to the job summary what one shard costs: every build it runs (the stable build first, as
 `nox -s bench-nightly` does, then BUILDS), priced by `python -m suite plan`. `cleanup`
 removes the benchmark containers this runner left (a cancelled job can leave one holding
-the GPU) and all but the newest images of each build. `collect` gathers the downloaded
-artifacts' raw CSVs into RUN_DIR/raw/, refusing two files of one name (two label sets that
-reach the same GPU model would overwrite each other's results), and reports on the job
-summary which jobs delivered. Standard library only (`price` runs the suite, which reads
+the GPU), all but the newest images of each build and the build cache older than a week.
+`space` fails the job in one line when the disk where Docker keeps its images (or the one of
+the results) has less room than BENCH_MIN_FREE_GB. `collect` gathers every upload of every job
+(each job uploads its rows several times, and again in each attempt: shard_rows.py) into
+RUN_DIR/raw/, one CSV per name, refusing one name from two jobs (two label sets that reach
+the same GPU model would overwrite each other's results), and reports on the job summary
+which jobs delivered. Standard library only (`price` runs the suite, which reads
 matrix.yaml with PyYAML): it runs before anything is installed. Errors are one `::error::`
 line and exit status 1.
 """
@@ -33,6 +38,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import shard_rows  # beside this script
+
 GENERIC_LABELS = frozenset({"self-hosted", "linux", "x64", "gpu"})
 MAX_JOBS = 256  # GitHub's limit for one matrix
 _SLUG = re.compile(r"[^a-z0-9.]+")
@@ -43,6 +51,10 @@ EXAMPLE = '[["self-hosted", "linux", "gpu", "a100"], ["self-hosted", "linux", "g
 CONTAINER_LABEL = "io.torch-compile-suite.runner"
 IMAGE_REPOSITORY = "torch-compile-suite"  # tags <build>-<12 hex digest of the inputs>
 KEEP_IMAGES = 2  # per build: the newest (the one in use) and the one before it
+BUILD_CACHE_KEEP = "168h"  # `docker builder prune --filter until=`: a week of build cache stays
+MIN_FREE_GB = 40  # default of BENCH_MIN_FREE_GB: two images being built (5-6 GB each) and their cache
+# builds pinned to a nightly by date (matrix.yaml `TORCH_NIGHTLY_DATE`): the plan job checks the pin
+PINNED_NIGHTLY = ("nightly-current",)
 _DURATION = re.compile(r"(?:(\d+) day[s]?, )?(\d+):(\d\d):(\d\d)")
 
 
@@ -113,13 +125,20 @@ def run_id(now: datetime, github_run_id: str) -> str:
     return f"nightly-{now:%Y%m%d-%H%M}-gh{github_run_id}"
 
 
+def builds_list(text: str) -> list[str]:
+    """BUILDS as written, `nightly, nightly-current` or `nightly,nightly-current`."""
+    return [b.strip() for b in text.split(",") if b.strip()]
+
+
 def cmd_matrix() -> None:
     jobs = plan_jobs(os.environ.get("GPU_LABELS", ""), os.environ.get("SHARDS", ""))
     rid = run_id(datetime.now(timezone.utc), os.environ.get("GITHUB_RUN_ID", "local"))
+    pinned = [b for b in builds_list(os.environ.get("BUILDS", "")) if b in PINNED_NIGHTLY]
     outputs = {
         "run_id": rid,
         "matrix": json.dumps({"include": [j.as_matrix_entry() for j in jobs]}),
         "shards": str(jobs[0].shards),
+        "pinned_nightly": ",".join(pinned),
     }
     with open(os.environ.get("GITHUB_OUTPUT", os.devnull), "a", encoding="utf-8") as fh:
         fh.writelines(f"{k}={v}\n" for k, v in outputs.items())
@@ -133,7 +152,7 @@ def cmd_matrix() -> None:
 def shard_builds(stable: Sequence[str], builds: str) -> list[str]:
     """The builds each bench job runs, in order: `nox -s bench-nightly` runs the stable
     build's cells first (the tables compare against it), then the chosen ones."""
-    chosen = [b.strip() for b in builds.split(",") if b.strip()]
+    chosen = builds_list(builds)
     if not chosen:
         raise Invalid("builds: empty; give a comma list of builds of matrix.yaml")
     return [b for b in stable if b not in chosen] + chosen
@@ -260,7 +279,57 @@ def prune_images(docker: Docker, keep: int) -> list[str]:
         docker(["docker", "image", "rm", *(f"{IMAGE_REPOSITORY}:{t}" for t in sorted(old))])
         done.append(f"removed {len(old)} old image(s): {', '.join(sorted(old))}")
     docker(["docker", "image", "prune", "--force"])
+    # the layers BuildKit keeps for rebuilds grow with every new image: a week's worth stays
+    docker(["docker", "builder", "prune", "--force", "--filter", f"until={BUILD_CACHE_KEEP}"])
     return done
+
+
+# --- space: room where Docker keeps its images --------------------------------------------------
+
+
+def free_gb(path: Path) -> float:
+    return shutil.disk_usage(path).free / 2**30
+
+
+def check_space(
+    docker: Docker, results: Path, minimum: float, free: Callable[[Path], float] = free_gb
+) -> str:
+    """One line of the free space where Docker keeps images and where results go; Invalid when
+    either has less than `minimum` GB (an image build that fills the disk fails late, and a full
+    results disk stops the suite before its next cell)."""
+    root = docker(["docker", "info", "--format", "{{.DockerRootDir}}"]).strip()
+    places = [("Docker's storage", Path(root) if root else None), ("the results", results)]
+    said = []
+    for what, path in places:
+        if path is None:
+            said.append(f"{what}: unknown (docker info names no DockerRootDir)")
+            continue
+        gb = None
+        for where in (path, *path.parents):  # a folder the runner may not enter: its parent's disk
+            try:
+                gb = free(where)
+                break
+            except OSError:
+                continue
+        if gb is None:
+            said.append(f"{what} ({path}): cannot tell")
+            continue
+        if gb < minimum:
+            raise Invalid(
+                f"only {gb:.1f} GB free on the disk of {what} ({path}), below BENCH_MIN_FREE_GB={minimum:g}: "
+                "free space (docker system df; docker image prune -a) before the benchmark builds images"
+            )
+        said.append(f"{what} ({path}): {gb:.1f} GB free")
+    return "; ".join(said)
+
+
+def cmd_space() -> None:
+    text = os.environ.get("BENCH_MIN_FREE_GB", "").strip() or str(MIN_FREE_GB)
+    try:
+        minimum = float(text)
+    except ValueError:
+        raise Invalid(f"BENCH_MIN_FREE_GB: {text!r} is not a number of GB") from None
+    print(check_space(docker_cli, Path(os.environ.get("RESULTS", "results")), minimum))
 
 
 def cmd_cleanup() -> None:
@@ -272,24 +341,20 @@ def cmd_cleanup() -> None:
 
 
 def collect(artifacts: Path, run_dir: Path, expected: list[str]) -> list[str]:
-    """Copy every `<artifact>/raw/*.csv` into run_dir/raw/; return summary lines."""
-    raw = run_dir / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
-    origin: dict[str, str] = {}
-    lines = ["| job artifact | raw CSVs |", "| --- | --- |"]
+    """Every upload of every job (`<artifact>-attempt-<a>[-rows-<n>]`) into run_dir/raw/, the
+    uploads of one job joined per CSV name (shard_rows.gather); summary lines."""
+    (run_dir / "raw").mkdir(parents=True, exist_ok=True)
+    try:
+        delivered = shard_rows.gather(artifacts, run_dir, expected)
+    except shard_rows.Problem as exc:
+        raise Invalid(str(exc)) from None
+    lines = ["| job artifact | uploads | raw CSVs |", "| --- | --- | --- |"]
     for name in expected:
-        files = sorted((artifacts / name / "raw").glob("*.csv"))
-        for f in files:
-            if f.name in origin:
-                raise Invalid(
-                    f"{f.name} comes from both {origin[f.name]} and {name}: two label sets ran on the "
-                    "same GPU model; list each GPU type once in gpu_labels"
-                )
-            origin[f.name] = name
-            shutil.copy2(f, raw / f.name)
-        shown = ", ".join(f"`{f.name}`" for f in files) or "none (the job failed, or its shard was empty)"
-        lines.append(f"| {name} | {shown} |")
-    if not origin:
+        made = len(shard_rows.uploads(artifacts, name))
+        shown = ", ".join(f"`{f}`" for f in delivered[name])
+        shown = shown or "none (the job failed, or its shard was empty)"
+        lines.append(f"| {name} | {made} | {shown} |")
+    if not any(delivered.values()):
         raise Invalid(f"no raw CSV in {artifacts}: every benchmark job failed before writing a row")
     return lines
 
@@ -347,15 +412,16 @@ def main(argv: list[str]) -> int:
             cmd_price()
         elif argv == ["cleanup"]:
             cmd_cleanup()
+        elif argv == ["space"]:
+            cmd_space()
         elif len(argv) == 3 and argv[0] == "collect":
             cmd_collect(argv[1], argv[2])
         elif len(argv) == 2 and argv[0] == "history":
             cmd_history(argv[1])
         else:
-            print(
-                "usage: nightly.py matrix | price | cleanup | collect ARTIFACTS RUN_DIR | history RUN_DIR",
-                file=sys.stderr,
-            )
+            usage = "usage: nightly.py matrix | price | cleanup | space | collect ARTIFACTS RUN_DIR"
+            usage += " | history RUN_DIR"
+            print(usage, file=sys.stderr)
             return 2
     except Invalid as exc:
         print(f"::error::{exc}")

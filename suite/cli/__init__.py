@@ -1,4 +1,5 @@
-"""`python -m suite VERB ...`: plan, run, crosscheck, env; and the host-side merge and compare.
+"""`python -m suite VERB ...`: plan, run, crosscheck, env; and the host-side merge and compare
+(and mark: the container sessions' rows for cells that did not run).
 
 Bad input never produces a traceback: every UsageError (and argparse's own errors)
 becomes one line on stderr, `suite <verb>: error: <where>: <what>`, and exit status 2; so
@@ -31,6 +32,7 @@ from suite.cli.crosscheck import cmd_crosscheck
 from suite.cli.gpustudy import add_parser as add_gpu_study
 from suite.cli.history import add_html_verb
 from suite.cli.history_store import add_history_parser
+from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.repeat import cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.errors import UsageError
@@ -136,6 +138,13 @@ def build_parser() -> Parser:
     # `history ingest | report | verdict | ...` (issue 25) and `history html` (issue 26)
     add_html_verb(add_history_parser(sub))
     add_gpu_study(sub, Parser)  # issue 30
+
+    p = sub.add_parser(
+        "mark", help="record cells as skipped or error, with the reason, without running them (nox)"
+    )
+    add_selection_args(p)
+    add_mark_args(p)
+    p.set_defaults(func=cmd_mark)
     return parser
 
 
@@ -150,6 +159,7 @@ VERBS = (
     "calibrate",
     "history",
     "gpu-study",
+    "mark",
 )
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE: what a Unix tool reports when its reader went away
 

@@ -15,7 +15,7 @@ from suite.run.nvidia_smi import no_nvidia_gpu
 from suite.spec import Filters, expand, load_matrix, pick_build
 from suite.spec.cost import estimate_seconds, format_duration
 from suite.spec.model import Cell, Matrix
-from suite.spec.shard import assign, select
+from suite.spec.shard import select, siblings
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -40,7 +40,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"profile {profile}: {len(cells)} cell(s), build {build}")
     shown = range(len(cells))
     if args.shard:
-        shards = assign(cells, args.shard.count)
+        shards = siblings(cells, args.shard)
         shown = shards[args.shard.index - 1]
         print(
             f"shard {args.shard.label}: {len(shown)} of the {len(cells)} cell(s), "
@@ -69,7 +69,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"estimated total {format_duration(total)} (suite/spec/cost.py: a rough model; the ratios count)")
     if args.shard:
         loads = [sum(costs[i] for i in shard) for shard in shards]
-        mean = total / len(shards)
+        mean = sum(loads) / len(shards)  # the parent shard's cells when nested (i/n,k/m)
         print(
             "estimated per shard: "
             + ", ".join(

@@ -14,9 +14,10 @@ import platform
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from suite import __version__
+from suite.measure import machine
 from suite.results import slug
 
 
@@ -39,6 +40,15 @@ class Environment:
     cpu_name: str
     cpu_count: int
     torch_cuda_build: str = ""  # the CUDA the torch wheel was built for, used or not
+    # the machine's state (suite.measure.machine.columns): the GPU's UUID, persistence mode,
+    # power limit, ECC, MIG, clocks, the image's ID; empty where no source gave them
+    machine: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.machine:  # an environment recorded before these columns (or left empty)
+            object.__setattr__(self, "machine", {})
+        elif not isinstance(self.machine, dict) or not all(isinstance(v, str) for v in self.machine.values()):
+            raise ValueError(f"machine: {self.machine!r} is not a mapping of column to text")
 
     def columns(self) -> dict[str, object]:
         """The CSV provenance columns."""
@@ -58,7 +68,7 @@ class Environment:
             "cpu_name",
             "torch_cuda_build",
         )
-        return {k: getattr(self, k) for k in keys}
+        return {**{k: getattr(self, k) for k in keys}, **self.machine}
 
 
 def cpu_name() -> str:
@@ -154,7 +164,18 @@ def collect(device: str = "auto") -> Environment:
         cpu_name=cpu,
         cpu_count=os.cpu_count() or 0,
         torch_cuda_build=torch.version.cuda or "",
+        machine=machine.columns(
+            machine.for_this_process(torch_uuid=_device_uuid(torch)) if use_cuda else None, os.environ
+        ),
     )
+
+
+def _device_uuid(torch: object) -> str:
+    """The UUID of the GPU torch uses (torch 2.1+), to find it among nvidia-smi's; else ""."""
+    try:
+        return str(getattr(torch.cuda.get_device_properties(0), "uuid", "") or "")  # type: ignore[attr-defined]
+    except Exception:
+        return ""
 
 
 def to_json(env: Environment) -> str:

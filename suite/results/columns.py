@@ -275,6 +275,22 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("compiled_j_per_image", "J", "the compiled function's, the same way"),
     _extra_timed("energy_ratio", "x", "compiled_j_per_image / eager_j_per_image (< 1: compiled uses less)"),
     Column("energy_note", contract=False, doc="what the counter covers, or why the energy figures are empty"),
+    # issue 24: the machine's state (suite.measure.machine), as nvidia-smi and Docker report it
+    # for the GPU and image of the run; empty where a source gave none, never guessed
+    Column("gpu_uuid", contract=False, doc="nvidia-smi: the GPU's UUID"),
+    Column("gpu_compute_capability", contract=False, doc='nvidia-smi: compute capability ("9.0")'),
+    Column("gpu_persistence_mode", contract=False, doc="nvidia-smi: Enabled | Disabled"),
+    Column("gpu_power_limit_w", NUMBER, "W", contract=False, doc="nvidia-smi: the power limit in force"),
+    Column("gpu_ecc_mode", contract=False, doc="nvidia-smi: Enabled | Disabled (current)"),
+    Column("gpu_mig_mode", contract=False, doc="nvidia-smi: Enabled | Disabled (current)"),
+    Column("gpu_app_clock_mhz", NUMBER, "MHz", contract=False, doc="nvidia-smi: application clock, graphics"),
+    Column(
+        "gpu_clocks_locked",
+        contract=False,
+        doc='"MIN,MAX" MHz when the run locked the GPU clocks, "no" when it did not (not asked, or the '
+        "lock failed), empty when nothing said",
+    ),
+    Column("image_id", contract=False, doc="the image's ID as Docker reports it (sha256:...); else empty"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 
@@ -330,11 +346,12 @@ def slug(text: str) -> str:
 
 
 def raw_csv_name(build: str, device: str, shard: str = "") -> str:
-    """`<build>__<device>.csv`, plus `__shard-i-of-n` for a sharded run."""
+    """`<build>__<device>.csv`, plus `__shard-i-of-n` for a sharded run (`__shard-i-of-n-k-of-m`
+    for part k of m of shard i of n: one container per GPU on a machine of a fan-out)."""
     name = f"{slug(build)}__{slug(device)}"
     if shard:
-        i, n = shard.split("/")
-        name += f"__shard-{i}-of-{n}"
+        parts = [part.split("/") for part in shard.split(",")]
+        name += "__shard-" + "-".join(f"{i}-of-{n}" for i, n in parts)
     return name + ".csv"
 
 

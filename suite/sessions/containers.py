@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
-from suite.sessions import docker, images
+from suite.measure import machine
+from suite.sessions import docker, fleet, floors, images, pergpu
 from suite.sessions.images import Substitutes
 from suite.sessions.runner import (
+    BenchArgs,
     Runner,
     SelectionCheck,
     bench_args,
@@ -136,7 +138,8 @@ def hf_cache_dir() -> Path:
 
 
 def prepare_mounts(runner: Runner, opts: docker.RunOptions) -> None:
-    """Create the run folder and the cache; as root, hand them to the image's user."""
+    """Create the run folder and the cache, write the HF token's file; as root, hand them to
+    the image's user."""
     run_dir = opts.results / opts.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     if not opts.offline:
@@ -152,17 +155,23 @@ def prepare_mounts(runner: Runner, opts: docker.RunOptions) -> None:
             for top, dirs, files in os.walk(path):
                 for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
                     os.chown(name, uid, uid, follow_symlinks=False)
+    if opts.token_file is not None:
+        docker.write_token(opts.token_file, os.environ, docker.IMAGE_UID if os.getuid() == 0 else None)
 
 
-def check_names_free(opts: docker.RunOptions, chosen: Sequence[BuildSpec]) -> None:
+def check_names_free(
+    opts: docker.RunOptions, chosen: Sequence[BuildSpec], slots: Sequence[fleet.Slot] = ()
+) -> None:
     """A container of the same name (this run id, build and shard) still there is a run in
     progress or a cancelled one's leftover: one line, instead of docker's conflict later."""
     listing = run_docker(
         ["docker", "container", "ls", "--all", "--format", "{{.Names}}"], capture_output=True
     )
     present = set(listing.stdout.split())
+    shards = [s.shard for s in slots] or [opts.shard]
     for spec in chosen:
-        for name in (opts.name(spec.name), opts.name(spec.name, "probe")):
+        names = [replace(opts, shard=shard).name(spec.name) for shard in shards]
+        for name in [*names, replace(opts, shard=shards[0]).name(spec.name, "probe")]:
             if name in present:
                 raise docker.DockerProblem(
                     f"a container named {name} is still there (this run id is running, or a cancelled "
@@ -180,11 +189,54 @@ def default_builds(matrix: Matrix, prefix: str) -> list[str]:
 @dataclass
 class Bench:
     """What a container session did: the run folder to merge (None: not to be merged), the
-    image of each build, and how long each step took (s), in order."""
+    image of each build, how long each step took (s), in order, and what could not run
+    (one line each: a build this machine cannot run, a container that failed)."""
 
     merge: str | None
     tags: dict[str, str]
     seconds: dict[str, float]
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+def machine_slots(runner: Runner, device: str, shard: str, containers: int) -> list[fleet.Slot]:
+    """Where the containers run: one per GPU this session uses (read once from nvidia-smi,
+    SUITE_GPUS choosing), or on the CPU one (`--containers N`: N, each on its share of the CPUs)."""
+    if device == "cpu":
+        return fleet.cpu_slots(containers, shard, sorted(os.sched_getaffinity(0)))
+    if containers != 1:
+        raise UsageError("--containers", "is for --device cpu; on GPUs, each GPU gets one (SUITE_GPUS)")
+    detail = docker.no_nvidia_gpu()
+    gpus, why = machine.query() if detail is None else ([], detail)
+    if not gpus:
+        raise docker.DockerProblem(
+            f"no NVIDIA GPU found ({why or 'nvidia-smi lists none'}): the containers need a GPU and its "
+            "driver; on this machine run `nox -s bench-local` (CPU)"
+        )
+    chosen = fleet.choose(gpus, os.environ)
+    affinity = fleet.topology() if len(chosen) > 1 else {}
+    found = fleet.slots(chosen, shard, os.environ, affinity)
+    if len(found) > 1:
+        pins = ", ".join(f"{s.name} cpus {s.cpus or 'any'}" for s in found)
+        runner.log(f"{len(found)} GPUs ({chosen[0].name}): one container each, in parallel ({pins})")
+    return found
+
+
+def slot_options(opts: docker.RunOptions, slot: fleet.Slot) -> docker.RunOptions:
+    return replace(
+        opts,
+        gpu=slot.gpus_arg if opts.device == "cuda" else "",
+        shard=slot.shard,
+        cpus=slot.cpus,
+        mems=slot.mems,
+        gpu_state=slot.gpu.to_json() if slot.gpu is not None else "",
+    )
+
+
+def image_id(tag: str) -> str:
+    """The image's ID as Docker reports it (empty if it cannot tell)."""
+    proc = run_docker(images.image_exists_command(tag), capture_output=True)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
 def bench_containers(
@@ -194,10 +246,17 @@ def bench_containers(
     prefix: str,
     check: SelectionCheck,
     hf_cache: Path | None = None,
+    verb: pergpu.SuiteVerb | None = None,
 ) -> Bench:
-    """Build if missing, probe the device, run the profile in each build's container."""
+    """Preflight every build against this machine's driver and GPUs, build the images of those
+    that can run, probe each, then run each build's containers, one per GPU in parallel; the
+    cells of a build that cannot run, and those a failed container never reached, become
+    rows that say why (`verb` runs `suite mark` for them)."""
     args = list(posargs)
     how = Build(subs=images.pop_substitutes(args))
+    containers = pop_flag(args, "--containers") or "1"
+    if not containers.isdigit():
+        raise UsageError("--containers", f"{containers!r} is not a whole number")
     bench = bench_args(args, prefix, root)
     matrix = load(root)
     chosen = pick_builds(matrix, bench.builds, default_builds(matrix, prefix))
@@ -211,51 +270,169 @@ def bench_containers(
             "--matrix", "the containers read the matrix.yaml built into their image; edit matrix.yaml"
         )
     device = bench.device or "cuda"
-    opts = docker.run_options(
-        bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
-    )
+    bench = replace(bench, device=device)  # the cells of the device the containers use
     for spec in chosen:
         if not spec.container:
             raise no_container(matrix, spec)
-        check(spec, replace(bench, device=device))  # the cells of the device the containers use
-    # Every container's command line, checked for secrets before anything runs or is shown.
-    commands = {}
+        check(spec, bench)
+        images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line
+    slots = machine_slots(runner, device, bench.shard, int(containers))
+    opts = docker.run_options(
+        bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
+    )
+    try:
+        return _bench(runner, root, matrix, chosen, bench, how, slots, opts, verb)
+    finally:
+        docker.remove_token(opts.token_file)
+
+
+def _bench(
+    runner: Runner,
+    root: Path,
+    matrix: Matrix,
+    chosen: Sequence[BuildSpec],
+    bench: BenchArgs,
+    how: Build,
+    slots: Sequence[fleet.Slot],
+    opts: docker.RunOptions,
+    verb: pergpu.SuiteVerb | None,
+) -> Bench:
+    device = opts.device
+    # Preflight, before anything is built: each build's needs against the driver and GPU
+    verdicts = {
+        spec.name: floors.check(spec, slots[0].gpu, how.subs.torch_from_pypi)
+        if slots[0].gpu is not None
+        else floors.Verdict("all")
+        for spec in chosen
+    }
+
+    def mark(spec: BuildSpec, m: pergpu.Mark, count: bool = False) -> int:
+        if verb is None:
+            return 0
+        cmd = pergpu.mark_args(spec, bench.run_id, str(bench.out), device, bench.suite_args, m)
+        said = verb([*cmd, "--count"] if count else cmd)
+        return int(said.strip().splitlines()[-1]) if said.strip() else 0
+
     for spec in chosen:
-        tag = images.image_tag(spec, root, how.subs)  # a substitute this build cannot take: one line
-        commands[spec.name] = (
-            docker.probe_command(spec, opts, tag),
-            docker.suite_run_command(spec, opts, tag, bench.suite_args),
-        )
-        for cmd in commands[spec.name]:
-            if docker.refusal(cmd, os.environ):
-                raise UsageError("", docker.refusal(cmd, os.environ))
+        verdict = verdicts[spec.name]
+        if verdict.runs == "eager":
+            whole = replace(slots[0], shard=bench.shard)  # the session's cells, not one GPU's part
+            probe_mark = pergpu.Mark("skipped", verdict.reason, whole, only="eager")
+            if verb is not None and mark(spec, probe_mark, count=True) == 0:
+                verdicts[spec.name] = floors.Verdict("none", verdict.reason)
+    # Every container's command line, checked for secrets before anything runs or is shown.
+    tags: dict[str, str] = {}
+    commands: dict[str, list[str]] = {}
+    for spec in chosen:
+        if verdicts[spec.name].runs == "none":
+            continue
+        tags[spec.name] = images.image_tag(spec, root, how.subs)
+        commands[spec.name] = docker.probe_command(spec, slot_options(opts, slots[0]), tags[spec.name])
+    for cmd in [*commands.values(), *_all_run_commands(chosen, tags, slots, opts, bench, verdicts)]:
+        refused = docker.refusal(cmd, os.environ)
+        if refused:
+            raise UsageError("", refused)
     docker.check_docker()
     if device == "cuda":
         docker.check_gpu()
     if how.subs.local_bases:
-        check_local_bases(runner, matrix, chosen, root)
-    check_names_free(opts, chosen)
+        check_local_bases(runner, matrix, [s for s in chosen if s.name in tags], root)
+    check_names_free(opts, [s for s in chosen if s.name in tags], slots)
     prepare_mounts(runner, opts)
-    seconds: dict[str, float] = {}
-    tags = {}
+    done = Bench(merge=None, tags={}, seconds={})
+
+    def cannot_run(spec: BuildSpec, reason: str) -> None:
+        runner.log(f"warning: {spec.name} cannot run here: {reason}")
+        done.skipped.append(f"{spec.name}: {reason}")
+        for slot in slots:
+            mark(spec, pergpu.Mark("skipped", reason, slot))
+
     for spec in chosen:
-        started = time.monotonic()
-        tags[spec.name] = ensure_image(runner, matrix, spec, root, how, offline=bench.offline)
-        seconds[f"{spec.name} image"] = time.monotonic() - started
+        if verdicts[spec.name].runs == "none":
+            cannot_run(spec, verdicts[spec.name].reason)
+    ids: dict[str, str] = {}
     for spec in chosen:
+        if spec.name not in tags:
+            continue
         started = time.monotonic()
-        probe = run_docker(commands[spec.name][0], capture_output=True)
+        done.tags[spec.name] = ensure_image(runner, matrix, spec, root, how, offline=bench.offline)
+        ids[spec.name] = image_id(done.tags[spec.name])
+        done.seconds[f"{spec.name} image"] = time.monotonic() - started
+    runnable = []
+    for spec in chosen:
+        if spec.name not in tags:
+            continue
+        started = time.monotonic()
+        probe = run_docker(commands[spec.name], capture_output=True)
+        done.seconds[f"{spec.name} probe"] = time.monotonic() - started
         if probe.returncode != 0:
-            raise docker.DockerProblem(docker.explain_probe_failure(probe, tags[spec.name]))
-        seconds[f"{spec.name} probe"] = time.monotonic() - started
+            cannot_run(spec, docker.explain_probe_failure(probe, tags[spec.name]))
+            continue
         runner.log(f"{spec.name}: {probe.stdout.strip() or 'probe passed'}")
-    for spec in chosen:
-        started = time.monotonic()
-        code = run_docker(commands[spec.name][1], runner).returncode
-        if code == 2:
-            raise SystemExit(2)  # the suite's one-line usage error is above
-        if code != 0:
-            runner.error(f"{spec.name}: the benchmark container exited with status {code}")
-        seconds[f"{spec.name} run"] = time.monotonic() - started
-        runner.log(f"{spec.name}: the benchmark container ran {seconds[f'{spec.name} run']:.1f} s")
-    return Bench(merge=merge_target(runner, bench), tags=tags, seconds=seconds)
+        runnable.append(spec)
+    if not runnable:
+        raise docker.DockerProblem(done.skipped[0].split(": ", 1)[1] if done.skipped else "nothing to run")
+    jobs = [
+        pergpu.Job(
+            spec,
+            slot,
+            _run_command(spec, slot, tags[spec.name], opts, bench, verdicts[spec.name], ids[spec.name]),
+            tags[spec.name],
+            ids[spec.name],
+            verdicts[spec.name].reason if verdicts[spec.name].runs == "eager" else "",
+        )
+        for slot in slots
+        for spec in runnable
+    ]
+    outcomes = pergpu.Pipelines(runner.log).run(jobs)
+    usage = False
+    for outcome in outcomes:
+        job = outcome.job
+        key = f"{job.build.name} run" + (f" {job.slot.name}" if len(slots) > 1 else "")
+        done.seconds[key] = outcome.seconds
+        image = {"image_tag": job.tag, "image_id": job.image_id}
+        if outcome.code == 2:
+            usage = True  # the suite's one-line usage error is above
+        elif outcome.code != 0:
+            why = f"the container on {job.slot.name} exited with {pergpu.describe_status(outcome.code)}"
+            done.failed.append(f"{job.build.name}: {why}")
+            only = "eager" if job.eager_reason else "all"
+            mark(job.build, pergpu.Mark("error", f"{why} before this cell ran", job.slot, only, **image))
+        if job.eager_reason and outcome.code != 2:
+            mark(job.build, pergpu.Mark("skipped", job.eager_reason, job.slot, "compiled", **image))
+    if usage:
+        raise SystemExit(2)
+    done.merge = merge_target(runner, bench)
+    return done
+
+
+def _run_command(
+    spec: BuildSpec,
+    slot: fleet.Slot,
+    tag: str,
+    opts: docker.RunOptions,
+    bench: BenchArgs,
+    verdict: floors.Verdict,
+    image: str = "",
+) -> list[str]:
+    """`docker run ... suite run` of one build on one slot: its shard, its GPU, its CPUs."""
+    args = pergpu.with_flag(bench.suite_args, "--shard", slot.shard or None)
+    if verdict.runs == "eager":
+        args = pergpu.eager_only(args)
+    return docker.suite_run_command(spec, slot_options(opts, slot), tag, args, image)
+
+
+def _all_run_commands(
+    chosen: Sequence[BuildSpec],
+    tags: dict[str, str],
+    slots: Sequence[fleet.Slot],
+    opts: docker.RunOptions,
+    bench: BenchArgs,
+    verdicts: dict[str, floors.Verdict],
+) -> list[list[str]]:
+    return [
+        _run_command(spec, slot, tags[spec.name], opts, bench, verdicts[spec.name])
+        for spec in chosen
+        if spec.name in tags
+        for slot in slots
+    ]

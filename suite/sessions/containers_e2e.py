@@ -88,7 +88,44 @@ def choose_substitutes(
             runner,
             f"{unreachable[0]} is out of reach: PyPI's torch and torchvision of the same versions instead",
         )
+    if local_bases:
+        make_local_bases(runner, report, builds, root)
     return Substitutes(local_bases=local_bases, torch_from_pypi=bool(unreachable))
+
+
+LOCAL_BASES_TOOLS = ("debootstrap", "dpkg-deb", "gpg", "curl")
+
+
+def make_local_bases(runner: Runner, report: Report, builds: Sequence[BuildSpec], root: Path) -> None:
+    """Each stand-in base the builds need: there, or made now by containers/local-bases.sh (as
+    root, with debootstrap), or one line naming the command that makes it."""
+    wanted = {images.substitute_args(b, root, Substitutes(local_bases=True))["BASE_IMAGE"] for b in builds}
+    for base in sorted(wanted):
+        if run_docker(images.image_exists_command(base), capture_output=True).returncode == 0:
+            continue
+        kind = "ubuntu" if "ubuntu" in base else "python"
+        command = f"sudo {images.LOCAL_BASES_SCRIPT} {kind}"
+        missing = [tool for tool in LOCAL_BASES_TOOLS if shutil.which(tool) is None]
+        if os.getuid() != 0 or missing:
+            why = "it needs root" if os.getuid() != 0 else f"{', '.join(missing)} not installed"
+            raise docker.DockerProblem(
+                f"containers-e2e cannot run here: no image {base} (the stand-in for the pinned base, which "
+                f"cannot be pulled) and it cannot be made now ({why}): make it with `{command}`"
+            )
+        started = time.monotonic()
+        made = subprocess.run([str(root / images.LOCAL_BASES_SCRIPT), kind], check=False)
+        if (
+            made.returncode != 0
+            or run_docker(images.image_exists_command(base), capture_output=True).returncode
+        ):
+            raise docker.DockerProblem(
+                f"containers-e2e cannot run here: {images.LOCAL_BASES_SCRIPT} {kind} did not make {base} "
+                f"(its output is above); run `{command}` to see why"
+            )
+        report.add(
+            runner,
+            f"made {base} with {images.LOCAL_BASES_SCRIPT} {kind} in {time.monotonic() - started:.1f} s",
+        )
 
 
 def image_size(tag: str) -> str:

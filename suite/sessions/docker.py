@@ -8,9 +8,15 @@ an argument list, so the tests can assert it exactly through a fake `docker` on 
 Least privilege: the container runs as a non-root user, with every capability dropped
 and no-new-privileges, never --privileged. The run's own results folder is the one
 writable mount; the Hugging Face cache is writable only when weights must be downloaded,
-and read-only (with --network none) in offline mode. Secrets (HF_TOKEN) are passed by
-name only (`-e HF_TOKEN`): docker copies the value from our environment, so it never
-appears in an argument list, a log line or an image layer.
+and read-only (with --network none) in offline mode. The Hugging Face token (HF_TOKEN, or
+the older HUGGING_FACE_HUB_TOKEN) goes in as a read-only file (HF_TOKEN_PATH names it), never
+as an environment variable: `docker inspect` shows a container's environment, values included,
+so the token is in no argument list, no log line, no image layer and no inspect output.
+
+Each container also gets what a row records about the machine and cannot see from inside:
+its GPU's state as the host read it (SUITE_GPU_STATE), the image's ID (SUITE_IMAGE_ID) and
+whether the clocks were locked (SUITE_GPU_CLOCKS_LOCKED, by name); with one container per
+GPU, its GPU's CPUs and memory (--cpuset-cpus, --cpuset-mems).
 
 Every container is named after its run (`suite-<run id>-<build>[-shard-i-of-n]`) and
 labelled with the runner that started it (RUNNER_LABEL=<RUNNER_NAME, or `local`), so a
@@ -24,6 +30,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +45,11 @@ RESULTS_IN_CONTAINER = "/results"
 HF_HOME_IN_CONTAINER = "/hf-cache"
 PROBE_IN_CONTAINER = "/opt/suite/containers/probe.py"
 IMAGE_UID = 1000  # the image's non-root user `bench`
-# Passed through by name only, never by value.
+# The Hugging Face token's variables on the host; the container reads the token from a file.
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+TOKEN_IN_CONTAINER = "/run/secrets/hf_token"
+# Passed by name: docker copies the value (not a secret) from our environment when it is set.
+BY_NAME_ENV = ("SUITE_GPU_CLOCKS_LOCKED",)
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 DOCS = "docs/containers.md"
 # The label every benchmark container carries, its value the runner that started it; the
@@ -66,7 +76,11 @@ class RunOptions:
     device: str = "cuda"  # cpu: no --gpus at all
     gpu: str = ""  # SUITE_GPU: this one GPU instead of all
     runner: str = "local"  # RUNNER_NAME in GitHub Actions
-    shard: str = ""  # "i/n" for one shard of the run
+    shard: str = ""  # "i/n" for one shard of the run ("i/n,k/m": a GPU's part of it)
+    token_file: Path | None = None  # the HF token, mounted read-only (none offline)
+    cpus: str = ""  # --cpuset-cpus: the GPU's NUMA node (one container per GPU)
+    mems: str = ""  # --cpuset-mems
+    gpu_state: str = ""  # SUITE_GPU_STATE: the GPU as the host read it (JSON)
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
@@ -75,8 +89,8 @@ class RunOptions:
             raise UsageError("SUITE_GPU", f"{self.gpu!r}: one GPU, by index or UUID (nvidia-smi -L)")
 
     def name(self, build: str, what: str = "") -> str:
-        """`suite-<run id>-<build>[-shard-i-of-n][-<what>]`: one name per container of a run."""
-        shard = "-shard-" + self.shard.replace("/", "-of-") if self.shard else ""
+        """`suite-<run id>-<build>[-shard-i-of-n[-k-of-m]][-<what>]`: one name per container of a run."""
+        shard = "-shard-" + self.shard.replace("/", "-of-").replace(",", "-") if self.shard else ""
         return "-".join(p for p in (f"suite-{self.run_id}-{build}{shard}", what) if p)
 
 
@@ -96,7 +110,32 @@ def run_options(
         gpu=env.get("SUITE_GPU", "").strip() if device == "cuda" else "",
         runner=env.get("RUNNER_NAME", "").strip() or "local",
         shard=shard,
+        token_file=token_file(env) if not offline else None,
     )
+
+
+def token_file(environ: Mapping[str, str]) -> Path | None:
+    """Where the session will write the HF token for the containers (a private folder of its
+    own, made now, the file written by `write_token`); None without a token."""
+    if not any(environ.get(name) for name in SECRET_ENV):
+        return None
+    return Path(tempfile.mkdtemp(prefix="suite-hf-token-")) / "hf_token"
+
+
+def write_token(path: Path, environ: Mapping[str, str], uid: int | None = None) -> None:
+    """The token, readable by the containers' user only (`uid`: theirs when nox runs as root)."""
+    value = next(environ[name] for name in SECRET_ENV if environ.get(name))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(value)
+    if uid is not None:
+        for item in (path.parent, path):
+            os.chown(item, uid, uid)
+
+
+def remove_token(path: Path | None) -> None:
+    if path is not None:
+        shutil.rmtree(path.parent, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -110,13 +149,17 @@ def container_user() -> str:
     return f"{IMAGE_UID}:{IMAGE_UID}" if uid == 0 else f"{uid}:{gid}"
 
 
-def run_prefix(options: RunOptions, tag: str, name: str) -> list[str]:
-    """`docker run ...IMAGE`: name, label, GPU, mounts, user, environment; the command follows."""
+def run_prefix(options: RunOptions, tag: str, name: str, image_id: str = "") -> list[str]:
+    """`docker run ...IMAGE`: name, label, GPU, CPUs, mounts, user, environment; the command follows."""
     run_dir = options.results / options.run_id
     cmd = ["docker", "run", "--rm", "--init", "--pull", "never", "--name", name]
     cmd += ["--label", f"{RUNNER_LABEL}={options.runner}"]
     if options.device == "cuda":
         cmd += ["--gpus", f"device={options.gpu}" if options.gpu else "all"]
+    if options.cpus:
+        cmd += ["--cpuset-cpus", options.cpus]
+    if options.mems:
+        cmd += ["--cpuset-mems", options.mems]
     cmd += ["--ipc=host"]
     cmd += ["--user", options.user, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     if options.offline:
@@ -127,25 +170,32 @@ def run_prefix(options: RunOptions, tag: str, name: str) -> list[str]:
     if options.offline:
         for key, value in OFFLINE_ENV.items():
             cmd += ["--env", f"{key}={value}"]
-    else:
-        for name in SECRET_ENV:
-            cmd += ["--env", name]  # by name: docker reads the value from our environment
+    elif options.token_file is not None:
+        cmd += ["--mount", f"type=bind,source={options.token_file},target={TOKEN_IN_CONTAINER},readonly"]
+        cmd += ["--env", f"HF_TOKEN_PATH={TOKEN_IN_CONTAINER}"]
+    if options.gpu_state:
+        cmd += ["--env", f"SUITE_GPU_STATE={options.gpu_state}"]
+    if image_id:
+        cmd += ["--env", f"SUITE_IMAGE_ID={image_id}"]
+    for name in BY_NAME_ENV:
+        cmd += ["--env", name]
     return [*cmd, tag]
 
 
 def suite_run_command(
-    build: BuildSpec, options: RunOptions, tag: str, suite_args: Sequence[str]
+    build: BuildSpec, options: RunOptions, tag: str, suite_args: Sequence[str], image_id: str = ""
 ) -> list[str]:
     """The benchmark itself: `python -m suite run` inside the build's image, on the device."""
     inner = ["python", "-m", "suite", "run", "--build", build.name, "--device", options.device]
     inner += ["--out", RESULTS_IN_CONTAINER, "--run-id", options.run_id, *suite_args]
-    return run_prefix(options, tag, options.name(build.name)) + inner
+    return run_prefix(options, tag, options.name(build.name), image_id) + inner
 
 
 def probe_command(build: BuildSpec, options: RunOptions, tag: str) -> list[str]:
     """A first container that compiles one tiny function on the device (containers/probe.py):
-    a missing NVIDIA runtime, a GPU that torch cannot see or a broken compiler toolchain is
-    then reported in one line, before any cell runs."""
+    a missing NVIDIA runtime, a GPU that torch cannot see (with torch's own reason), a wheel
+    without kernels for the GPU or a broken compiler toolchain is then reported in one line,
+    before any cell runs."""
     cmd = run_prefix(options, tag, options.name(build.name, "probe"))
     return [*cmd, "python", f"{PROBE_IN_CONTAINER}", options.device]
 

@@ -7,6 +7,10 @@ everywhere: it depends only on the cells (their identity and their cost estimate
 processing-time: cells from most to least expensive, each to the shard with the least
 estimated cost so far (the lower shard number on a tie). The compile-heavy cells come
 first and so land one per shard before any shard gets a second one.
+
+A shard of a shard, `i/n,k/m`, is part k of m of the cells of part i of n: a machine that
+runs one shard of a fan-out with one container per GPU splits its own part again, whatever
+the other machines' GPU counts, so the machines' parts stay disjoint and cover the plan.
 """
 
 from __future__ import annotations
@@ -23,30 +27,49 @@ _SHARD_RE = re.compile(r"^(\d+)/(\d+)$")
 MAX_SHARDS = 1024  # far above any fan-out (a GitHub Actions matrix has at most 256 jobs)
 
 
+MAX_DEPTH = 2  # a fan-out's shard, split again over one machine's GPUs
+
+
 @dataclass(frozen=True)
 class Shard:
-    """Part `index` (1-based) of `count`."""
+    """Part `index` (1-based) of `count`: of the whole plan, or of the cells of `within`."""
 
     index: int
     count: int
+    within: Shard | None = None
 
     @staticmethod
     def parse(text: str) -> Shard:
-        """`i/n` with 1 <= i <= n, else a UsageError naming --shard."""
-        match = _SHARD_RE.match(text.strip())
-        if not match:
-            raise UsageError("--shard", f"{text!r} is not i/n (e.g. 2/4: the second of four parts)")
-        index, count = int(match[1]), int(match[2])
-        if not 1 <= count <= MAX_SHARDS:
-            raise UsageError("--shard", f"{text!r}: the number of shards must be between 1 and {MAX_SHARDS}")
-        if not 1 <= index <= count:
-            raise UsageError("--shard", f"{text!r}: the shard number must be between 1 and {count}")
-        return Shard(index, count)
+        """`i/n` (or `i/n,k/m`: part k of m of part i of n) with 1 <= i <= n, else a
+        UsageError naming --shard."""
+        parts = text.strip().split(",")
+        if len(parts) > MAX_DEPTH:
+            raise UsageError("--shard", f"{text!r}: at most {MAX_DEPTH} levels (i/n,k/m)")
+        shard = None
+        for part in parts:
+            match = _SHARD_RE.match(part.strip())
+            if not match:
+                raise UsageError("--shard", f"{text!r} is not i/n (e.g. 2/4: the second of four parts)")
+            index, count = int(match[1]), int(match[2])
+            if not 1 <= count <= MAX_SHARDS:
+                raise UsageError(
+                    "--shard", f"{text!r}: the number of shards must be between 1 and {MAX_SHARDS}"
+                )
+            if not 1 <= index <= count:
+                raise UsageError("--shard", f"{text!r}: the shard number must be between 1 and {count}")
+            shard = Shard(index, count, shard)
+        assert shard is not None
+        return shard
 
     @property
     def label(self) -> str:
-        """`i/n`, as the CSV's shard column and runner.run_cells take it."""
-        return f"{self.index}/{self.count}"
+        """`i/n` (`i/n,k/m`), as the CSV's shard column and runner.run_cells take it."""
+        own = f"{self.index}/{self.count}"
+        return f"{self.within.label},{own}" if self.within else own
+
+    def of(self, index: int, count: int) -> Shard:
+        """Part `index` of `count` of this shard's cells."""
+        return Shard(index, count, self)
 
 
 def _identity(cell: Cell) -> tuple[str, str, int, str, str, tuple[int, ...]]:
@@ -73,6 +96,16 @@ def assign(
     return [sorted(shard) for shard in shards]
 
 
+def siblings(cells: Sequence[Cell], shard: Shard) -> list[list[int]]:
+    """The parts that `shard` is one of (its parent's cells split `shard.count` ways), each as
+    ascending indices into `cells`."""
+    base = list(range(len(cells)))
+    if shard.within is not None:
+        base = siblings(cells, shard.within)[shard.within.index - 1]
+    parts = assign([cells[i] for i in base], shard.count)
+    return [[base[j] for j in part] for part in parts]
+
+
 def select(cells: Sequence[Cell], shard: Shard) -> list[Cell]:
     """The cells of one shard, in plan order."""
-    return [cells[i] for i in assign(cells, shard.count)[shard.index - 1]]
+    return [cells[i] for i in siblings(cells, shard)[shard.index - 1]]

@@ -1,0 +1,159 @@
+"""The GPU's state as `nvidia-smi --query-gpu` reports it: what a row says about the machine
+beside its timings (UUID, driver, compute capability, persistence mode, power limit, ECC,
+MIG, application clocks), whether the clocks were locked, and the image's ID.
+
+One query reads every GPU (the host's preflight does it once and hands each container its
+GPU's state as JSON in SUITE_GPU_STATE; a run outside a container queries for itself). A
+field nvidia-smi cannot give ("[N/A]", "[Not Supported]", a driver too old to know the
+field) is empty, never guessed. Standard library only: it runs in the containers too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+
+# nvidia-smi's field names, in the order of GpuState's fields (`nvidia-smi --help-query-gpu`).
+QUERY_FIELDS = (
+    "index",
+    "uuid",
+    "name",
+    "driver_version",
+    "compute_cap",
+    "persistence_mode",
+    "power.limit",
+    "ecc.mode.current",
+    "mig.mode.current",
+    "clocks.applications.graphics",
+    "pci.bus_id",
+)
+# Drivers before R510 do not know this field: the query is repeated without it.
+OPTIONAL_FIELDS = ("compute_cap",)
+MISSING = ("[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]", "unknown error", "")
+STATE_ENV = "SUITE_GPU_STATE"  # the host's reading of the container's GPU (JSON)
+CLOCKS_ENV = "SUITE_GPU_CLOCKS_LOCKED"  # "MIN,MAX" MHz as locked before the run, or "no"
+IMAGE_ID_ENV = "SUITE_IMAGE_ID"  # the image's ID as Docker reports it (sha256:...)
+SMI_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """One GPU as nvidia-smi lists it; every field is text, empty where it gave none."""
+
+    index: str = ""
+    uuid: str = ""
+    name: str = ""
+    driver: str = ""
+    capability: str = ""  # "9.0"
+    persistence: str = ""  # Enabled | Disabled
+    power_limit_w: str = ""
+    ecc: str = ""  # Enabled | Disabled
+    mig: str = ""  # Enabled | Disabled
+    app_clock_mhz: str = ""  # application clock of the graphics domain
+    bus_id: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> GpuState | None:
+        """The state the host handed over, or None if it is not a JSON object of these fields."""
+        try:
+            value = json.loads(text)
+        except (json.JSONDecodeError, TypeError):
+            return None
+        names = {f.name for f in fields(GpuState)}
+        if not isinstance(value, dict) or not set(value) <= names:
+            return None
+        return GpuState(**{k: str(v) for k, v in value.items()})
+
+
+def clean(value: str) -> str:
+    """nvidia-smi's words for "no value" become empty."""
+    value = value.strip()
+    return "" if value.lower() in MISSING else value
+
+
+def parse(text: str, names: Sequence[str] = QUERY_FIELDS) -> list[GpuState]:
+    """`--format=csv,noheader,nounits` lines, one per GPU, of the fields `names`."""
+    attrs = [f.name for f in fields(GpuState)]
+    by_field = dict(zip(QUERY_FIELDS, attrs, strict=True))
+    gpus = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        values = [clean(v) for v in line.split(",")]
+        if len(values) != len(names):
+            continue  # not a line of this query (a warning nvidia-smi printed)
+        gpus.append(GpuState(**{by_field[n]: v for n, v in zip(names, values, strict=True)}))
+    return gpus
+
+
+def query(smi: str | None = None, timeout: float = SMI_TIMEOUT_S) -> tuple[list[GpuState], str]:
+    """Every GPU's state, and why there is none ("" when nvidia-smi answered)."""
+    exe = smi or shutil.which("nvidia-smi")
+    if not exe:
+        return [], "nvidia-smi not found"
+    names: Sequence[str] = QUERY_FIELDS
+    for _ in range(2):
+        cmd = [exe, f"--query-gpu={','.join(names)}", "--format=csv,noheader,nounits"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return [], f"nvidia-smi: {exc}"
+        said = (proc.stdout + proc.stderr).strip()
+        if proc.returncode == 0:
+            return parse(proc.stdout, names), ""
+        if "not a valid field" in said and names == QUERY_FIELDS:
+            names = tuple(n for n in QUERY_FIELDS if n not in OPTIONAL_FIELDS)
+            continue
+        first = next((ln.strip() for ln in said.splitlines() if ln.strip()), "(no output)")
+        return [], f"nvidia-smi: {first}"
+    return [], "nvidia-smi: no answer"
+
+
+def clocks_locked(environ: Mapping[str, str]) -> str:
+    """What the run's clock-lock step said: "MIN,MAX" (MHz) when it locked them, "no" when it
+    did not (not asked, or it failed), empty when nothing said either."""
+    value = environ.get(CLOCKS_ENV, "").strip()
+    return value if value == "no" or all(p.strip().isdigit() for p in value.split(",")) else ""
+
+
+def columns(state: GpuState | None, environ: Mapping[str, str]) -> dict[str, str]:
+    """The row's machine-state columns (suite.results.columns, issue 24's block)."""
+    s = state or GpuState()
+    return {
+        "gpu_uuid": s.uuid,
+        "gpu_compute_capability": s.capability,
+        "gpu_persistence_mode": s.persistence,
+        "gpu_power_limit_w": s.power_limit_w,
+        "gpu_ecc_mode": s.ecc,
+        "gpu_mig_mode": s.mig,
+        "gpu_app_clock_mhz": s.app_clock_mhz,
+        "gpu_clocks_locked": clocks_locked(environ) if state is not None else "",
+        "image_id": environ.get(IMAGE_ID_ENV, "").strip(),
+    }
+
+
+def for_this_process(environ: Mapping[str, str] | None = None, torch_uuid: str = "") -> GpuState | None:
+    """The state of the GPU this process uses: the host's reading when it handed one over,
+    else nvidia-smi's line for it (the only GPU listed, the one CUDA_VISIBLE_DEVICES names,
+    or the one whose UUID torch reports); None where it cannot tell which."""
+    env = os.environ if environ is None else environ
+    handed = GpuState.from_json(env.get(STATE_ENV, ""))
+    if handed is not None:
+        return handed
+    gpus, _ = query()
+    if len(gpus) == 1:
+        return gpus[0]
+    visible = [v.strip() for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    wanted = visible[0] if visible else ""
+    if torch_uuid:
+        wanted = torch_uuid if torch_uuid.startswith(("GPU-", "MIG-")) else f"GPU-{torch_uuid}"
+    if not wanted:
+        return None
+    return next((g for g in gpus if wanted in (g.index, g.uuid)), None)
