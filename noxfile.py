@@ -28,14 +28,8 @@ sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on 
 from suite.sessions import containers, requirements, trust, venv  # noqa: E402
 from suite.sessions import containers_e2e as e2e  # noqa: E402  (its session is containers_e2e)
 from suite.sessions.bisect import bisect_session  # noqa: E402
-from suite.sessions.runner import (  # noqa: E402
-    BenchArgs,
-    Runner,
-    load,
-    one_line_errors,
-    redact_nox_output,
-    run_suite,
-)
+from suite.sessions.posargs import BenchArgs  # noqa: E402
+from suite.sessions.runner import Runner, load, one_line_errors, redact_nox_output, run_suite  # noqa: E402
 from suite.sessions.toolpins import (  # noqa: E402
     CORE_TESTS,
     HISTORY_PACKAGES,

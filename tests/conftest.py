@@ -3,7 +3,7 @@ how the slow tests are grouped under pytest-xdist.
 
 The smoke run (`suite run --profile smoke`: in CI every architecture eager and compiled, and
 reduce-overhead for three of them, 27 cells; SUITE_SMOKE_E2E=full: the profile's 36, see
-tests/helpers.py) is the costliest thing the tests do, so it runs once per session whoever
+tests/support/__init__.py) is the costliest thing the tests do, so it runs once per session whoever
 asks for it: tests/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist
 (`nox -s tests`: `-n 3 --dist loadgroup`) every test that uses it is put in one xdist_group, so
 one worker runs them all while the others run the rest; a file lock makes the run happen once
@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import SmokeRun, smoke_passes, suite_cli
+from support import SmokeRun, smoke_passes, suite_cli
 
 # Hypothesis: `ci` (the default: a quarter of the examples each test asks for, see
-# helpers.examples), `thorough` (ten times as many), or Hypothesis' own `default`; pick one with
+# support.examples), `thorough` (ten times as many), or Hypothesis' own `default`; pick one with
 # HYPOTHESIS_PROFILE=thorough. `nox -s tests-stable` installs pytest alone, hence the guard.
 try:
     from hypothesis import settings
@@ -43,7 +43,7 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, share)))
 
 # Fixtures that run something costly once per session -> the xdist group of their tests.
-SHARED = {"smoke_run": "smoke"}
+SHARED = {"smoke_run": "smoke", "custom_run": "custom"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
@@ -97,3 +97,22 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
 
     out = once(tmp_path_factory, "smoke", make)
     return SmokeRun(out, run_id, (out / "stderr.txt").read_text())
+
+
+@pytest.fixture(scope="session")
+def custom_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ViT-6-layers (a custom configuration of matrix.yaml) under the custom-smoke profile: eager
+    inference and a training step, one compiled inference cell. Its base, ViT, is the smoke run's
+    (tests/test_custom_e2e.py merges the two): measured once, not again here."""
+    common = ("run", "--profile", "custom-smoke", "--device", "cpu", "--run-id", "custom")
+    passes = (
+        ("--models", "ViT-6-layers", "--modes", "eager", "--scenarios", "inference,train"),
+        ("--models", "ViT-6-layers", "--modes", "default", "--scenarios", "inference", "--keep-failed"),
+    )
+
+    def make(out: Path) -> None:
+        for extra in passes:
+            proc = suite_cli(*common, "--out", str(out), *extra)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+
+    return once(tmp_path_factory, "custom", make) / "custom"

@@ -135,9 +135,8 @@ def test_the_launcher_gives_each_worker_its_cells_setting(
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")  # the user's own: kept
     cell = _cells(setting)[0]
     paths = RunPaths.make(tmp_path / "out", "r", cell.build, "cpu")
-    fields, _, _ = launch.run_worker(
-        cell, "cpu", paths, 0, module="echo_worker", keep=("status", "tunables", "malloc")
-    )
+    job = launch.WorkerJob(cell, "cpu", paths, 0, module="echo_worker", keep=("status", "tunables", "malloc"))
+    fields = launch.run_worker(job).fields
     assert fields["status"] == "ok", fields
     if setting == MALLOC_STEADY:
         assert fields["tunables"] == f"{STEADY_VALUE}:glibc.malloc.arena_max=2"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.rows import cell
+from support.rows import write_by_build as write
 
 from suite.cli import main
 from suite.compare.rule import (
@@ -20,40 +22,6 @@ from suite.compare.rule import (
     judge,
 )
 from suite.report.study import Measurement
-from suite.results import RowWriter
-
-
-def cell(
-    model: str, median: float | None, lo: float | None, hi: float | None, status: str = "ok", **more
-) -> dict:
-    return {
-        "run_id": "r",
-        "build": more.pop("build", "stable"),
-        "device": "cuda",
-        "gpu_name": "NVIDIA A100-SXM4-80GB",
-        "task": "Image Classification",
-        "model": model,
-        "model_id": model.lower(),
-        "weights": "pretrained",
-        "batch_size": more.pop("batch_size", 1),
-        "mode": more.pop("mode", "default"),
-        "dtype": "float32",
-        "scenario": "inference",
-        "status": status,
-        "error": "" if status == "ok" else status,
-        "mean_ms": median,
-        "median_ms": median,
-        "ci95_low_ms": lo,
-        "ci95_high_ms": hi,
-        **more,
-    }
-
-
-def write(folder: Path, rows: list[dict]) -> Path:
-    for r in rows:
-        with RowWriter(folder / "raw" / f"{r['build']}__cuda.csv") as w:
-            w.append(r)
-    return folder
 
 
 def measurement(median, lo, hi, status="ok", accuracy="pass") -> Measurement:

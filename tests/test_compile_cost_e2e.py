@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import num
+from support import num
 
 from suite.results import key_of, read_rows
 

@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from helpers import REPO, tiny_run_cmd
+from support import REPO, tiny_run_cmd
 
 from suite.results import key_of, read_rows
 

@@ -1,5 +1,5 @@
 """Issue 24 on fake fleets: the container sessions against a fake `docker` and `nvidia-smi`
-(tests/fake_docker.py) listing 1 to 8 GPUs on two NUMA nodes, with old drivers and new GPUs.
+(tests/support/docker.py) listing 1 to 8 GPUs on two NUMA nodes, with old drivers and new GPUs.
 
 The sessions run in this process (suite.sessions.containers.bench_containers with the noxfile's
 `suite mark`), so each case costs a fraction of a second: the exact `docker run` lines (one
@@ -17,8 +17,7 @@ from types import SimpleNamespace
 from typing import NoReturn
 
 import pytest
-from fake_docker import ROOT, calls, make_fake, runs
-from test_containers import _load_noxfile
+from support.docker import ROOT, calls, load_noxfile, make_fake, runs
 
 from suite.errors import UsageError
 from suite.measure import machine
@@ -55,7 +54,7 @@ def fleet_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespac
 def session(fake: SimpleNamespace, *args: str, prefix: str = "nightly", **env: str) -> containers.Bench:
     for key, value in env.items():
         os.environ[key] = value
-    noxfile = _load_noxfile()
+    noxfile = load_noxfile()
     return containers.bench_containers(
         fake.runner, ["--out", str(fake.out), *args], ROOT, prefix, lambda *a: None, verb=noxfile.suite_verb
     )

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import examples, stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import examples, stub_environment
+from support.matrices import FUZZ_VALID as VALID
 
 from suite.cli import main
 from suite.measure import config_check
@@ -36,55 +37,6 @@ def fuzz(count: int) -> settings:
 
 
 # A valid matrix that uses every section and most keys.
-VALID: dict[str, Any] = yaml.safe_load(
-    """
-version: 1
-defaults:
-  dtype: float32
-  weights: pretrained
-  warmup: 2
-  iterations: 10
-  timeout_s: 60
-  tolerance: 0.001
-  shrink: false
-  compile_cache: cold
-  image: {url: "http://example.invalid/cat.jpg", path: suite/assets/chelsea-640x480.jpg}
-builds:
-  stable: {kind: stable, python: "3.10", torch: "2.0.1", cuda: "11.8", container: containers/stable,
-           pins: ["torch==2.0.1"], description: old}
-  current: {kind: release, python: "3.11", torch: "2.13.0"}
-models:
-  ViT:
-    task: Image Classification
-    id: google/vit-base-patch16-224
-    model_type: vit
-    class: AutoModelForImageClassification
-    params_m: 86.57
-    config: {num_labels: 1000}
-    processor: {class: ViTImageProcessor, size: {height: 224, width: 224}}
-    smoke:
-      config: {hidden_size: 64, num_attention_heads: 2}  # heads divide the width (checked)
-      processor: {size: {height: 64, width: 64}}
-  OwlViT:
-    task: Object Detection
-    id: google/owlvit-base-patch32
-    model_type: owlvit
-    revision: main
-    text_queries: ["a cat", "a remote"]
-custom:
-  ViT-wide: {base: ViT, hidden_size: 1024, num_attention_heads: 16}
-profiles:
-  smoke:
-    description: quick
-    settings: {weights: random, shrink: true, iterations: 5}
-    select:
-      - {models: all, batch_sizes: [1], modes: [eager, default]}
-      - {models: [ViT-wide], batch_sizes: [1, 4], modes: [reduce-overhead], scenarios: [inference]}
-  full:
-    select:
-      - {models: [ViT, OwlViT], batch_sizes: [1, 4, 16], modes: [eager, default, reduce-overhead]}
-"""
-)
 
 scalars = st.one_of(
     st.none(),
@@ -412,7 +364,7 @@ def command_lines(draw: st.DrawFn, places: dict[str, str]) -> list[str]:
         else:
             argv.append(draw(value))
     if verb == "merge":
-        argv.append("--no-plots")  # plots render slowly; tests/test_merge.py covers them
+        argv.append("--no-plots")  # plots render slowly; tests/test_publish.py covers them
     if verb in ("plan", "run") and draw(st.booleans()):
         argv += ["--matrix", places["matrix"], "--profile", "tiny"]
     if verb == "run" and "--out" not in argv:
@@ -427,9 +379,10 @@ def stand_ins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple]:
     calls: list[tuple] = []
     monkeypatch.setattr(preflight, "probe", lambda device, python=None: FAKE_ENV)
 
-    def fake_run_cells(cells, env, out, run_id, shard="", **kw):
-        calls.append((len(cells), out, run_id, shard, kw))
-        return runner.RunReport(csv=Path(out) / run_id / "raw" / "x.csv")
+    def fake_run_cells(sweep: runner.Sweep):
+        kw = {"keep_failed": sweep.keep_failed, "min_free_mb": sweep.min_free_mb, "banner": sweep.banner}
+        calls.append((len(sweep.cells), sweep.out, sweep.run_id, sweep.shard, kw))
+        return runner.RunReport(csv=Path(sweep.out) / sweep.run_id / "raw" / "x.csv")
 
     monkeypatch.setattr(runner, "run_cells", fake_run_cells)
     monkeypatch.chdir(tmp_path)

@@ -10,7 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_compare import cell, write
+from support.rows import cell
+from support.rows import write_by_build as write
 
 from suite.cli import build_parser, main
 from suite.compare.rule import (

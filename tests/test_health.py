@@ -11,10 +11,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from helpers import stub_environment
+from support import stub_environment
 
 from suite.measure import allocator, health
-from suite.measure.health import Health, other_processes, throttle_names, verdict
+from suite.measure.health import Health, other_processes, throttle_names
+from suite.results.health import verdict
 from suite.run.progress import Progress
 from suite.run.runner import RunReport, build_row
 from suite.spec import Filters, expand, load_matrix
@@ -153,7 +154,7 @@ def test_cpu_figures_from_the_counters(counters, monkeypatch: pytest.MonkeyPatch
 
 def test_a_loop_shorter_than_a_tick_has_no_steal_figure(counters, monkeypatch: pytest.MonkeyPatch) -> None:
     """No jiffy went by in /proc/stat (a loop under the kernel's 10 ms tick): steal over no time
-    is not 0%, it was not measured (the README's table says so)."""
+    is not 0%, it was not measured (docs/csv.md's table says so)."""
     counters["cpu"] = [(100, 10_000), (100, 10_000)]
     clock = iter([10.0, 10.004])
     monkeypatch.setattr(health.time, "monotonic", lambda: next(clock))
@@ -275,7 +276,7 @@ def test_throttle_reasons_fall_back_to_the_older_call() -> None:
 def test_a_real_cpu_run_fills_the_cpu_columns_and_leaves_the_gpu_ones_empty(tmp_path: Path) -> None:
     import subprocess
 
-    from helpers import REPO, tiny_run_cmd
+    from support import REPO, tiny_run_cmd
 
     from suite.results import read_rows
 

@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from fake_docker import make_fake
+from support.docker import make_fake
 
 from suite.errors import UsageError
 from suite.history.bisect import BAD, GOOD, SKIP, Bisection, Cell, Judged, bisect

@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from test_workflows import nightly
+from support import nightly_script
 
 from suite.cli import main
 from suite.errors import UsageError
@@ -23,6 +23,7 @@ from suite.history.store import open_store
 from suite.history.synth import Build, History, Step, template_rows
 from suite.history.verdict import verdict
 
+nightly = nightly_script()
 REPO = Path(__file__).resolve().parent.parent
 NIGHTS, STEP = 18, 10
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import REPO, tiny_run_cmd
+from support import REPO, tiny_run_cmd
 
 from suite.results import COLUMNS, TIMING_COLUMNS, key_of, read_rows
 

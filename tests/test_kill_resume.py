@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import STUB_ENVIRONMENT, write_stub_worker
+from support import STUB_ENVIRONMENT, write_stub_worker
 
 from suite.results import KEY_COLUMNS, key_of, read_rows
 from suite.spec import expand, load_matrix
@@ -43,7 +43,7 @@ matrix, out, stub, environment = sys.argv[1:5]
 cells = expand(load_matrix(Path(matrix)), "tiny", "stub")
 try:
     environment = Environment(**json.loads(environment))
-    runner.run_cells(cells, environment, Path(out), "k", python=stub, min_free_mb=0)
+    runner.run_cells(runner.Sweep(cells, environment, Path(out), "k", python=stub, min_free_mb=0))
 except UsageError as exc:
     print(f"error: {exc}", file=sys.stderr)
     sys.exit(2)

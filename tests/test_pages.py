@@ -14,41 +14,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support.pages import MODELS, T4, TROUBLED, page_data
 
-import suite
 from suite.cli import main
 from suite.errors import UsageError
 from suite.report.pages import assets
 from suite.report.pages.history_page import CHANGE_COLUMNS, POINT_COLUMNS, history_data, write_history_page
-from suite.report.pages.sample import A100, SampleRun, sample_history, write_sample_run
+from suite.report.pages.sample import A100, sample_history, write_sample_run
 from suite.report.pages.shell import embed_json
 
 ROOT = Path(__file__).resolve().parent.parent
-T4 = "Tesla T4"
-MODELS = (("Image Classification", "ViT"), ("Object Detection", "DETR"), ("Image Segmentation", "Segformer"))
-# a run with everything that must show: failures of each kind, a suspect (busy) cell, a compiled
-# output that failed its accuracy check, and the nightly build missing on the T4
-TROUBLED = SampleRun(
-    gpus=(A100, T4),
-    models=MODELS,
-    batch_sizes=(1, 4),
-    modes=("eager", "default", "reduce-overhead"),
-    failed={
-        ("stable", A100, "DETR", 4, "default"): "oom",
-        ("nightly", A100, "ViT", 1, "reduce-overhead"): "error",
-        ("stable", T4, "Segformer", 1, "eager"): "timeout",
-    },
-    unhealthy={("nightly", A100, "DETR", 1, "default"): "busy,steal"},
-    accuracy_failed=frozenset({("stable", A100, "Segformer", 4, "reduce-overhead")}),
-    absent=frozenset({("nightly", T4)}),
-)
-
-
-def page_data(page: Path) -> dict:
-    text = page.read_text(encoding="utf-8")
-    match = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', text, re.S)
-    assert match, "the page holds its data"
-    return json.loads(match.group(1))
 
 
 @pytest.fixture(scope="module")
@@ -250,6 +225,9 @@ def test_an_empty_history_still_makes_a_page(tmp_path: Path) -> None:
 
 def test_history_html_without_the_store_package_says_so(tmp_path: Path, capsys, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "suite.history", None)  # as if the package were absent
+    import suite
+
+    monkeypatch.delattr(suite, "history", raising=False)  # a real one imported by another test
     assert main(["history", "html", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
@@ -267,9 +245,11 @@ def test_history_html_draws_the_stores_view(tmp_path: Path, capsys, monkeypatch)
         return small_history()
 
     store.view = view  # type: ignore[attr-defined]
-    # `import suite.history` takes the package's attribute when an earlier test imported the real
-    # store in this process: both are replaced
     monkeypatch.setitem(sys.modules, "suite.history", store)
+    # `from suite import history` reads the package's attribute first: where another test of this
+    # worker imported the real suite.history, that attribute is the real module
+    import suite
+
     monkeypatch.setattr(suite, "history", store, raising=False)
     out = str(tmp_path / "out")
     assert (

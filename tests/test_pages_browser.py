@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_pages import MODELS, T4, TROUBLED, page_data
+from support.pages import MODELS, T4, TROUBLED, page_data
 
 from suite.cli import main
 from suite.errors import UsageError

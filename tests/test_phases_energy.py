@@ -11,9 +11,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_compare import cell
-from test_compare import write as write_compare
-from test_merge import ROWS, write_run
+from support.rows import ROWS, cell, write_run
+from support.rows import write_by_build as write_compare
 
 from suite.cli import main
 from suite.measure import counters, cudagraphs, energy, phases

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
-from test_merge import A100, ROOT, compiled, eager, write_run
+from support import REPO as ROOT
+from support.rows import A100, compiled, eager, write_run
 
 from suite.cli import main
 from suite.report.load import load

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import stub_environment
+from support import stub_environment
 
 from suite.cli import main
 from suite.errors import UsageError
@@ -120,7 +120,7 @@ def test_disk_filling_up_mid_sweep_stops_cleanly_and_resumes(
     space = iter([5000.0, 10.0])  # enough for the first cell, then full
     monkeypatch.setattr(preflight, "free_mb", lambda path: next(space))
     with pytest.raises(UsageError) as info:
-        runner.run_cells(cells, environment, tmp_path, "d", python=str(stub), min_free_mb=100)
+        runner.run_cells(runner.Sweep(cells, environment, tmp_path, "d", python=str(stub), min_free_mb=100))
     message = str(info.value)
     assert message.startswith(f"--out: only 10 MB left on the disk of {tmp_path / 'd'} (minimum 100 MB)")
     assert "stopped before TinyResNet" in message and "--run-id d to resume" in message
@@ -129,6 +129,8 @@ def test_disk_filling_up_mid_sweep_stops_cleanly_and_resumes(
     assert [r["model"] for r in first.rows] == ["TinyViT"] and first.repaired == 0
 
     monkeypatch.setattr(preflight, "free_mb", lambda path: 5000.0)  # space freed
-    report = runner.run_cells(cells, environment, tmp_path, "d", python=str(stub), min_free_mb=100)
+    report = runner.run_cells(
+        runner.Sweep(cells, environment, tmp_path, "d", python=str(stub), min_free_mb=100)
+    )
     assert (report.ran, report.resumed) == (1, 1)
     assert [r["model"] for r in read_rows(csv_path).rows] == ["TinyViT", "TinyResNet"]

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, TINY
+from support import REPO, TINY
 
 from suite.results import RowWriter
 from suite.run import repeat

@@ -7,53 +7,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.matrices import CUSTOM as MATRIX
 
 from suite.cli import main
 from suite.errors import UsageError
 from suite.spec import Filters, expand, load_matrix
-
-MATRIX = """
-version: 1
-defaults:
-  image: {path: suite/assets/chelsea-640x480.jpg}  # every cell feeds it (checked)
-builds:
-  stable: {kind: stable, python: "3.10", torch: "2.0.1"}
-models:
-  ViT:
-    task: Image Classification
-    id: google/vit-base-patch16-224
-    model_type: vit
-    config: {num_labels: 1000}
-    processor: {class: ViTImageProcessor, size: {height: 224, width: 224}}
-    smoke:
-      config: {hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 128,
-               image_size: 64}
-      processor: {size: {height: 64, width: 64}}
-  HubOnly:
-    task: Image Classification
-    id: someone/some-model
-custom:
-  vit-6-layers: {base: ViT, num_hidden_layers: 6}
-  vit-384:
-    base: ViT
-    image_size: 384
-    processor: {size: {height: 384, width: 384}}
-profiles:
-  full:
-    select:
-      - {models: all, batch_sizes: [1, 4], modes: [eager, default]}
-  smoke:
-    settings: {weights: random, shrink: true, iterations: 5}
-    select:
-      - {models: [ViT], batch_sizes: [1], modes: [eager, default]}
-  both:
-    settings: {weights: random}
-    select:
-      - {models: [ViT], batch_sizes: [1], modes: [eager], scenarios: [inference, train]}
-  custom:
-    select:
-      - {models: [ViT, vit-6-layers], batch_sizes: [1], modes: [eager]}
-"""
 
 
 def write(tmp_path: Path, text: str = MATRIX) -> Path:

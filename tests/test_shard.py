@@ -10,9 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from helpers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import examples
 
 from suite.cli import main
 from suite.errors import UsageError

@@ -2,7 +2,7 @@
 while a shard runs, the restore a re-run starts from, the merge job's gathering, and one shard
 killed in its first attempt and finished by its second, every cell once.
 
-The shard is the real `suite run` with the stub worker and environment of tests/helpers.py (no
+The shard is the real `suite run` with the stub worker and environment of tests/support (no
 torch), as tests/test_shard_simulation.py runs it; the artifacts are folders laid out as
 actions/download-artifact leaves them (one per upload, named for it).
 """
@@ -22,8 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers import STUB_ENVIRONMENT, write_stub_worker
-from test_workflows import _nightly
+from support import STUB_ENVIRONMENT, nightly_script, write_stub_worker
 
 from suite.results import KEY_COLUMNS, one_per_cell, read_rows
 
@@ -31,16 +30,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".github" / "scripts"))
 import shard_rows  # noqa: E402
 
-nightly = _nightly()
+nightly = nightly_script()
 DRIVER = """
-import functools, json, sys
+import dataclasses, json, sys
 from suite.cli import main
 from suite.measure.provenance import Environment
 from suite.run import preflight, runner
 stub, environment = sys.argv[1:3]
 preflight.probe = lambda device, python=None: Environment(**json.loads(environment))
 preflight.check_models = lambda *args, **kwargs: None  # no transformers child: the stub runs no model
-runner.run_cells = functools.partial(runner.run_cells, python=stub)
+run_cells = runner.run_cells
+runner.run_cells = lambda sweep: run_cells(dataclasses.replace(sweep, python=stub))
 sys.exit(main(["run", *sys.argv[3:]]))
 """
 # four cells, the job's whole shard; the stub hangs in the third in the first attempt

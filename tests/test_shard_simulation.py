@@ -4,7 +4,7 @@ shards' rows must be the unsharded run's rows, cell for cell.
 
 What is under test is the sharding (the command line, the selection, the per-shard CSV names,
 the empty shard, the merge), so each process is the real `suite run` with two stand-ins: the
-stub worker of tests/helpers.py answers for each cell, and the environment probe is skipped.
+stub worker of tests/support/__init__.py answers for each cell, and the environment probe is skipped.
 No torch: the real worker end to end is tests/test_smoke_e2e.py's.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import STUB_ENVIRONMENT, write_stub_worker
+from support import STUB_ENVIRONMENT, write_stub_worker
 
 from suite.results import key_of, read_rows
 
@@ -35,13 +35,14 @@ pytestmark = pytest.mark.xdist_group("shard-simulation")
 # `python -m suite run ARGS`, but the probe returns the stub environment and every worker is
 # the stub (argv: STUB ENVIRONMENT_JSON ARGS...).
 DRIVER = """
-import functools, json, sys
+import dataclasses, json, sys
 from suite.cli import main
 from suite.measure.provenance import Environment
 from suite.run import preflight, runner
 stub, environment = sys.argv[1:3]
 preflight.probe = lambda device, python=None: Environment(**json.loads(environment))
-runner.run_cells = functools.partial(runner.run_cells, python=stub)
+run_cells = runner.run_cells
+runner.run_cells = lambda sweep: run_cells(dataclasses.replace(sweep, python=stub))
 sys.exit(main(["run", *sys.argv[3:]]))
 """
 

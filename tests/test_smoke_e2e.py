@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import SMOKE_SCOPE, SmokeRun, check_latency, check_speedup, known, num, smoke_cells, suite_cli
+from support import SMOKE_SCOPE, SmokeRun, check_latency, check_speedup, known, num, smoke_cells, suite_cli
+from support.known_failures import SMOKE_ACCURACY_FAILURES, SMOKE_FAILURES
 
 from suite.measure.phases import PHASE_COLUMNS, margin_s
 from suite.results import COLUMNS, key_of, read_rows
@@ -22,26 +23,10 @@ from suite.spec.warmup import warmup_calls
 REPO = Path(__file__).resolve().parent.parent
 COMPILED = {"default", "reduce-overhead"}
 
-# Cells that fail for a known reason in one environment, and must keep failing for it: if one
-# starts to work, the test says so and the entry goes. (torch version prefix, model, mode) ->
-# what the error column must contain.
-KNOWN_FAILURES = {
-    # transformers 4.31 declares MaskFormerPixelDecoderOutput without @dataclass; torch 2.0.1's
-    # dynamo traces ModelOutput construction through the dataclass __init__ and cannot.
-    ("2.0.", "Maskformer", mode): "InternalTorchDynamoError (cause: AttributeError: "
-    "'wrapper_descriptor' object has no attribute '__code__')"
-    for mode in COMPILED
-}
-
-
-# Compiled cells whose outputs are known to disagree with eager in one environment (status ok,
-# accuracy fail); again the test says so when one starts to agree.
-KNOWN_ACCURACY_FAILURES = {
-    # torch 2.0.1's inductor (CPU) turns Mask2Former's masked-attention decoder into NaNs after
-    # the first calls (class logits and decoder states), and the first call already differs.
-    ("2.0.", "Mask2former", mode)
-    for mode in COMPILED
-}
+# The cells known to fail, and how (tests/support/known_failures.py: if one starts to work, the
+# test says so and the entry goes).
+KNOWN_FAILURES = SMOKE_FAILURES
+KNOWN_ACCURACY_FAILURES = SMOKE_ACCURACY_FAILURES
 
 
 def known_accuracy_failure(row: dict[str, str]) -> bool:
@@ -131,7 +116,7 @@ def test_the_warmup_column_holds_the_calls_that_ran(smoke) -> None:
 
 
 def test_the_run_merges_into_one_row_per_architecture_and_mode(smoke, smoke_run: SmokeRun, tmp_path) -> None:
-    """`suite merge` of a real run (tests/test_merge.py merges hand-made rows): a compile-vs-eager
+    """`suite merge` of a real run (tests/test_publish.py merges hand-made rows): a compile-vs-eager
     table per compiled mode, one row per architecture, with the row's paired speed-up."""
     pytest.importorskip("pandas", reason="merge is host-side (nox -s tests-stable has no pandas)")
     rows, _ = smoke

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from suite.measure import stats
+from suite import stats
 
 
 def test_percentile_matches_linear_interpolation() -> None:

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import check_latency, check_speedup, known, num
+from support import check_latency, check_speedup, known, num
+from support.known_failures import TRAIN_FAILURES
 
 from suite.results import COLUMNS, TIMING_COLUMNS, key_of, read_rows
 from suite.spec import Filters, expand, load_matrix
@@ -31,19 +32,8 @@ SCOPE = os.environ.get("SUITE_TRAIN_E2E", "ci")
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("train")]
 COMPILED_IN_CI = ("ViT", "DETR")
 COMPILED = ("default", "reduce-overhead")
-# Cells that fail for a known reason in one environment, and must keep failing for it (as in
-# test_smoke_e2e.py): (torch version prefix, model, mode) -> what the error column must contain.
-KNOWN_FAILURES = {
-    # torch 2.0.1's compiled Mask2Former forward yields NaN costs for scipy's matcher (with or
-    # without inductor's fallback_random); torch 2.13 trains it with eager's loss
-    **{("2.0.", "Mask2former", m): "ValueError: matrix contains invalid numeric entries" for m in COMPILED},
-    # as for inference: transformers 4.31's MaskFormerPixelDecoderOutput is not a dataclass
-    **{
-        ("2.0.", "Maskformer", m): "InternalTorchDynamoError (cause: AttributeError: "
-        "'wrapper_descriptor' object has no attribute '__code__')"
-        for m in COMPILED
-    },
-}
+# The cells known to fail, and how (tests/support/known_failures.py).
+KNOWN_FAILURES = TRAIN_FAILURES
 SKIPPED = {
     "OwlViT": "OwlViTForObjectDetection.forward takes no labels in transformers",
     "MobileNet": "BatchNorm layer sees one value per channel at batch size 1",

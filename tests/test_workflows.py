@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -10,9 +9,9 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from support import nightly_script
 
 from suite.cli.args import RUN_ID_RE
 from suite.spec.shard import Shard
@@ -23,16 +22,7 @@ A100 = ["self-hosted", "linux", "gpu", "a100"]
 T4 = ["self-hosted", "linux", "gpu", "t4"]
 
 
-def _nightly() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("nightly", ROOT / ".github" / "scripts" / "nightly.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["nightly"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-nightly = _nightly()
+nightly = nightly_script()
 
 
 def test_workflows_pass_actionlint() -> None:

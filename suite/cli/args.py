@@ -8,8 +8,13 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from suite.errors import UsageError
+
+if TYPE_CHECKING:
+    from suite.spec import Filters
+    from suite.spec.request import Request
 
 DEFAULT_MATRIX = Path(__file__).resolve().parents[2] / "matrix.yaml"
 DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
@@ -239,33 +244,31 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def filters_of(args: argparse.Namespace) -> object:
+def filters_of(args: argparse.Namespace) -> Filters:
+    """The selection flags and the setting overrides, typed; a local --image is checked here,
+    before anything else (a file pillow reads, found where the worker looks)."""
+    from suite.run.preflight import check_image
     from suite.spec import Filters, ImageSpec
+    from suite.spec.expand import Overrides
 
-    overrides: dict[str, object] = {}
-    if args.weights:
-        overrides["weights"] = args.weights
-    if args.iterations:
-        overrides["iterations"] = int(args.iterations)
-    if args.warmup:
-        overrides["warmup"] = int(args.warmup)
-    if args.timeout:
-        overrides["timeout_s"] = float(args.timeout)
-    if getattr(args, "compile_cost", None) is not None:
-        overrides["compile_cost"] = bool(args.compile_cost)
-        if args.compile_cost:  # a warm compile is measured against a cold one
-            overrides["compile_cache"] = "cold"
-    if getattr(args, "compile_cache", None):
-        overrides["compile_cache"] = args.compile_cache
-    if getattr(args, "malloc", None):
-        overrides["malloc"] = args.malloc
+    image = None
     if args.image:
-        from suite.run.preflight import check_image
-
         is_url = args.image.startswith(("http://", "https://"))
-        overrides["image"] = ImageSpec(url=args.image if is_url else "", path="" if is_url else args.image)
-        if not is_url:  # a file pillow reads, found where the worker looks (before anything else)
-            check_image(overrides["image"], "--image", offline=False)
+        image = ImageSpec(url=args.image if is_url else "", path="" if is_url else args.image)
+        if not is_url:
+            check_image(image, "--image", offline=False)
+    compile_cost = getattr(args, "compile_cost", None)
+    overrides = Overrides(
+        weights=args.weights or None,
+        iterations=int(args.iterations) if args.iterations else None,
+        warmup=int(args.warmup) if args.warmup else None,
+        timeout_s=float(args.timeout) if args.timeout else None,
+        compile_cost=None if compile_cost is None else bool(compile_cost),
+        # a warm compile is measured against a cold one; --compile-cache says otherwise itself
+        compile_cache=getattr(args, "compile_cache", None) or ("cold" if compile_cost else None),
+        malloc=getattr(args, "malloc", None) or None,
+        image=image,
+    )
     return Filters(
         models=tuple(args.models) if args.models is not None else None,
         batch_sizes=args.batch_sizes,
@@ -276,31 +279,24 @@ def filters_of(args: argparse.Namespace) -> object:
     )
 
 
-def selected(args: argparse.Namespace, cells: list, profile: str) -> list:
-    """The cells, or a UsageError naming the filter flags when they select none."""
-    if cells:
-        return cells
-    given = [
-        flag
-        for flag, value in (
-            ("--models", args.models),
-            ("--batch-sizes", args.batch_sizes),
-            ("--modes", args.modes),
-            ("--scenarios", args.scenarios),
-            ("--dynamic", getattr(args, "dynamic", None)),
-        )
-        if value is not None
-    ]
-    raise UsageError(
-        "/".join(given) or "--profile",
-        f"no cell of profile {profile!r} is selected (`suite plan --profile {profile}` lists them)",
+def request_of(args: argparse.Namespace) -> Request:
+    """A verb's selection flags, resolved once: the matrix loaded, the filters typed, the build
+    checked. What runs next (suite.run.preflight.prepare, `plan`) reads this, not `args`."""
+    from suite.spec import load_matrix
+    from suite.spec.request import Request
+
+    matrix = load_matrix(args.matrix)
+    filters = filters_of(args)
+    return Request(
+        matrix=matrix,
+        profile=args.profile,
+        build=args.build,
+        filters=filters,
+        device=args.device,
+        out=args.out,
+        run_id=args.run_id,
+        shard=args.shard,
     )
-
-
-def default_profile(args: argparse.Namespace, device_type: str | None) -> str:
-    if args.profile:
-        return args.profile
-    return "full" if device_type == "cuda" else "smoke"
 
 
 def bounded(flag: str, low: float, high: float, rule: str) -> Callable[[str], float]:

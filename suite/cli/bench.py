@@ -6,29 +6,26 @@ import argparse
 import sys
 from collections.abc import Collection, Sequence
 
-from suite.cli.args import default_profile, filters_of, selected
+from suite.cli.args import request_of
 from suite.cli.needs import TORCH, TORCH_HINT, needs
 from suite.errors import UsageError
 from suite.measure import provenance
 from suite.run import preflight, runner
 from suite.run.nvidia_smi import no_nvidia_gpu
-from suite.spec import Filters, expand, load_matrix, pick_build
 from suite.spec.cost import estimate_seconds, format_duration
-from suite.spec.model import Cell, Matrix
+from suite.spec.model import Cell
 from suite.spec.shard import select, siblings
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    profile = default_profile(args, "cuda" if args.device == "cuda" else None)
-    build = args.build or "(detected at run time)"
-    if args.build:
-        pick_build(matrix, args.build)
-    filters = filters_of(args)
-    cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_inputs(matrix, profile, filters, cells)
+    request = request_of(args)
+    profile = request.profile_for("cuda" if request.device == "cuda" else None)
+    build = request.build or "(detected at run time)"
+    cells = request.cells(profile, build)
+    shard = request.shard
+    preflight.check_inputs(request.matrix, profile, request.filters, cells)
     costs = [estimate_seconds(c) for c in cells]
-    if args.device == "cuda":  # `run` stops here (its probe finds no GPU); a plan is still worth seeing
+    if request.device == "cuda":  # `run` stops here (its probe finds no GPU); a plan is still worth seeing
         no_gpu = no_nvidia_gpu()
         if no_gpu is not None:
             print(
@@ -39,11 +36,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
             )
     print(f"profile {profile}: {len(cells)} cell(s), build {build}")
     shown = range(len(cells))
-    if args.shard:
-        shards = siblings(cells, args.shard)
-        shown = shards[args.shard.index - 1]
+    if shard:
+        shards = siblings(cells, shard)
+        shown = shards[shard.index - 1]
         print(
-            f"shard {args.shard.label}: {len(shown)} of the {len(cells)} cell(s), "
+            f"shard {shard.label}: {len(shown)} of the {len(cells)} cell(s), "
             f"estimated {format_duration(sum(costs[i] for i in shown))}"
             + ("" if shown else " (empty: more shards than cells; `run` does nothing and exits 0)")
         )
@@ -67,13 +64,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print("\n".join(aligned(header, rows, right={"#", "bs", "iters", "est"})))
     total = sum(costs)
     print(f"estimated total {format_duration(total)} (suite/spec/cost.py: a rough model; the ratios count)")
-    if args.shard:
-        loads = [sum(costs[i] for i in shard) for shard in shards]
+    if shard:
+        loads = [sum(costs[i] for i in part) for part in shards]
         mean = sum(loads) / len(shards)  # the parent shard's cells when nested (i/n,k/m)
         print(
             "estimated per shard: "
             + ", ".join(
-                f"{k}/{len(shards)} {format_duration(load)}{' (this one)' if k == args.shard.index else ''}"
+                f"{k}/{len(shards)} {format_duration(load)}{' (this one)' if k == shard.index else ''}"
                 for k, load in enumerate(loads, 1)
             )
             + f"; largest/mean {max(loads) / mean if mean else 1.0:.2f}"
@@ -99,51 +96,32 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Collect
     return [line(header), *(line(row) for row in rows)]
 
 
-def check_before_probe(args: argparse.Namespace, matrix: Matrix, filters: Filters) -> tuple[str, list[Cell]]:
-    """The selection and its models and image, checked before the probe (cheap, and no model is
-    built); the model check's child probes for --device too, so the probe that follows starts
-    no Python of its own (preflight.check_models). A Python without transformers is not warned
-    about here: the probe then says in one line what it lacks, or the later check warns."""
-    guess = default_profile(args, None)
-    planned = expand(matrix, guess, args.build or "?", filters)
-    preflight.check_inputs(matrix, guess, filters, planned, probe_device=args.device)
-    return guess, planned
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    if args.run_id:  # a damaged run folder is found in a moment, before the slower checks
-        preflight.check_run_folder(args.out / args.run_id)
-    filters = filters_of(args)
-    if args.build:
-        pick_build(matrix, args.build)
-    guess, planned = check_before_probe(args, matrix, filters)
-    if args.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
-        selected(args, planned, guess)
-    preflight.check_writable(args.out)
-    preflight.check_free_space(args.out, args.min_free_mb)
-    environment = preflight.probe(args.device)
-    profile = default_profile(args, environment.device_type)
-    build = preflight.resolve_build(matrix, args.build, environment)
-    cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
-    run_id = args.run_id or runner.new_run_id()
+    request = request_of(args)
+    prepared = preflight.prepare(request, args.min_free_mb)
+    environment, profile, build, cells = (
+        prepared.environment,
+        prepared.profile,
+        prepared.build,
+        prepared.cells,
+    )
+    run_id = request.run_id or runner.new_run_id()
     shard = ""
-    if args.shard:
+    if request.shard:
         planned = len(cells)
-        cells = select(cells, args.shard)
-        shard = args.shard.label
+        cells = select(cells, request.shard)
+        shard = request.shard.label
         if not cells:
             print(
-                f"run {run_id}: shard {shard} is empty ({planned} cell(s) over {args.shard.count} "
+                f"run {run_id}: shard {shard} is empty ({planned} cell(s) over {request.shard.count} "
                 "shards): nothing to run",
                 file=sys.stderr,
             )
             return 0
-    report = runner.run_cells(
+    sweep = runner.Sweep(
         cells,
         environment,
-        args.out,
+        request.out,
         run_id,
         shard,
         keep_failed=args.keep_failed,
@@ -153,6 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{f' (shard {shard})' if shard else ''} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
     )
+    report = runner.run_cells(sweep)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
     print(
         f"done: {counts}{report.warnings_note()}{report.health_note()}; "

@@ -10,34 +10,31 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from suite.cli.args import default_profile, filters_of, selected
-from suite.cli.bench import check_before_probe
+from suite.cli.args import request_of
 from suite.errors import UsageError
 from suite.redact import redact
 from suite.run import crosscheck, preflight, runner
 from suite.run.launch import RunPaths
-from suite.spec import expand, load_matrix
 
 MAX_CELLS = 12
 
 
 def cmd_crosscheck(args: Any) -> int:
     """Cross-check the selected cells; the report goes to stdout and <out>/<run-id>/crosscheck.md."""
-    matrix = load_matrix(args.matrix)
-    filters = filters_of(args)
-    preflight.check_writable(args.out)
-    check_before_probe(args, matrix, filters)
-    environment = preflight.probe(args.device)
-    profile = default_profile(args, environment.device_type)
-    build = preflight.resolve_build(matrix, args.build, environment)
-    cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
+    request = request_of(args)
+    prepared = preflight.prepare(request, min_free_mb=None)
+    environment, profile, build, cells = (
+        prepared.environment,
+        prepared.profile,
+        prepared.build,
+        prepared.cells,
+    )
     if any(c.scenario != "inference" for c in cells):
         raise UsageError("--scenarios", "the cross-check times forward passes: inference cells only")
     if len(cells) > MAX_CELLS:
         raise UsageError("--models", f"{len(cells)} cells selected; a cross-check takes at most {MAX_CELLS}")
-    run_id = args.run_id or "crosscheck-" + runner.new_run_id()
-    paths = RunPaths.make(args.out, run_id, build, environment.device)
+    run_id = request.run_id or "crosscheck-" + runner.new_run_id()
+    paths = RunPaths.make(request.out, run_id, build, environment.device)
     before = os.getloadavg()[0]
     results = crosscheck.run(cells, environment.device_type, paths, args.rounds)
     load = (before, os.getloadavg()[0])
@@ -47,7 +44,7 @@ def cmd_crosscheck(args: Any) -> int:
     )
     text = "\n".join(crosscheck.render(results, environment.device_type, title, load))
     print(text)
-    folder = Path(args.out) / run_id
+    folder = Path(request.out) / run_id
     (folder / "crosscheck.md").write_text(redact(text) + "\n", encoding="utf-8")
     figures: dict[str, Any] = {"device": environment.device_type, "load": load}
     figures["results"] = crosscheck.as_json(results)

@@ -14,13 +14,12 @@ import os
 import sys
 
 from suite import __version__
-from suite.cli.args import default_profile, filters_of, selected
+from suite.cli.args import request_of
 from suite.errors import UsageError
 from suite.measure import machine
 from suite.measure.provenance import Environment, cpu_name
 from suite.results import slug
 from suite.run import unrun
-from suite.spec import expand, load_matrix, pick_build
 from suite.spec.shard import select
 
 ONLY = ("all", "compiled", "eager")
@@ -76,14 +75,13 @@ def cmd_mark(args: argparse.Namespace) -> int:
         raise UsageError("--build", "mark needs the build whose cells did not run")
     if not args.run_id:
         raise UsageError("--run-id", "mark needs the run the rows belong to")
-    matrix = load_matrix(args.matrix)
-    pick_build(matrix, args.build)
+    request = request_of(args)  # the matrix read and the build checked: one line naming the field
     env = host_environment(args)
-    profile = default_profile(args, env.device_type)
-    cells = selected(args, expand(matrix, profile, args.build, filters_of(args)), profile)
+    profile = request.profile_for(env.device_type)
+    cells = request.cells(profile, args.build)
     shard = ""
-    if args.shard:
-        cells, shard = select(cells, args.shard), args.shard.label
+    if request.shard:
+        cells, shard = select(cells, request.shard), request.shard.label
     if args.only != "all":
         cells = [c for c in cells if (c.mode == "eager") == (args.only == "eager")]
     if args.count:

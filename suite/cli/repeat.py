@@ -9,35 +9,21 @@ import os
 import sys
 from pathlib import Path
 
-from suite.cli.args import default_profile, filters_of, selected
-from suite.cli.bench import check_before_probe
+from suite.cli.args import request_of
 from suite.redact import redact
 from suite.run import preflight, repeat, runner
-from suite.spec import expand, load_matrix
 
 
 def cmd_repeat(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    filters = filters_of(args)
-    preflight.check_writable(args.out)
-    preflight.check_free_space(args.out, preflight.DEFAULT_MIN_FREE_MB)
-    check_before_probe(args, matrix, filters)
-    environment = preflight.probe(args.device)
-    profile = default_profile(args, environment.device_type)
-    build = preflight.resolve_build(matrix, args.build, environment)
-    cells = selected(args, expand(matrix, profile, build, filters), profile)
-    preflight.check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
-    run_id = args.run_id or "repeat-" + runner.new_run_id()
-    folder = Path(args.out) / run_id
+    request = request_of(args)
+    prepared = preflight.prepare(request)
+    environment, profile, cells = prepared.environment, prepared.profile, prepared.cells
+    run_id = request.run_id or "repeat-" + runner.new_run_id()
+    folder = Path(request.out) / run_id
     before = os.getloadavg()[0]
     for i in range(1, args.times + 1):
-        report = runner.run_cells(
-            cells,
-            environment,
-            folder,
-            repeat.rep_id(i),
-            banner=f"repeat {run_id}: repetition {i} of {args.times}, {len(cells)} cell(s) of {profile}",
-        )
+        banner = f"repeat {run_id}: repetition {i} of {args.times}, {len(cells)} cell(s) of {profile}"
+        report = runner.run_cells(runner.Sweep(cells, environment, folder, repeat.rep_id(i), banner=banner))
         counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
         print(f"repetition {i}: {counts}{report.health_note()} -> {report.csv}", file=sys.stderr)
     load = (before, os.getloadavg()[0])

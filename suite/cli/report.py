@@ -86,13 +86,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    """`calibrate`: the gate's rates from A/A and slowed runs (suite.cli.calibrate; pandas)."""
+    """`calibrate`: the gate's rates from A/A and slowed runs (suite.compare.calibration; pandas)."""
     with needs("calibrate", REPORT, COMPARE_HINT.replace("compare", "calibrate")):
-        from suite.cli.calibrate import calibrate
+        from suite.compare.calibration import calibration
 
     for path in [*args.aa, *args.slowed]:
         if not path.exists():
             raise UsageError(str(path), "no such file or folder")
     if len(args.aa) < 2:
         raise UsageError("--aa", "needs two or more runs of the same cells")
-    return calibrate(args)
+    text = calibration(args.aa, args.slowed)
+    print(text, end="")
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    return 0

@@ -8,7 +8,7 @@ two runs are independent and each CI covers its true median with probability 0.9
 probability >= 0.9025, and then the true ratio lies inside. The CIs cover the noise within a
 run, not the machine's drift between runs, and on a shared VM that drift is the larger: two
 back-to-back runs of the same cells moved single medians by up to 13% on this project's 2-core
-CPU (README, "Numbers you can check"). So a slower median must also clear the runs' own noise
+CPU (docs/trust.md). So a slower median must also clear the runs' own noise
 floor (`NoiseFloor`: `noise_z` robust standard deviations of all matched cells' log ratios,
 which a real change in a few cells does not inflate), and a cell timed on an unhealthy machine
 (suite.measure.health: busy, steal, throttled, ...) in either run is not judged slower, only

@@ -3,7 +3,7 @@ change point with its CI over the nights, and the change from the night before.
 
 The level is the median of the usable nights (series.usable_mask) since the last change point of
 that figure on the series' track (all of them if none), with a distribution-free 95% CI from order
-statistics (suite.measure.stats.median_ci): the night-to-night spread, not one run's CI.
+statistics (suite.stats.median_ci): the night-to-night spread, not one run's CI.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from suite.history.series import METRICS, SERIES_KEY, TRACK_KEY, groups, usable_mask
-from suite.measure.stats import median_ci
 from suite.results import OK
+from suite.stats import median_ci
 
 
 def level(values: np.ndarray) -> tuple[float, float, float]:

@@ -8,8 +8,8 @@ import os
 from typing import Any
 
 from suite.measure import inputs, models
-from suite.measure.stats import Speedup, Summary, breakeven_calls
 from suite.spec.model import Cell
+from suite.stats import Speedup, Summary, breakeven_calls
 
 
 def latency_fields(samples: list[float]) -> dict[str, Any]:

@@ -25,11 +25,11 @@ from typing import Any
 
 from suite.measure import allocator, lifeline
 from suite.measure.failures import describe_exception, is_oom
-from suite.measure.stats import median
 from suite.measure.timing import TimingLoop, synchronizer
 from suite.measure.worker import write_result
 from suite.results import one_line
 from suite.spec.model import Cell
+from suite.stats import median
 
 SUITE, BENCHMARK, EVENTS = "suite", "benchmark", "events"
 

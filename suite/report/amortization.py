@@ -19,13 +19,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from suite.measure.stats import breakeven_calls
 from suite.report.study import Measurement, Study
 from suite.report.tables.cells import TRAIN
 from suite.report.tables.compile_cost import CostGroup, table_name
 from suite.report.tables.compile_vs_eager import CompileGroup, compile_groups
 from suite.report.tables.table import gpu_stem, group_stem
 from suite.results import STATUS_WORDS
+from suite.stats import breakeven_calls
 
 EAGER_COLOR = "#6b7785"
 COLD_COLOR = "#1f77b4"
@@ -128,16 +128,12 @@ def _panel(ax: Axes, title: str, m: Measurement | None, per: str) -> None:
 def plot_amortization(study: Study, g: CompileGroup, path: Path) -> Path:
     """One panel per model of the group; returns `path`."""
     per = "training step" if g.setup.scenario == TRAIN else "inference"
-    models = [
-        (task, model)
-        for task, model in study.models
-        if study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, g.mode) is not None
-    ]
+    models = [(task, model) for task, model in study.models if study.get(g.key(task, model)) is not None]
     cols = min(COLUMNS, max(1, len(models)))
     rows = math.ceil(len(models) / cols)
     fig = Figure(figsize=(max(MIN_WIDTH_IN, 3.2 * cols), 2.6 * rows + 1.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
-    cells = [study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, g.mode) for task, model in models]
+    cells = [study.get(g.key(task, model)) for task, model in models]
     for i, (ax, (task, model), m) in enumerate(zip(axes.flat, models, cells, strict=False)):
         _panel(ax, study.model_label(task, model), m, per)
         if i >= len(models) - cols:  # the bottom panel of its column

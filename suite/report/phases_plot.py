@@ -14,7 +14,6 @@ from matplotlib.patches import Patch
 
 from suite.measure.phases import OTHER, PHASE_COLUMNS, PHASES
 from suite.report.study import Study
-from suite.report.tables.dynamic import DynamicStudy
 from suite.report.tables.phases import PHASE_LABELS, Entry, Group, entries, group_name
 from suite.report.tables.table import Table
 from suite.results import STATUS_WORDS
@@ -93,14 +92,12 @@ def plot_phases(study: Study, g: Group, rows: list[Entry], path: Path) -> Path:
     return path
 
 
-def phase_plots(
-    study: Study, tables: list[Table], folder: Path, dyn: DynamicStudy | None = None
-) -> dict[str, list[Path]]:
+def phase_plots(study: Study, tables: list[Table], folder: Path) -> dict[str, list[Path]]:
     """Every compile-phases table's picture, written to `folder`, by the table it belongs to; none
     for a group whose rows have no phase at all (an older CSV, a build without the accounting)."""
     names = {t.name for t in tables if t.section == "compile phases"}
     out: dict[str, list[Path]] = {}
-    for g, rows in entries(study, dyn).items():
+    for g, rows in entries(study).items():
         name = group_name(study, "compile-phases", g)
         if name in names and any(e.m.more.get(c) is not None for e in rows for c in PHASE_COLUMNS):
             stem = name.removeprefix("compile-phases__")

@@ -57,8 +57,8 @@ class _Row:
 def _rows(study: Study, g: CompileGroup) -> list[_Row]:
     rows = []
     for task, model in study.models:
-        eager = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, EAGER)
-        compiled = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, g.mode)
+        eager = study.get(g.key(task, model, EAGER))
+        compiled = study.get(g.key(task, model))
         if eager is not None or compiled is not None:
             rows.append(_Row(task, model, eager, compiled, study.model_label(task, model)))
     return rows
@@ -102,7 +102,7 @@ def duration_scale(study: Study, g: CompileGroup) -> tuple[float, float, bool] |
     for k in study.keys_where(gpu=g.gpu, setup=g.setup, batch_size=g.batch_size):
         if k.mode == EAGER:
             continue
-        eager = study.get(k.build, k.gpu, k.setup, k.task, k.model, k.batch_size, EAGER)
+        eager = study.get(k.at(mode=EAGER))
         d = paired_durations(eager, study.cells[k])
         values += [v for v in (d.eager_ms, d.eager_high, d.compiled_ms, d.compiled_high) if v]
         values += [v for v in (d.eager_low, d.compiled_low) if v and v > 0]

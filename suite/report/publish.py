@@ -16,12 +16,13 @@ from suite.errors import UsageError
 from suite.report.load import Loaded, load
 from suite.report.pages.run_data import RunReport
 from suite.report.pages.run_page import write_run_page
+from suite.report.paths import shown
 from suite.report.reference import Reference
 from suite.report.study import Study, build_kinds
 from suite.report.tables.cells import LEGEND, TRAIN, TRAIN_LEGEND
 from suite.report.tables.compile_cost import compile_cost_tables
 from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
-from suite.report.tables.dynamic import dynamic_study, dynamic_tables
+from suite.report.tables.dynamic import dynamic_tables
 from suite.report.tables.memory import peak_memory
 from suite.report.tables.modes import compile_modes
 from suite.report.tables.phases import cudagraph_tables, energy_tables, phase_tables
@@ -113,9 +114,7 @@ def run_merge(
         raise UsageError("--strict", f"{loaded.skipped[0]}{more}")
     builds = list(dict.fromkeys(loaded.frame["build"]))
     kinds, kinds_note = build_kinds(builds, matrix, matrix_explicit)
-    several = loaded.frame["dynamic"] != ""  # dynamic-batch rows: their own table (tables.dynamic)
-    study = Study(loaded.frame[~several], kinds)
-    dynamic = dynamic_study(loaded.frame[several])
+    study = Study(loaded.frame, kinds)  # dynamic-batch rows too: their own table (tables.dynamic)
     reference = Reference.load(reference_dir)
     tables_dir, plots_dir = out / "tables", out / "plots"
     _clear(tables_dir, ("*.md", "*.csv"))
@@ -130,8 +129,8 @@ def run_merge(
     groups = compile_groups(study)
     vs_eager = [compile_vs_eager(study, g, reference) for g in groups]
     tables = [summary, *vs_eager, *peak_memory(study), *stable_vs_others(study), *compile_modes(study)]
-    tables += [*compile_cost_tables(study), *dynamic_tables(study, dynamic)]
-    tables += [*phase_tables(study, dynamic), *cudagraph_tables(study, dynamic), *energy_tables(study)]
+    tables += [*compile_cost_tables(study), *dynamic_tables(study)]
+    tables += [*phase_tables(study), *cudagraph_tables(study), *energy_tables(study)]
     for table in tables:
         write_table(table, tables_dir)
 
@@ -153,7 +152,7 @@ def run_merge(
         from suite.report.phases_plot import phase_plots
 
         (plots_dir / PHASES).mkdir(exist_ok=True)
-        for phase_table, paths in phase_plots(study, tables, plots_dir / PHASES, dynamic).items():
+        for phase_table, paths in phase_plots(study, tables, plots_dir / PHASES).items():
             plot_links.setdefault(phase_table, []).extend(paths)
             written += paths
 
@@ -184,7 +183,7 @@ def render_index(
 ) -> str:
     """The whole study on one page: inputs, builds, summary, then every table with its plots."""
     lines = ["# torch.compile benchmark: merged results", "", "## Inputs", ""]
-    lines += [f"- {f}" for f in loaded.files]
+    lines += [f"- {shown(f)}" for f in loaded.files]
     lines += ["", *(f"- {line}" for line in loaded.report())]
     lines += ["", "## Builds", "", f"({kinds_note})", ""]
     lines += ["| build | kind | torch |", "|---|---|---|"]

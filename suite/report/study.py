@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +16,9 @@ import pandas as pd
 
 from suite.errors import UsageError
 from suite.measure import cudagraphs, energy, phases
-from suite.measure.health import HEALTHY
+from suite.report.paths import shown
 from suite.results import FAIL, OK
+from suite.results.health import HEALTHY
 from suite.spec.load import load_matrix
 from suite.spec.model import BUILD_KINDS
 
@@ -256,6 +257,9 @@ def ratio_interval(num: Measurement, den: Measurement) -> tuple[float | None, fl
 
 @dataclass(frozen=True)
 class CellKey:
+    """A row's cell as the report sees it: build, where it ran, its setup, model, batch size,
+    mode, and for a dynamic-batch row its `dynamic` setting ("" for every other row)."""
+
     build: str
     gpu: Gpu
     setup: Setup
@@ -263,32 +267,48 @@ class CellKey:
     model: str
     batch_size: int
     mode: str
+    dynamic: str = ""
+
+    def at(self, **change: Any) -> CellKey:
+        """The same cell with some fields changed (`key.at(mode="eager")`: its eager cell)."""
+        return replace(self, **change)
+
+
+def key_of(r: Any) -> CellKey:
+    """A typed row's key (a `Loaded.frame.itertuples()` item)."""
+    return CellKey(
+        build=r.build,
+        gpu=Gpu(r.device, r.gpu_name),
+        setup=Setup(r.dtype, r.scenario, r.weights, setup_variant(r.variant)),
+        task=r.task,
+        model=r.model,
+        batch_size=int(r.batch_size),
+        mode=r.mode,
+        dynamic=str(getattr(r, "dynamic", "") or ""),
+    )
 
 
 class Study:
-    """The merged rows, with the orders the tables follow (first appearance in the input)."""
+    """The merged rows, typed and keyed by `CellKey`, with the orders the tables follow (first
+    appearance in the input). `cells`: the rows of one-process cells, which every table but the
+    dynamic-shapes one reads (the orders are theirs); `dynamic`: the dynamic-batch rows."""
 
     def __init__(self, frame: pd.DataFrame, kinds: dict[str, str]) -> None:
         self.kinds = kinds
-        self.cells: dict[CellKey, Measurement] = {}
+        self.rows: dict[CellKey, Measurement] = {}
         self.torch: dict[str, list[str]] = {}
         self.bases: dict[str, str] = {}  # custom configuration -> its base model
-        for r in frame.itertuples(index=False):
+        records = list(frame.itertuples(index=False))
+        # the one-process rows first: a build's torch versions in their order, then the others'
+        for r in sorted(records, key=lambda r: bool(getattr(r, "dynamic", ""))):
             if custom_base(r.variant):
                 self.bases[r.model] = custom_base(r.variant)
-            key = CellKey(
-                build=r.build,
-                gpu=Gpu(r.device, r.gpu_name),
-                setup=Setup(r.dtype, r.scenario, r.weights, setup_variant(r.variant)),
-                task=r.task,
-                model=r.model,
-                batch_size=int(r.batch_size),
-                mode=r.mode,
-            )
-            self.cells[key] = measurement_of(r)
+            self.rows[key_of(r)] = measurement_of(r)
             versions = self.torch.setdefault(r.build, [])
             if r.torch_version and r.torch_version not in versions:
                 versions.append(r.torch_version)
+        self.cells = {k: m for k, m in self.rows.items() if not k.dynamic}
+        self.dynamic = {k: m for k, m in self.rows.items() if k.dynamic}
         keys = list(self.cells)
         builds = list(dict.fromkeys(k.build for k in keys))
         self.builds = sorted(builds, key=lambda b: (KIND_ORDER.index(self.kind(b)), builds.index(b)))
@@ -303,10 +323,11 @@ class Study:
         base = self.bases.get(model)
         return f"{task}/{model}" + (f" ({CUSTOM_PREFIX}{base})" if base else "")
 
-    def get(self, build: str, gpu: Gpu, setup: Setup, task: str, model: str, bs: int, mode: str):
-        return self.cells.get(CellKey(build, gpu, setup, task, model, bs, mode))
+    def get(self, key: CellKey) -> Measurement | None:
+        return self.rows.get(key)
 
     def keys_where(self, **match: object) -> list[CellKey]:
+        """The one-process cells' keys whose fields are as given."""
         return [k for k in self.cells if all(getattr(k, f) == v for f, v in match.items())]
 
     def torch_label(self, build: str) -> str:
@@ -344,10 +365,10 @@ def build_kinds(
         except (UsageError, OSError) as exc:
             if explicit:
                 raise
-            note = f"could not read {matrix_path} ({exc}); "
+            note = f"could not read {shown(matrix_path)} ({exc}); "
     kinds = {b: declared.get(b, kind_from_name(b)) for b in builds}
     by_name = [b for b in builds if b not in declared]
-    source = f"kinds from {matrix_path}" if declared else "kinds"
+    source = f"kinds from {shown(matrix_path)}" if declared else "kinds"
     if by_name:
         source += f"{' and' if declared else ''} by name for: {', '.join(by_name)}"
     return kinds, note + source

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from suite.measure.stats import median
 from suite.run import launch
 from suite.run.launch import RunPaths
 from suite.spec.model import Cell
+from suite.stats import median
 
 CHILD = "suite.measure.crosscheck"
 DEFAULT_ROUNDS = 5
@@ -102,9 +102,11 @@ def run(
     out: list[Timed] = []
     for index, cell in enumerate(cells):
         print(f"[{index + 1}/{len(cells)}] {cell.label}: {rounds} rounds ...", file=sys.stderr, flush=True)
-        fields, wall, log = launch.run_worker(
+        job = launch.WorkerJob(
             cell, device_type, paths, index, python, module=CHILD, args=(str(rounds),), keep=KEEP
         )
+        result = launch.run_worker(job)
+        fields, wall, log = result.fields, result.wall_s, result.log_file
         if fields["status"] != "ok":
             out.append(Timed(cell, cell.mode, error=f"{fields['status']}: {fields.get('error', '')} ({log})"))
         else:

@@ -1,10 +1,11 @@
-"""Launch one worker per cell: its environment, its files, its log, its timeout.
+"""Launch one worker per cell: its environment, its files, its log, its timeout, and the rows
+that come back.
 
 `python -m suite.measure.worker` runs in a new process group (inductor's compile workers
 die with it on a timeout), reads and writes files named for its attempt only (a worker left
 over from a killed run can never hand its result to a resumed one), and its output reaches
 the cell's log through a pipe that redacts secrets (suite.redact). Whatever comes back, or
-does not, becomes the worker's fields: a garbled result is an error, never a crash.
+does not, becomes the rows the cell owes: a garbled result is an error, never a crash.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from suite.run.environ import child_env
 from suite.spec.model import Cell
 
 WORKER_MODULE = "suite.measure.worker"
-# A several-row cell's result: its rows' fields, each checked (suite.run.cell_path.rows_of).
+# A several-row cell's result: its rows' fields, each checked, then spread by `rows_of`.
 ROWS = "rows"
 
 
@@ -144,21 +145,9 @@ def cache_env(cache: Path) -> dict[str, str]:
     return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton")}
 
 
-def run_worker(
-    cell: Cell,
-    device_type: str,
-    paths: RunPaths,
-    index: int,
-    python: str = sys.executable,
-    phase: str = MEASURE,
-    cache: Path | None = None,
-    log_path: Path | None = None,
-    extra_env: dict[str, str] | None = None,
-    module: str = WORKER_MODULE,
-    args: Sequence[str] = (),
-    keep: Collection[str] = COLUMNS,
-) -> tuple[dict[str, Any], float, str]:
-    """Run one cell in a child process. Returns (worker fields, wall seconds, log path).
+@dataclass(frozen=True)
+class WorkerJob:
+    """One child process of a cell: which cell, where its files go, and how it runs.
 
     `phase`: the worker's job (suite.measure.compile_cost: the cell itself, or its warm or
     mega-cache process). `cache`: compile cache folders the caller owns (suite.run.cell_path);
@@ -166,28 +155,87 @@ def run_worker(
     append to this log instead of starting the cell's own. `module` is run as
     `python -m MODULE CELL_JSON RESULT_JSON DEVICE [PHASE] [ARGS...]` (the worker by default; the
     cross-check's child too), and the fields in `keep` are taken from its result."""
+
+    cell: Cell
+    device_type: str
+    paths: RunPaths
+    index: int
+    python: str = sys.executable
+    phase: str = MEASURE
+    cache: Path | None = None
+    log_path: Path | None = None
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    module: str = WORKER_MODULE
+    args: tuple[str, ...] = ()
+    keep: Collection[str] = COLUMNS
+
+
+@dataclass
+class WorkerResult:
+    """What one child process gave: always a list of rows (the fields of each row the cell owes,
+    in its order: one, or one per batch size of a dynamic-batch cell), its wall seconds, and its
+    log (relative to the run folder)."""
+
+    rows: list[dict[str, Any]]
+    wall_s: float
+    log_file: str
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The first row's fields: the whole result of a cell that owes one row."""
+        return self.rows[0]
+
+
+def rows_of(cell: Cell, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fields of every row the cell owes (Cell.row_keys), in its order: a several-row cell's
+    rows as its worker returned them, and for any it did not return, the cell's failure (or an
+    error saying it is missing): a failure still gives every expected row a status."""
+    if not cell.batch_sizes:
+        return [fields]
+    rows = fields.pop(ROWS, None) or []
+    shared = {k: v for k, v in fields.items() if k not in ("status", "error")}
+    by_size = {row.get("batch_size"): row for row in rows}
+    out = []
+    for size in cell.batch_sizes:
+        row = by_size.get(size)
+        if row is None:
+            missing = f"the worker returned no row for batch size {size}"
+            failed = fields["status"] != "ok"
+            row = {
+                "status": fields["status"] if failed else "error",
+                "error": fields["error"] if failed else missing,
+            }
+        out.append({**shared, **row, "batch_size": size})
+    return out
+
+
+def run_worker(job: WorkerJob) -> WorkerResult:
+    """Run one child process of a cell, with its timeout; whatever comes back, or does not,
+    becomes its rows."""
+    cell, paths = job.cell, job.paths
     paths.logs.mkdir(parents=True, exist_ok=True)
     paths.scratch.mkdir(parents=True, exist_ok=True)
-    stem = cell_stem(cell, index)
-    appending = log_path is not None
-    log_path = log_path or _log_path(paths, stem)
+    stem = cell_stem(cell, job.index)
+    appending = job.log_path is not None
+    log_path = job.log_path or _log_path(paths, stem)
     attempt = f"{stem}.{uuid.uuid4().hex[:12]}"  # files of this attempt only
     cell_file = paths.scratch / f"{attempt}.cell.json"
     result_path = paths.scratch / f"{attempt}.result.json"
     cell_file.write_text(cell.to_json())
-    extra: dict[str, str] = {PARENT_ENV: str(os.getpid()), **(extra_env or {})}
+    extra: dict[str, str] = {PARENT_ENV: str(os.getpid()), **job.extra_env}
+    cache = job.cache
     owned = cache is None and cell.settings.compile_cache == "cold"  # a fresh cache removed after
     if cache is None:
         cache = paths.scratch / f"{attempt}.compile-cache" if owned else paths.compile_cache
     extra.update(cache_env(cache))
     extra.update(allocator.child_env(cell.settings.malloc, os.environ))
-    cmd = [python, "-m", module, str(cell_file), str(result_path), device_type]
-    cmd += [phase] if phase != MEASURE else []
-    cmd += list(args)
+    cmd = [job.python, "-m", job.module, str(cell_file), str(result_path), job.device_type]
+    cmd += [job.phase] if job.phase != MEASURE else []
+    cmd += list(job.args)
     start = time.monotonic()
     with open(log_path, "ab" if appending else "wb") as log:
         if appending:
-            log.write(f"\n--- {phase} process ---\n".encode())
+            log.write(f"\n--- {job.phase} process ---\n".encode())
             log.flush()
         extra[SPAWN_ENV] = repr(time.time())  # the process's start, for time to first result
         proc = subprocess.Popen(
@@ -219,13 +267,13 @@ def run_worker(
             "error": f"no result after {cell.settings.timeout_s:g} s (worker killed)",
         }
     elif result_path.exists():
-        fields = _result_fields(result_path, keep)
+        fields = _result_fields(result_path, job.keep)
         result_path.unlink(missing_ok=True)
     else:
         tail = last_log_line(log_path)
         reason = describe_exit(returncode) + (f"; last log line: {tail}" if tail else "")
         fields = {"status": "error", "error": one_line(reason)}
-    return fields, wall, str(log_path.relative_to(paths.run_dir))
+    return WorkerResult(rows_of(cell, fields), wall, str(log_path.relative_to(paths.run_dir)))
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from suite.errors import UsageError, last_line
@@ -21,6 +21,7 @@ from suite.results import one_line, slug
 from suite.run.environ import child_env
 from suite.spec.expand import Filters, image_field, pick_build
 from suite.spec.model import Cell, ImageSpec, Matrix
+from suite.spec.request import Request
 
 # Below this much free space where results go, no cell starts (`run --min-free-mb`):
 # a cold compile cache alone can take hundreds of MB per cell.
@@ -28,7 +29,7 @@ DEFAULT_MIN_FREE_MB = 1024
 
 
 # What the model check's child found when it was also asked to probe (run, repeat and
-# crosscheck check their models first: suite.cli.bench.check_before_probe), by device: the
+# crosscheck check their models first: `prepare`), by device: the
 # Environment, or the reason the device cannot be used.
 _probed: dict[str, provenance.Environment | str] = {}
 
@@ -244,3 +245,38 @@ def _run_child(payload: str, probe_device: str | None = None) -> list[Problem] |
     elif probe_device is not None and "device_error" in answer:
         _probed[probe_device] = str(answer["device_error"])
     return [Problem(**p) for p in answer["problems"]]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the checks before the first cell found: the environment (probed in a child), the
+    profile it implies, the build label for the rows, and the cells to run."""
+
+    environment: provenance.Environment
+    profile: str
+    build: str
+    cells: list[Cell]
+
+
+def prepare(request: Request, min_free_mb: float | None = DEFAULT_MIN_FREE_MB) -> Prepared:
+    """Every check before the first cell of `run`, `repeat` and `crosscheck`, cheapest first:
+    a resumed run folder; the selection, its models and image (the model check's child probes
+    the device too: one Python started, not two); where results go and its free disk
+    (`min_free_mb` None: not checked); then the probe, the build, and the cells for the device."""
+    matrix, filters = request.matrix, request.filters
+    if request.run_id:  # a damaged run folder is found in a moment, before the slower checks
+        check_run_folder(request.out / request.run_id)
+    guess = request.profile_for(None)
+    planned = request.planned(guess, request.build or "?")
+    check_inputs(matrix, guess, filters, planned, probe_device=request.device)
+    if request.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
+        request.selected(planned, guess)
+    check_writable(request.out)
+    if min_free_mb is not None:
+        check_free_space(request.out, min_free_mb)
+    environment = probe(request.device)
+    profile = request.profile_for(environment.device_type)
+    build = resolve_build(matrix, request.build, environment)
+    cells = request.cells(profile, build)
+    check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
+    return Prepared(environment, profile, build, cells)

@@ -13,18 +13,17 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
-from suite.measure import health
 from suite.measure.provenance import Environment
-from suite.results import TIMING_COLUMNS, RowWriter, key_of
+from suite.results import TIMING_COLUMNS, RowWriter, health, key_of
 from suite.run import cell_path, preflight, resume, tidy
-from suite.run.launch import RunPaths
+from suite.run.launch import RunPaths, WorkerJob
 from suite.run.lock import RunLock
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
 from suite.run.progress import Progress, row_warnings
@@ -47,6 +46,18 @@ class RunReport:
             return ""
         flags = ", ".join(f"{f} {n}" for f, n in sorted(self.flags.items()))
         return f"; {self.unhealthy} cell(s) timed on an unhealthy machine ({flags}): see the health column"
+
+    def count(self, cell: Cell, rows: Sequence[dict[str, Any]]) -> None:
+        """A cell that ran: its rows' statuses, warnings and health flags."""
+        self.ran += 1
+        for row in rows:
+            self.statuses[row["status"]] = self.statuses.get(row["status"], 0) + 1
+            for what in row_warnings(row):
+                self.warned.setdefault(what, []).append(cell.label)
+            flags = health.flags_of(row.get("health"))
+            self.unhealthy += bool(flags)
+            for flag in flags:
+                self.flags[flag] = self.flags.get(flag, 0) + 1
 
     def warnings_note(self) -> str:
         """`; 2 ok cell(s) with ACCURACY FAIL (Mask2former bs=1 default inference, ...)` for the
@@ -92,86 +103,107 @@ def build_row(
     return row
 
 
-def run_cells(
-    cells: Sequence[Cell],
-    env: Environment,
-    out: Path,
-    run_id: str,
-    shard: str = "",
-    keep_failed: bool = False,
-    python: str = sys.executable,
-    min_free_mb: float = DEFAULT_MIN_FREE_MB,
-    banner: str = "",
-    keep_compile_cache: bool = False,
-) -> RunReport:
-    """Run every cell not already recorded; append one row per cell as it ends.
+@dataclass(frozen=True)
+class Sweep:
+    """One sweep: the cells, the environment the probe found, where the rows go, and how.
 
-    Holds the run's lock throughout. `banner` is printed once the run's CSV is found fit
-    to resume (a refused run prints its one error line only). Stops (UsageError, exit 2)
-    when the disk fills up: the rows recorded so far are safe, and the same --run-id
-    resumes. A run that ends leaves no lock, no scratch file and no compile cache, unless
-    `keep_compile_cache` (suite.run.tidy)."""
-    if not cells:
-        raise UsageError("cells", "the selection is empty: nothing to run")
-    build = cells[0].build
-    paths = RunPaths.make(out, run_id, build, env.device, shard)
+    `banner` is printed once the run's CSV is found fit to resume (a refused run prints its
+    one error line only). `keep_failed`: a resume keeps the cells recorded as failed.
+    `min_free_mb`: no cell starts with less free disk. `keep_compile_cache`: a run that ends
+    leaves its compile cache (suite.run.tidy). `python`: the workers' interpreter."""
+
+    cells: Sequence[Cell]
+    environment: Environment
+    out: Path
+    run_id: str
+    shard: str = ""
+    keep_failed: bool = False
+    python: str = sys.executable
+    min_free_mb: float = DEFAULT_MIN_FREE_MB
+    banner: str = ""
+    keep_compile_cache: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.cells:
+            raise UsageError("cells", "the selection is empty: nothing to run")
+
+    @property
+    def paths(self) -> RunPaths:
+        return RunPaths.make(self.out, self.run_id, self.cells[0].build, self.environment.device, self.shard)
+
+
+def run_cells(sweep: Sweep) -> RunReport:
+    """Run every cell not already recorded; append one row per row a cell owes as it ends.
+
+    Holds the run's lock throughout. Stops (UsageError, exit 2) when the disk fills up: the
+    rows recorded so far are safe, and the same --run-id resumes. A run that ends leaves no
+    lock, no scratch file and no compile cache, unless `keep_compile_cache` (suite.run.tidy)."""
+    paths = sweep.paths
     report = RunReport(csv=paths.csv)
-    resume_hint = f"the rows recorded so far are safe; run again with --run-id {run_id} to resume"
     for folder in (paths.csv.parent, paths.logs, paths.scratch):  # a damaged run folder: one line
         preflight.check_writable(folder, "--run-id", preflight.RUN_FOLDER_HINT)
     with RunLock(paths.csv):
-        state = resume.prepare(paths.csv, keep_failed)
-        if banner:
-            print(banner, file=sys.stderr, flush=True)
+        state = resume.prepare(paths.csv, sweep.keep_failed)
+        if sweep.banner:
+            print(sweep.banner, file=sys.stderr, flush=True)
         shutil.rmtree(paths.scratch, ignore_errors=True)  # files of a killed run's attempts
-        tidy.explain_cache(paths, cells)
-        progress = Progress.of(cells)
+        tidy.explain_cache(paths, sweep.cells)
+        progress = Progress.of(sweep.cells)
         try:
             writer = RowWriter(paths.csv)
         except OSError as exc:
             raise UsageError(str(paths.csv), f"cannot open for appending: {exc.strerror or exc}") from None
         with writer:
-            for index, cell in enumerate(cells):
-                keys = [key_of(k) for k in cell.row_keys(env.device)]
+            for index, cell in enumerate(sweep.cells):
+                keys = [key_of(k) for k in cell.row_keys(sweep.environment.device)]
                 if all(key in state.done for key in keys):
                     report.resumed += 1
                     progress.skip(cell, state.done[keys[0]])
                     continue
-                free = preflight.free_mb(paths.run_dir)
-                if free < min_free_mb:
-                    raise UsageError(
-                        "--out",
-                        f"only {_mb(free)} MB left on the disk of {paths.run_dir} (minimum "
-                        f"{_mb(min_free_mb)} MB): stopped before {cell.label}; {resume_hint}",
-                    )
+                _check_disk(sweep, paths, cell)
                 progress.start(cell)
-                started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-                try:
-                    fields, wall, log_file = cell_path.run_cell(cell, env.device_type, paths, index, python)
-                    rows = [
-                        build_row(cell, env, run_id, one, started_at, wall, log_file, shard)
-                        for one in cell_path.rows_of(cell, fields)
-                    ]
-                    rows = [r for r in rows if key_of(r) not in state.done]  # a resumed cell's kept rows
-                    for row in rows:
-                        writer.append(row)
-                except OSError as exc:
-                    raise UsageError(
-                        "--out",
-                        f"{cell.label}: {exc.strerror or exc} ({exc.filename or 'no file'}); {resume_hint}",
-                    ) from None
-                report.ran += 1
-                for row in rows:
-                    report.statuses[row["status"]] = report.statuses.get(row["status"], 0) + 1
-                    for what in row_warnings(row):
-                        report.warned.setdefault(what, []).append(cell.label)
-                    flags = health.flags_of(row.get("health"))
-                    report.unhealthy += bool(flags)
-                    for flag in flags:
-                        report.flags[flag] = report.flags.get(flag, 0) + 1
+                rows, wall = _run_one(sweep, paths, index, cell, writer, state.done)
+                report.count(cell, rows)
                 progress.finish(cell, rows[0], wall)
-        tidy.tidy(paths, keep_compile_cache)
+        tidy.tidy(paths, sweep.keep_compile_cache)
     return report
+
+
+def _resume_hint(sweep: Sweep) -> str:
+    return f"the rows recorded so far are safe; run again with --run-id {sweep.run_id} to resume"
+
+
+def _check_disk(sweep: Sweep, paths: RunPaths, cell: Cell) -> None:
+    """No cell starts below the free-disk minimum: stop with the rows so far safe."""
+    free = preflight.free_mb(paths.run_dir)
+    if free < sweep.min_free_mb:
+        raise UsageError(
+            "--out",
+            f"only {_mb(free)} MB left on the disk of {paths.run_dir} (minimum "
+            f"{_mb(sweep.min_free_mb)} MB): stopped before {cell.label}; {_resume_hint(sweep)}",
+        )
+
+
+def _run_one(
+    sweep: Sweep, paths: RunPaths, index: int, cell: Cell, writer: RowWriter, done: Collection[tuple]
+) -> tuple[list[dict[str, Any]], float]:
+    """One cell through its path (suite.run.cell_path); its rows appended (a resumed cell's kept
+    rows are not written again). Returns the rows written and the cell's wall seconds."""
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    env = sweep.environment
+    try:
+        result = cell_path.run_cell(WorkerJob(cell, env.device_type, paths, index, sweep.python))
+        rows = [
+            build_row(cell, env, sweep.run_id, one, started_at, result.wall_s, result.log_file, sweep.shard)
+            for one in result.rows
+        ]
+        rows = [r for r in rows if key_of(r) not in done]
+        for row in rows:
+            writer.append(row)
+    except OSError as exc:
+        where = f"{exc.strerror or exc} ({exc.filename or 'no file'})"
+        raise UsageError("--out", f"{cell.label}: {where}; {_resume_hint(sweep)}") from None
+    return rows, result.wall_s
 
 
 def new_run_id() -> str:

@@ -18,8 +18,7 @@ from suite.errors import UsageError
 from suite.measure.provenance import Environment
 from suite.results import CsvFormatError, RowWriter, key_of, one_line, read_rows
 from suite.results.columns import ERROR, SKIPPED
-from suite.run.cell_path import rows_of
-from suite.run.launch import RunPaths
+from suite.run.launch import RunPaths, rows_of
 from suite.run.lock import RunLock
 from suite.run.runner import build_row
 from suite.spec.model import Cell

@@ -29,7 +29,8 @@ from suite.errors import UsageError
 from suite.history.bisect import SKIP, Cell, Judged, Result, bisect
 from suite.results import slug
 from suite.sessions import containers, docker, images
-from suite.sessions.runner import Runner, load, pop_flag, pop_switch
+from suite.sessions.posargs import refuse_rest, take
+from suite.sessions.runner import Runner, load
 from suite.spec import BuildSpec, Matrix
 
 DEFAULT_BUILD = "nightly-current"
@@ -126,6 +127,20 @@ def host_judge(host_python: str, cell: Cell, threshold: str | None) -> Callable[
     return judge
 
 
+# The session's flags with a value (posargs.take); `--local-bases` is its one switch.
+VALUE_FLAGS = (
+    "--cell",
+    "--good",
+    "--bad",
+    "--build",
+    "--profile",
+    "--device",
+    "--threshold",
+    "--out",
+    "--index",
+)
+
+
 def bisect_session(
     runner: Runner,
     posargs: Sequence[str],
@@ -135,17 +150,35 @@ def bisect_session(
 ) -> Result:
     """Parse the flags, check docker (and the GPU), search; print the first bad date and its commits."""
     args = list(posargs)
-    cell = Cell.parse(pop_flag(args, "--cell") or "")
-    good, bad = parse_day("--good", pop_flag(args, "--good")), parse_day("--bad", pop_flag(args, "--bad"))
-    name = pop_flag(args, "--build") or DEFAULT_BUILD
-    profile = pop_flag(args, "--profile") or "full"
-    device = pop_flag(args, "--device") or "cuda"
-    threshold = pop_flag(args, "--threshold")
-    out = Path(pop_flag(args, "--out") or root / "results")
-    index = pop_flag(args, "--index")
-    subs = images.Substitutes(local_bases=pop_switch(args, "--local-bases"))
-    if args:
-        raise UsageError("bisect", f"unknown arguments {' '.join(args)}")
+    flags = take(
+        args,
+        values=[
+            "--cell",
+            "--good",
+            "--bad",
+            "--build",
+            "--profile",
+            "--device",
+            "--threshold",
+            "--out",
+            "--index",
+        ],
+        switches=["--local-bases"],
+    )
+    refuse_rest(
+        args,
+        "bisect",
+        "--cell, --good, --bad, --build, --profile, --device, --threshold, --out, --index, --local-bases",
+    )
+    cell = Cell.parse(flags["--cell"] or "")
+    good, bad = parse_day("--good", flags["--good"]), parse_day("--bad", flags["--bad"])
+    name = flags["--build"] or DEFAULT_BUILD
+    profile = flags["--profile"] or "full"
+    device = flags["--device"] or "cuda"
+    threshold = flags["--threshold"]
+    out = Path(flags["--out"] or root / "results")
+    index = flags["--index"]
+    subs = images.Substitutes(local_bases=flags["--local-bases"])
     matrix = load(root)
     build = matrix.builds.get(name)
     if build is None or build.kind != "nightly" or "TORCH_NIGHTLY_DATE" not in build.build_args:

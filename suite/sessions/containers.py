@@ -19,18 +19,8 @@ from suite.errors import UsageError
 from suite.measure import machine
 from suite.sessions import docker, fleet, floors, images, pergpu
 from suite.sessions.images import Substitutes
-from suite.sessions.runner import (
-    BenchArgs,
-    Runner,
-    SelectionCheck,
-    bench_args,
-    load,
-    merge_target,
-    no_container,
-    pick_builds,
-    pop_flag,
-    pop_switch,
-)
+from suite.sessions.posargs import BenchArgs, SelectionCheck, bench_args, merge_target, refuse_rest, take
+from suite.sessions.runner import Runner, load, no_container, pick_builds
 from suite.spec import BuildSpec, Matrix
 
 
@@ -108,14 +98,10 @@ def build_images(runner: Runner, posargs: Sequence[str], root: Path) -> None:
     """`nox -s build [-- --build B1,B2] [--rebuild] [--local-bases] [--torch-from-pypi]`: the
     images of the builds that have a container (or those named)."""
     args = list(posargs)
-    wanted = pop_flag(args, "--build")
-    how = Build(subs=images.pop_substitutes(args), rebuild=pop_switch(args, "--rebuild"))
-    if args:
-        raise UsageError(
-            "build",
-            f"unknown arguments {' '.join(args)} "
-            "(takes --build B1,B2, --rebuild, --local-bases, --torch-from-pypi)",
-        )
+    flags = take(args, values=["--build"], switches=["--rebuild"])
+    how = Build(subs=images.pop_substitutes(args), rebuild=flags["--rebuild"])
+    refuse_rest(args, "build", "--build B1,B2, --rebuild, --local-bases, --torch-from-pypi")
+    wanted = flags["--build"]
     matrix = load(root)
     chosen = pick_builds(matrix, wanted, [n for n, b in matrix.builds.items() if b.container])
     for spec in chosen:
@@ -254,7 +240,7 @@ def bench_containers(
     rows that say why (`verb` runs `suite mark` for them)."""
     args = list(posargs)
     how = Build(subs=images.pop_substitutes(args))
-    containers = pop_flag(args, "--containers") or "1"
+    containers = take(args, values=["--containers"])["--containers"] or "1"
     if not containers.isdigit():
         raise UsageError("--containers", f"{containers!r} is not a whole number")
     bench = bench_args(args, prefix, root)

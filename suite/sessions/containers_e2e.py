@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from suite.errors import UsageError, first_line
+from suite.errors import first_line
 from suite.results import read_rows, slug
 from suite.sessions import docker, images
 from suite.sessions.containers import Build, bench_containers, default_builds, ensure_image, run_docker
 from suite.sessions.images import Substitutes
-from suite.sessions.runner import Runner, SelectionCheck, load, pick_builds, pop_flag, pop_switch
+from suite.sessions.posargs import SelectionCheck, refuse_rest, take
+from suite.sessions.runner import Runner, load, pick_builds
 from suite.sessions.venv import reachable
 from suite.spec import BuildSpec
 
@@ -178,16 +179,10 @@ def check_run(
 
 def parse(posargs: Sequence[str], root: Path) -> tuple[str, str, Path, bool]:
     args = list(posargs)
-    models = pop_flag(args, "--models") or "ViT"
-    modes = pop_flag(args, "--modes") or "eager,default"
-    out = Path(pop_flag(args, "--out") or root / "results").resolve()
-    no_cache = pop_switch(args, "--no-cache")
-    if args:
-        raise UsageError(
-            "containers-e2e",
-            f"unknown arguments {' '.join(args)} (takes --models, --modes, --out, --no-cache)",
-        )
-    return models, modes, out, no_cache
+    flags = take(args, values=["--models", "--modes", "--out"], switches=["--no-cache"])
+    refuse_rest(args, "containers-e2e", "--models, --modes, --out, --no-cache")
+    out = Path(flags["--out"] or root / "results").resolve()
+    return flags["--models"] or "ViT", flags["--modes"] or "eager,default", out, flags["--no-cache"]
 
 
 def containers_e2e(runner: Runner, posargs: Sequence[str], root: Path, check: SelectionCheck) -> None:

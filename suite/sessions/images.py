@@ -29,7 +29,7 @@ from pathlib import Path
 from suite.errors import UsageError
 from suite.redact import redact
 from suite.sessions.docker import DOCS, DockerProblem
-from suite.sessions.runner import pop_switch
+from suite.sessions.posargs import take
 from suite.sessions.venv import wheel_version
 from suite.spec.model import BuildSpec
 
@@ -42,6 +42,7 @@ CONTEXT_FILES = (
     "containers/verify_torch.py",
     "containers/probe.py",
     "containers/nightly_pin.py",
+    "containers/common",
 )
 # containers/local-bases.sh's stand-ins, by the pinned base they stand in for (repo:tag).
 LOCAL_BASES = {
@@ -74,9 +75,8 @@ class Substitutes:
 
 def pop_substitutes(args: list[str]) -> Substitutes:
     """Take `--local-bases` and `--torch-from-pypi` out of a session's arguments."""
-    return Substitutes(
-        local_bases=pop_switch(args, "--local-bases"), torch_from_pypi=pop_switch(args, "--torch-from-pypi")
-    )
+    flags = take(args, switches=["--local-bases", "--torch-from-pypi"])
+    return Substitutes(local_bases=flags["--local-bases"], torch_from_pypi=flags["--torch-from-pypi"])
 
 
 def pinned_base(build: BuildSpec, root: Path) -> str:

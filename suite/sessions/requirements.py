@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.sessions.runner import Runner, load, pick_builds, pop_switch
+from suite.sessions.posargs import take
+from suite.sessions.runner import Runner, load, pick_builds
 from suite.sessions.venv import find_python, lock_file
 
 # pip-compile for the lock files; its version is part of how a lock was made.
@@ -21,7 +22,7 @@ def lock(runner: Runner, posargs: Sequence[str], root: Path) -> None:
     """`nox -s lock -- [BUILD ...] [--check]`: every build with a lock (or a requirements.in)
     unless builds are named."""
     args = list(posargs)
-    check = pop_switch(args, "--check")
+    check = take(args, switches=["--check"])["--check"]
     matrix = load(root)
     names = args or [
         n

@@ -18,7 +18,7 @@ LINT_TOOLS = [RUFF, HADOLINT, ACTIONLINT, IMPORT_LINTER]
 # The history (issue 25, suite/history): the store (DuckDB, pyarrow, fsspec) and the change-point
 # library, pinned like the linters: a new release must not change what a stored history reads as.
 HISTORY_PINS = ["duckdb==2.0.1", "pyarrow==26.0.1", "fsspec==2026.9.0", "ruptures==1.1.10"]
-# The tests run hadolint and actionlint too (tests/test_containers.py, test_workflows.py);
+# The tests run hadolint and actionlint too (tests/test_images.py, test_workflows.py);
 # nox: the container tests run the real sessions against a fake docker; pytest-xdist: two
 # workers (pytest < 9.2: under 9.2, xdist 3.8's --dist loadgroup ignores xdist_group,
 # pytest-xdist#1386).
@@ -53,11 +53,11 @@ CORE_TESTS = [
     "tests/test_models.py",
     "tests/test_worker.py",
     "tests/test_timing.py",
-    "tests/test_scenario_path.py",
+    "tests/test_scenarios.py",
     "tests/test_isolation.py",
     "tests/test_faults.py",
     "tests/test_lifeline.py",
     "tests/test_preflight.py",
-    "tests/test_compile_cost.py",
+    "tests/test_cell_path.py",
     "tests/test_compile_cost_e2e.py",
 ]

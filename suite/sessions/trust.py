@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-from suite.sessions.runner import Runner, load, pick_builds, pop_flag, run_suite
+from suite.sessions.posargs import take
+from suite.sessions.runner import Runner, load, pick_builds, run_suite
 from suite.sessions.venv import build_venv
 
 DEFAULT_BUILD = "current"
@@ -35,7 +36,7 @@ SLOW_FAULT = "slow:1.2"
 def _python(runner: Runner, posargs: Sequence[str], root: Path) -> tuple[str, str, list[str]]:
     """The build's virtualenv Python, the build's name, and the arguments left."""
     args = list(posargs)
-    (build,) = pick_builds(load(root), pop_flag(args, "--build"), [DEFAULT_BUILD])
+    (build,) = pick_builds(load(root), take(args, values=["--build"])["--build"], [DEFAULT_BUILD])
     return str(build_venv(runner, build, root)), build.name, args
 
 
@@ -54,8 +55,9 @@ def gate(runner: Runner, posargs: Sequence[str], root: Path, host_python: str = 
     Python, which has pandas); returns the calibration report."""
     python, build, args = _python(runner, posargs, root)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    run_id = pop_flag(args, "--run-id") or f"gate-{stamp}"
-    out = Path(pop_flag(args, "--out") or root / "results")
+    flags = take(args, values=["--run-id", "--out"])
+    run_id = flags["--run-id"] or f"gate-{stamp}"
+    out = Path(flags["--out"] or root / "results")
     base = [python, "-m", "suite", "repeat", "--build", build, "--out", str(out)]
     run_suite(runner, [*base, *GATE_AA, "--run-id", run_id, *args])
     slowed = f"{run_id}-slowed"

@@ -22,17 +22,8 @@ from pathlib import Path
 
 from suite.errors import UsageError
 from suite.sessions.docker import OFFLINE_ENV
-from suite.sessions.runner import (
-    Runner,
-    SelectionCheck,
-    bench_args,
-    load,
-    matrix_file,
-    merge_args,
-    merge_target,
-    pick_builds,
-    run_suite,
-)
+from suite.sessions.posargs import SelectionCheck, bench_args, merge_args, merge_target
+from suite.sessions.runner import Runner, load, matrix_file, pick_builds, run_suite
 from suite.sessions.toolpins import MERGE_PACKAGES
 from suite.spec import BuildSpec
 

@@ -7,23 +7,51 @@ child process; that is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from suite.errors import UsageError
-from suite.spec.load import check_compile_cost
 from suite.spec.model import (
     DYNAMIC_BATCH,
     DYNAMIC_SETTINGS,
     BuildSpec,
     Cell,
+    ImageSpec,
     Matrix,
     ModelSpec,
     Profile,
     Selection,
+    SettingError,
     Settings,
 )
+
+
+@dataclass(frozen=True)
+class Overrides(Mapping[str, Any]):
+    """The settings the command line overrides (None: as the profile says); a mapping of those
+    given, so `replace(settings, **overrides)` applies them (resolve_settings)."""
+
+    weights: str | None = None
+    iterations: int | None = None
+    warmup: int | None = None
+    timeout_s: float | None = None
+    compile_cost: bool | None = None
+    compile_cache: str | None = None
+    malloc: str | None = None
+    image: ImageSpec | None = None
+
+    def _given(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._given()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given())
+
+    def __len__(self) -> int:
+        return len(self._given())
 
 
 @dataclass(frozen=True)
@@ -41,8 +69,22 @@ class Filters:
     batch_sizes: tuple[int, ...] | None = None
     modes: tuple[str, ...] | None = None
     scenarios: tuple[str, ...] | None = None
-    overrides: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=Overrides)
     dynamic: tuple[str, ...] | None = None  # narrows a dynamic-batch cell's settings (issue 30)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.overrides, Overrides):  # a plain mapping of setting -> value
+            object.__setattr__(self, "overrides", Overrides(**dict(self.overrides)))
+
+    @property
+    def flags(self) -> list[str]:
+        """The selection flags given (for a message about what they selected)."""
+        given = zip(
+            ("--models", "--batch-sizes", "--modes", "--scenarios", "--dynamic"),
+            (self.models, self.batch_sizes, self.modes, self.scenarios, self.dynamic),
+            strict=True,
+        )
+        return [flag for flag, value in given if value is not None]
 
 
 def pick_build(matrix: Matrix, name: str) -> BuildSpec:
@@ -55,16 +97,35 @@ def pick_build(matrix: Matrix, name: str) -> BuildSpec:
     return matrix.builds[name]
 
 
+# The flag that overrides each setting (suite.cli.args), for the one-line errors.
+FLAG_OF_SETTING: Mapping[str, str] = {
+    "weights": "--weights",
+    "iterations": "--iterations",
+    "warmup": "--warmup",
+    "timeout_s": "--timeout",
+    "compile_cost": "--compile-cost",
+    "compile_cache": "--compile-cache",
+    "malloc": "--malloc",
+    "image": "--image",
+}
+
+
 def resolve_settings(matrix: Matrix, profile: Profile, overrides: Mapping[str, Any]) -> Settings:
-    settings = replace(matrix.defaults, **dict(profile.settings))
-    settings = replace(settings, **dict(overrides))
-    check_compile_cost(settings, "--compile-cost")
-    if settings.shrink and settings.weights != "random":
-        raise UsageError(
-            f"{matrix.path}: profiles.{profile.name}.settings.shrink",
-            "a shrunk (smoke) model has no checkpoint: set weights: random",
-        )
-    return settings
+    """The matrix's defaults, then the profile's settings, then the command line's. A rule of
+    `Settings` the flags break is named by the flag; a shrunk profile's need for random weights
+    by the profile's `shrink`, which no flag sets."""
+    where = f"{matrix.path}: profiles.{profile.name}.settings"
+    try:
+        settings = replace(matrix.defaults, **dict(profile.settings))
+    except SettingError as exc:
+        raise UsageError(f"{where}.{exc.field_among(profile.settings)}", exc.message) from None
+    try:
+        return replace(settings, **dict(overrides))
+    except SettingError as exc:
+        if exc.fields[0] == "shrink":
+            raise UsageError(f"{where}.shrink", exc.message) from None
+        field = exc.field_among(overrides)
+        raise UsageError(FLAG_OF_SETTING.get(field, field), exc.message) from None
 
 
 def image_field(matrix: Matrix, profile_name: str, overrides: Mapping[str, Any]) -> str:

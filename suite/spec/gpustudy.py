@@ -274,9 +274,11 @@ def cell_seconds(cell: Cell, guide: dict[tuple[str, int], float]) -> float:
     return seconds + max(0.0, ms / 1000.0 - per_forward) * forwards(cell)
 
 
-def _no_calls(cell: Cell) -> Cell:
-    """The cell with no timed iterations (what it costs besides them)."""
-    return replace(cell, settings=replace(cell.settings, iterations=0))
+def _timed_seconds(cell: Cell, guide: dict[tuple[str, int], float]) -> float:
+    """The estimate's seconds of the cell's timed iterations: the model is linear in them, so their
+    number times one more's (a cell of no iterations is no valid cell: Settings' rules)."""
+    more = replace(cell, settings=replace(cell.settings, iterations=cell.settings.iterations + 1))
+    return cell.settings.iterations * (cell_seconds(more, guide) - cell_seconds(cell, guide))
 
 
 def step_seconds(step: Step, cells: Sequence[Cell], guide: dict[tuple[str, int], float]) -> float:
@@ -288,7 +290,7 @@ def step_seconds(step: Step, cells: Sequence[Cell], guide: dict[tuple[str, int],
         seconds *= step.times
     elif step.verb == "crosscheck":
         for cell in cells:
-            timed = cell_seconds(cell, guide) - cell_seconds(_no_calls(cell), guide)
+            timed = _timed_seconds(cell, guide)
             seconds += (step.rounds - 1) * timed + step.rounds * 2 * timed
     return seconds + STEP_OVERHEAD_S
 

@@ -12,7 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from suite.errors import UsageError
 from suite.spec import limits
 from suite.spec.builds import read_build
 from suite.spec.fields import Reader, kind, number
@@ -29,6 +28,7 @@ from suite.spec.model import (
     ModelSpec,
     Profile,
     Selection,
+    SettingError,
     Settings,
     deep_merge,
 )
@@ -85,15 +85,14 @@ def _dynamic_batch_sizes(r: Reader) -> tuple[int, ...]:
     return distinct
 
 
-def check_compile_cost(settings: Settings, where: str) -> None:
-    """`compile_cost` compares a cold compile with a warm one: a shared cache would make the
-    "cold" one warm already. `where` names the field for the one-line error."""
-    if settings.compile_cost and settings.compile_cache != "cold":
-        raise UsageError(
-            where,
-            "compile_cost measures a cold compile, then a warm one: it needs compile_cache: cold "
-            "(or compile_cost: false)",
-        )
+def settings_from(r: Reader, base: Settings, read: Mapping[str, Any]) -> Settings:
+    """`base` with the settings `read` from `r` applied; a rule of `Settings` they break
+    (its `__post_init__`) is named by the file and the field that set it."""
+    try:
+        return replace(base, **read)
+    except SettingError as exc:
+        r.fail(exc.message, exc.field_among(read))
+        raise  # r.fail raised; for the type checker
 
 
 def _read_model(r: Reader, name: str) -> ModelSpec:
@@ -202,9 +201,9 @@ def load_matrix(path: str | Path) -> Matrix:
         top.fail(f"version {version!r} is not supported (this suite reads version 1)", "version")
 
     defaults_r = top.sub("defaults")
-    defaults = replace(Settings(), **_read_settings(defaults_r, Settings()))
+    read = _read_settings(defaults_r, Settings())
     defaults_r.done()
-    check_compile_cost(defaults, defaults_r.where("compile_cost"))
+    defaults = settings_from(defaults_r, Settings(), read)
 
     builds_r = top.sub("builds", required=True)
     builds = {name: read_build(builds_r.sub(name), name) for name in builds_r.names()}
@@ -239,10 +238,7 @@ def load_matrix(path: str | Path) -> Matrix:
         settings_r = pr.sub("settings")
         settings = _read_settings(settings_r, defaults)
         settings_r.done()
-        check_compile_cost(
-            replace(defaults, **settings),
-            settings_r.where("compile_cost" if "compile_cost" in settings else "compile_cache"),
-        )
+        settings_from(settings_r, defaults, settings)  # the profile's settings keep the rules
         select = pr.list("select")
         selections = tuple(
             _read_selection(Reader(file, f"{pr.path}.select[{i}]", s), models) for i, s in enumerate(select)

@@ -1,16 +1,18 @@
 """The matrix as the rest of the suite sees it: frozen dataclasses and the vocabularies
-(tasks, modes, dtypes, ...). A leaf: no project imports, standard library only, so every
-layer (and the code inside the containers) can use it.
+(tasks, modes, dtypes, ...). Standard library and the bounds of suite.spec.limits only, so
+every layer (and the code inside the containers) can use it.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from suite.spec.limits import setting_bounds
 
 TASKS: dict[str, str] = {
     # task (as in the guide's tables) -> default auto class
@@ -52,9 +54,45 @@ class ImageSpec:
     path: str = ""
 
 
+class SettingError(ValueError):
+    """A `Settings` value that breaks a rule: the fields the rule involves (the first the one a
+    message names by default) and what is wrong. Whoever made the settings relabels it with the
+    file and field, or the flag (suite.spec.load, suite.spec.expand)."""
+
+    def __init__(self, fields: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.fields, self.message = fields, message
+
+    def field_among(self, given: Collection[str]) -> str:
+        """The field to name: the first of the rule's that `given` set, else the rule's first."""
+        return next((f for f in self.fields if f in given), self.fields[0])
+
+
+def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise SettingError((name,), f"{value!r} is not one of: {', '.join(choices)}")
+
+
+def _within(name: str, value: object) -> None:
+    """A count (warmup, iterations) or an amount > 0 (timeout_s, tolerance) within its bounds."""
+    low, high = setting_bounds(name)
+    count = name in ("warmup", "iterations")
+    kinds = (int,) if count else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise SettingError((name,), f"must be {'an integer' if count else 'a number'}, got {value!r}")
+    if not ((value >= low) if count else (value > low)) or not value <= high:
+        raise SettingError(
+            (name,), f"must be {'>=' if count else '>'} {low:g} and at most {high:g}, got {value}"
+        )
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Per-cell measurement settings: matrix defaults, then profile, then CLI overrides."""
+    """Per-cell measurement settings: matrix defaults, then profile, then CLI overrides.
+
+    Its rules hold however it is made (`replace(settings, ...)` included): choices, bounds, a
+    cold cache for the compile cost, random weights for a shrunk model, two or more batch sizes
+    for a dynamic-batch cell."""
 
     dtype: str = "float32"
     weights: str = "pretrained"
@@ -70,6 +108,32 @@ class Settings:
     compile_cost: bool = False
     # the batch sizes a dynamic-batch cell serves in turn; empty: its selection's batch sizes
     dynamic_batch_sizes: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        _choice("dtype", self.dtype, DTYPES)
+        _choice("weights", self.weights, WEIGHTS)
+        _choice("compile_cache", self.compile_cache, COMPILE_CACHES)
+        _choice("malloc", self.malloc, MALLOCS)
+        for name in ("warmup", "iterations", "timeout_s", "tolerance"):
+            _within(name, getattr(self, name))
+        if not isinstance(self.image, ImageSpec):
+            raise SettingError(("image",), f"must be an image (url and/or path), got {self.image!r}")
+        sizes = self.dynamic_batch_sizes
+        integers = all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in sizes)
+        if sizes and (not integers or len(set(sizes)) < 2):
+            raise SettingError(
+                ("dynamic_batch_sizes",), f"needs two or more different batch sizes >= 1, got {list(sizes)}"
+            )
+        if self.compile_cost and self.compile_cache != "cold":
+            raise SettingError(
+                ("compile_cost", "compile_cache"),
+                "compile_cost measures a cold compile, then a warm one: it needs compile_cache: cold "
+                "(or compile_cost: false)",
+            )
+        if self.shrink and self.weights != "random":
+            raise SettingError(
+                ("shrink", "weights"), "a shrunk (smoke) model has no checkpoint: set weights: random"
+            )
 
 
 @dataclass(frozen=True)

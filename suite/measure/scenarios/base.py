@@ -3,7 +3,7 @@
 A scenario (inference, train, ...) is a `Scenario` subclass that says only what differs: its
 eager call, how its compiled call is built, its accuracy check, and any steps around the
 first compiled call. `measure` runs the rest in a fixed order, because the order is part of
-what the figures mean (README, "What one cell measures"): warm-up before timing, compile time = first compiled
+what the figures mean (docs/measurement.md): warm-up before timing, compile time = first compiled
 call - one eager call, dynamo's counters after the first call and at the end, peak memory
 over the warm-up of the function the row is about, eager and compiled timed interleaved.
 """

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from suite import __version__
-from suite.measure.health import HEALTHY
 from suite.report.load import Loaded
 from suite.report.reference import GuideFigure, Reference
 from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
@@ -32,6 +31,7 @@ from suite.report.tables.cells import (
 )
 from suite.report.tables.table import Column, Table
 from suite.results import STATUS_WORDS
+from suite.results.health import HEALTHY
 
 MISSING = "missing"  # a cell with no row at all (its job failed, or its shard's rows were lost)
 

@@ -16,10 +16,10 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from suite.measure.stats import breakeven_calls
 from suite.report.pages.history_page import CHANGE_COLUMNS
 from suite.results import COLUMNS, RowWriter
 from suite.spec.load import load_matrix
+from suite.stats import breakeven_calls
 
 ROOT = Path(__file__).resolve().parents[3]
 A100 = "NVIDIA A100-SXM4-80GB"

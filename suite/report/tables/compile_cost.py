@@ -1,6 +1,6 @@
 """What compiling costs a user, per GPU, setup, build and compile mode: the cold compile, the warm
 and mega-cache ones, the time to the first result with and without compiling, and the number
-of calls after which compiling has paid for itself (README, "What compiling costs").
+of calls after which compiling has paid for itself (docs/compile-cost.md).
 
 Host side only. A figure a build cannot give (torch 2.0.1 has no FX graph cache and no
 mega-cache) reads "—", and the table's notes give the reason the rows' `compile_note` gives.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
+from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
 from suite.report.tables.cells import NEVER, Qty, breakeven
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 
@@ -112,7 +112,7 @@ def _table(study: Study, g: CostGroup) -> Table:
     flagged = False
     for task, model in study.models:
         for bs in study.batch_sizes:
-            m = study.get(g.build, g.gpu, g.setup, task, model, bs, g.mode)
+            m = study.get(CellKey(g.build, g.gpu, g.setup, task, model, bs, g.mode))
             if m is None:
                 continue
             seen.append(m)

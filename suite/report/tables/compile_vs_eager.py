@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from suite.report.reference import Reference
-from suite.report.study import EAGER, Gpu, Setup, Study
+from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import (
     COMPILE_NOTE,
     MEANS_NOTE,
@@ -40,6 +40,10 @@ class CompileGroup:
     build: str
     batch_size: int
     mode: str
+
+    def key(self, task: str, model: str, mode: str | None = None) -> CellKey:
+        """A model's cell in this group (or in its `mode`: `EAGER` for its eager cell)."""
+        return CellKey(self.build, self.gpu, self.setup, task, model, self.batch_size, mode or self.mode)
 
 
 def compile_groups(study: Study) -> list[CompileGroup]:
@@ -76,8 +80,7 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
     ]
     # compile time and break-even calls where the rows have them (an older CSV may not)
     timed_compile = any(
-        m is not None and m.compile_s is not None
-        for m in (study.get(g.build, g.gpu, g.setup, t, mo, g.batch_size, g.mode) for t, mo in study.models)
+        m is not None and m.compile_s is not None for m in (study.get(g.key(t, mo)) for t, mo in study.models)
     )
     if timed_compile:
         columns += [
@@ -111,8 +114,8 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
         notes=notes,
     )
     for task, model in study.models:
-        eager = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, EAGER)
-        compiled = study.get(g.build, g.gpu, g.setup, task, model, g.batch_size, g.mode)
+        eager = study.get(g.key(task, model, EAGER))
+        compiled = study.get(g.key(task, model))
         if eager is None and compiled is None:
             continue
         values: list[object] = [

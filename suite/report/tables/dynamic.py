@@ -2,8 +2,8 @@
 then the first again, under each `dynamic` setting) beside the static cells of the same batch
 sizes (one process each), per GPU, build and compile mode.
 
-Host side only. The dynamic-batch rows are not in the `Study` (its cells have no `dynamic`
-setting); `dynamic_study` reads them from the merged frame.
+Host side only. The dynamic-batch rows are the `Study`'s `dynamic` (their keys carry the
+`dynamic` setting).
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import pandas as pd
-
-from suite.report.study import Gpu, Measurement, Setup, Study, measurement_of, setup_variant
+from suite.report.study import CellKey, Gpu, Measurement, Setup, Study
 from suite.report.tables.cells import Dyn
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 from suite.spec.model import DYNAMIC_SETTINGS
@@ -39,48 +37,6 @@ SPECIALISE_NOTE = (
 
 
 @dataclass(frozen=True)
-class DynKey:
-    gpu: Gpu
-    setup: Setup
-    build: str
-    mode: str
-    task: str
-    model: str
-    batch_size: int
-    dynamic: str
-
-
-@dataclass
-class DynamicStudy:
-    """The dynamic-batch rows, typed, by key; the torch versions of their builds."""
-
-    cells: dict[DynKey, Measurement]
-    torch: dict[str, list[str]]
-
-
-def dynamic_study(frame: pd.DataFrame) -> DynamicStudy:
-    """The merged frame's dynamic-batch rows (those with a `dynamic` setting)."""
-    cells: dict[DynKey, Measurement] = {}
-    torch: dict[str, list[str]] = {}
-    for r in frame.itertuples(index=False):
-        key = DynKey(
-            Gpu(r.device, r.gpu_name),
-            Setup(r.dtype, r.scenario, r.weights, setup_variant(r.variant)),
-            r.build,
-            r.mode,
-            r.task,
-            r.model,
-            int(r.batch_size),
-            r.dynamic,
-        )
-        cells[key] = measurement_of(r)
-        versions = torch.setdefault(r.build, [])
-        if r.torch_version and r.torch_version not in versions:
-            versions.append(r.torch_version)
-    return DynamicStudy(cells, torch)
-
-
-@dataclass(frozen=True)
 class DynGroup:
     gpu: Gpu
     setup: Setup
@@ -88,15 +44,10 @@ class DynGroup:
     mode: str
 
 
-def dynamic_tables(study: Study, dyn: DynamicStudy) -> list[Table]:
+def dynamic_tables(study: Study) -> list[Table]:
     """One table per (GPU, setup, build, compiled mode) of the dynamic-batch rows."""
-    groups = list(dict.fromkeys(DynGroup(k.gpu, k.setup, k.build, k.mode) for k in dyn.cells))
-    return [_table(study, dyn, g) for g in groups]
-
-
-def _torch_label(study: Study, dyn: DynamicStudy, build: str) -> str:
-    versions = list(dict.fromkeys([*study.torch.get(build, []), *dyn.torch.get(build, [])]))
-    return f"{build} (torch {', '.join(versions)})" if versions else build
+    groups = list(dict.fromkeys(DynGroup(k.gpu, k.setup, k.build, k.mode) for k in study.dynamic))
+    return [_table(study, g) for g in groups]
 
 
 def _notes(rows: Sequence[Measurement]) -> list[str]:
@@ -110,8 +61,8 @@ def _notes(rows: Sequence[Measurement]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _table(study: Study, dyn: DynamicStudy, g: DynGroup) -> Table:
-    keys = [k for k in dyn.cells if DynGroup(k.gpu, k.setup, k.build, k.mode) == g]
+def _table(study: Study, g: DynGroup) -> Table:
+    keys = [k for k in study.dynamic if DynGroup(k.gpu, k.setup, k.build, k.mode) == g]
     sizes = list(dict.fromkeys(k.batch_size for k in keys))
     settings = [d for d in DYNAMIC_SETTINGS if any(k.dynamic == d for k in keys)]
     static_setup = replace(g.setup, scenario=INFERENCE)
@@ -125,8 +76,7 @@ def _table(study: Study, dyn: DynamicStudy, g: DynGroup) -> Table:
     table = Table(
         name=group_stem(study, "dynamic-shapes", gpu_stem(g.gpu), g.build, g.mode, setup=static_setup),
         section="dynamic shapes",
-        title=f"Batch sizes that change · {g.gpu.label} · {_torch_label(study, dyn, g.build)} "
-        f"· mode {g.mode}",
+        title=f"Batch sizes that change · {g.gpu.label} · {study.torch_label(g.build)} · mode {g.mode}",
         subtitle=f"Build kind: {study.kind(g.build)}. Setup: {static_setup.label}; batch sizes {sequence}.",
         columns=columns,
         notes=[DYNAMIC_NOTE.format(sequence=sequence), SPECIALISE_NOTE],
@@ -136,10 +86,10 @@ def _table(study: Study, dyn: DynamicStudy, g: DynGroup) -> Table:
         statics: list[Measurement | None] = []
         per_setting: dict[str, list[Measurement | None]] = {d: [] for d in settings}
         for bs in sizes:
-            static = study.get(g.build, g.gpu, static_setup, task, model, bs, g.mode)
+            static = study.get(CellKey(g.build, g.gpu, static_setup, task, model, bs, g.mode))
             statics.append(static)
             cells = [
-                dyn.cells.get(DynKey(g.gpu, g.setup, g.build, g.mode, task, model, bs, d)) for d in settings
+                study.get(CellKey(g.build, g.gpu, g.setup, task, model, bs, g.mode, d)) for d in settings
             ]
             for d, m in zip(settings, cells, strict=True):
                 per_setting[d].append(m)
@@ -152,7 +102,7 @@ def _table(study: Study, dyn: DynamicStudy, g: DynGroup) -> Table:
             g.gpu, static_setup, task, model, **{"batch size": "all", "build": g.build, "mode": g.mode}
         )
         table.add(context, [study.model_label(task, model), f"all ({sequence})", *totals])
-    table.notes += _notes([m for k, m in dyn.cells.items() if k in keys])
+    table.notes += _notes([study.dynamic[k] for k in keys])
     return table
 
 

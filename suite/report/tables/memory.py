@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from suite.report.study import Gpu, Setup, Study
+from suite.report.study import CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import NOT_MEASURED, TRAIN, Mb
 from suite.report.tables.table import Column, Table, gpu_stem
 from suite.results import slug
@@ -78,7 +78,7 @@ def _memory_table(study: Study, g: MemoryGroup, several: bool) -> Table:
     )
     for task, model in study.models:
         for bs in study.batch_sizes:
-            cells = [study.get(g.build, g.gpu, x, task, model, bs, m) for x, m in columns_of]
+            cells = [study.get(CellKey(g.build, g.gpu, x, task, model, bs, m)) for x, m in columns_of]
             if all(c is None for c in cells):
                 continue
             params = next((c.params_m for c in cells if c is not None and c.params_m is not None), None)

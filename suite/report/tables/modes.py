@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from suite.report.study import EAGER, Gpu, Setup, Study
+from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import durations, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 
@@ -48,8 +48,8 @@ def _modes_table(study: Study, build: str, gpu: Gpu, setup: Setup, modes: Sequen
     )
     for task, model in study.models:
         for bs in study.batch_sizes:
-            eager = study.get(build, gpu, setup, task, model, bs, EAGER)
-            compiled = [study.get(build, gpu, setup, task, model, bs, m) for m in modes]
+            eager = study.get(CellKey(build, gpu, setup, task, model, bs, EAGER))
+            compiled = [study.get(CellKey(build, gpu, setup, task, model, bs, m)) for m in modes]
             if eager is None and all(c is None for c in compiled):
                 continue
             values: list[object] = [study.model_label(task, model), str(bs)]

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from suite.measure.phases import CUDAGRAPH_MODES, MARGIN_FRACTION, MARGIN_S, OTHER, PHASES, margin_s
 from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
 from suite.report.tables.cells import Qty
-from suite.report.tables.dynamic import DynamicStudy
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 from suite.spec.model import DYNAMIC_BATCH
 
@@ -84,7 +83,7 @@ class Entry:
     dynamic: str = ""
 
 
-def entries(study: Study, dyn: DynamicStudy | None = None) -> dict[Group, list[Entry]]:
+def entries(study: Study) -> dict[Group, list[Entry]]:
     """Every compiled row, by group: the study's in its model and batch-size order, then the
     dynamic-batch rows in theirs."""
     out: dict[Group, list[Entry]] = {}
@@ -96,7 +95,7 @@ def entries(study: Study, dyn: DynamicStudy | None = None) -> dict[Group, list[E
         group = Group(k.gpu, k.setup, k.build, k.mode)
         label = study.model_label(k.task, k.model)
         out.setdefault(group, []).append(Entry(k.task, k.model, label, k.batch_size, study.cells[k]))
-    for d, m in dyn.cells.items() if dyn is not None else ():
+    for d, m in study.dynamic.items():
         group = Group(d.gpu, d.setup, d.build, d.mode)
         label = f"{d.task}/{d.model} ({d.dynamic})"
         out.setdefault(group, []).append(Entry(d.task, d.model, label, d.batch_size, m, d.dynamic))
@@ -197,10 +196,10 @@ ENERGY_FIGURES: list[Figure] = [
 ]
 
 
-def phase_tables(study: Study, dyn: DynamicStudy | None = None) -> list[Table]:
+def phase_tables(study: Study) -> list[Table]:
     """Per group, the first compiled call's seconds by phase (torch's accounting) and what is left."""
     tables = []
-    for g, rows in entries(study, dyn).items():
+    for g, rows in entries(study).items():
         what = ("compile-phases", "compile phases", "Where the compile goes")
         table = _figures_table(study, g, rows, what, PHASE_FIGURES)
         table.notes = [PHASES_NOTE, *([BEYOND_NOTE] if any(beyond_margin(e.m) for e in rows) else [])]
@@ -221,10 +220,10 @@ def phase_tables(study: Study, dyn: DynamicStudy | None = None) -> list[Table]:
     return tables
 
 
-def cudagraph_tables(study: Study, dyn: DynamicStudy | None = None) -> list[Table]:
+def cudagraph_tables(study: Study) -> list[Table]:
     """Per group of a mode that records CUDA graphs: the recordings, their seconds and memory."""
     tables = []
-    for g, rows in entries(study, dyn).items():
+    for g, rows in entries(study).items():
         if g.mode in CUDAGRAPH_MODES:
             what = ("cuda-graphs", "cuda graphs", "What CUDA graphs cost")
             table = _figures_table(study, g, rows, what, CUDAGRAPH_FIGURES)

@@ -7,7 +7,7 @@ against the stable one (from separate processes, with a conservative interval).
 from __future__ import annotations
 
 from suite.report.moved import Side, SpeedupSplit
-from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
+from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
 from suite.report.tables.cells import DOUBLE_DAGGER, Dur, cross_gain, durations, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 from suite.results import STATUS_WORDS
@@ -107,7 +107,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
     for task, model in study.models:
         for bs in study.batch_sizes:
             cells = {
-                (build, m): study.get(build, gpu, setup, task, model, bs, m)
+                (build, m): study.get(CellKey(build, gpu, setup, task, model, bs, m))
                 for build in (s, b)
                 for m in (EAGER, mode)
             }

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_failures_show import STUB, cells, run
+from support.runner import STUB, cells, run
 
 from suite.errors import UsageError
 from suite.run import lock as lock_module

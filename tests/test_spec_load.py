@@ -7,31 +7,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.matrices import LOAD_MINIMAL as MINIMAL
 
 from suite.cli import main
 from suite.errors import UsageError
 from suite.spec import Filters, expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
-
-MINIMAL = """
-version: 1
-defaults:
-  image: {path: suite/assets/chelsea-640x480.jpg}  # every cell feeds it (checked)
-builds:
-  stable: {kind: stable, python: "3.10", torch: "2.0.1"}
-models:
-  ViT:
-    task: Image Classification
-    id: google/vit-base-patch16-224
-    model_type: vit
-    config: {num_labels: 1000}
-profiles:
-  smoke:
-    settings: {weights: random, shrink: true, iterations: 5}
-    select:
-      - {models: all, batch_sizes: [1], modes: [eager, default]}
-"""
 
 
 def write(tmp_path: Path, text: str) -> Path:

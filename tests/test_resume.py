@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import examples, stub_environment
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import examples, stub_environment
 
 from suite.cli import main
 from suite.errors import UsageError

@@ -1,8 +1,13 @@
-"""What several test files share: `python -m suite`, the tiny matrix and `suite run` on it, a
-stub environment and a stub worker, and the end-to-end tests' checks of a measured row."""
+"""What the tests share, in one place (`from support import ...`): `python -m suite`, the tiny
+matrix and `suite run` on it, the shared smoke run's scope, a stub environment and a stub
+worker, the end-to-end tests' checks of a measured row. Beside it: `support.docker` (the fake
+docker and nvidia-smi, noxfile.py as a module), `support.rows` (raw rows and run folders made by
+hand), `support.runner` (the real sweep with a stub worker), `support.matrices` (the inline
+matrices), `support.known_failures` (the cells known to fail, per torch build)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import shutil
@@ -11,13 +16,14 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 from suite.measure.provenance import Environment
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
 
 
@@ -184,3 +190,15 @@ def write_stub_worker(path: Path) -> Path:
     path.write_text(STUB_WORKER)
     path.chmod(0o755)
     return path
+
+
+def nightly_script() -> ModuleType:
+    """.github/scripts/nightly.py (the workflow's helper) as a module, loaded once."""
+    if "nightly" in sys.modules:
+        return sys.modules["nightly"]
+    spec = importlib.util.spec_from_file_location("nightly", REPO / ".github" / "scripts" / "nightly.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["nightly"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module

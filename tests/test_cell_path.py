@@ -11,38 +11,21 @@ from typing import Any
 
 import pytest
 import yaml
-from helpers import stub_environment
+from support import stub_environment
+from support.matrices import COMPILE_COST as BASE
 
 from suite.cli import main
 from suite.errors import UsageError
 from suite.measure import compile_cost as child
-from suite.measure.stats import breakeven_calls
 from suite.results import key_of, read_rows
 from suite.run import cell_path, launch, runner
 from suite.run.launch import ROWS, RunPaths
 from suite.spec import Cell, Filters, expand, load_matrix
 from suite.spec.cost import estimate_seconds
 from suite.spec.shard import assign
+from suite.stats import breakeven_calls
 
 REPO = Path(__file__).resolve().parent.parent
-BASE = {
-    "version": 1,
-    "defaults": {"image": {"path": "suite/assets/chelsea-640x480.jpg"}},
-    "builds": {"any": {"kind": "release", "python": "3.11", "torch": "0.0.0"}},
-    "models": {
-        "TinyViT": {
-            "task": "Image Classification",
-            "model_type": "vit",
-            "config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2},
-        }
-    },
-    "profiles": {
-        "p": {
-            "settings": {"weights": "random", "compile_cost": True, "dynamic_batch_sizes": [1, 4, 16]},
-            "select": [{"models": "all", "batch_sizes": [1], "modes": ["eager", "default"]}],
-        }
-    },
-}
 
 
 def matrix(tmp_path: Path, edit=lambda d: None) -> Path:
@@ -243,9 +226,9 @@ class FakeWorkers:
         self.calls: list[dict[str, Any]] = []
         self.save, self.warm_status, self.cold_status = save_megacache, warm_status, cold_status
 
-    def __call__(self, cell, device_type, paths, index, python, phase="measure", cache=None, log_path=None,
-                 extra_env=None):  # fmt: skip
-        self.calls.append({"phase": phase, "cache": cache, "log": log_path, "env": dict(extra_env or {})})
+    def __call__(self, job: launch.WorkerJob) -> launch.WorkerResult:
+        phase, extra_env = job.phase, job.extra_env
+        self.calls.append({"phase": phase, "cache": job.cache, "log": job.log_path, "env": dict(extra_env)})
         if phase == "measure":
             if self.save and extra_env:
                 Path(extra_env[child.MEGACACHE_ENV]).write_bytes(b"artifacts")
@@ -253,17 +236,17 @@ class FakeWorkers:
             fields.update(
                 compile_s=30.0, eager_median_ms=12.0, median_ms=2.0, compile_note="cold: FX graph 0/1 hit"
             )
-            return fields, 10.0, "logs/x.log"
+            return launch.WorkerResult([fields], 10.0, "logs/x.log")
         if phase == "warm":
             ok = self.warm_status == "ok"
             fields = {"status": self.warm_status, "error": "" if ok else "killed"}
-            return (
-                {**fields, "compile_warm_s": 5.0, "compile_note": "warm: FX graph 1/1 hit"},
+            return launch.WorkerResult(
+                [{**fields, "compile_warm_s": 5.0, "compile_note": "warm: FX graph 1/1 hit"}],
                 3.0,
                 "logs/x.log",
             )
-        return (
-            {"status": "ok", "error": "", "compile_megacache_s": 8.0, "compile_note": "mega-cache: loaded"},
+        return launch.WorkerResult(
+            [{"status": "ok", "error": "", "compile_megacache_s": 8.0, "compile_note": "mega-cache: loaded"}],
             4.0,
             "",
         )
@@ -279,7 +262,8 @@ def test_a_compiled_cell_gets_a_warm_process_on_its_caches_and_a_mega_cache_one_
     fake = FakeWorkers()
     monkeypatch.setattr(launch, "run_worker", fake)
     cell = next(c for c in cells(tmp_path) if c.compile_cost)
-    fields, wall, log = cell_path.run_cell(cell, "cpu", paths(tmp_path), 0)
+    result = cell_path.run_cell(launch.WorkerJob(cell, "cpu", paths(tmp_path), 0))
+    fields, wall, log = result.fields, result.wall_s, result.log_file
     measure, warm, mega = fake.calls
     assert [c["phase"] for c in fake.calls] == ["measure", "warm", "megacache"]
     assert warm["cache"] == measure["cache"] != mega["cache"]  # warm: the first's caches; mega: fresh
@@ -298,7 +282,7 @@ def test_no_mega_cache_process_where_the_build_saved_none(
     fake = FakeWorkers(save_megacache=False, warm_status="timeout")
     monkeypatch.setattr(launch, "run_worker", fake)
     cell = next(c for c in cells(tmp_path) if c.compile_cost)
-    fields, _, _ = cell_path.run_cell(cell, "cpu", paths(tmp_path), 0)
+    fields = cell_path.run_cell(launch.WorkerJob(cell, "cpu", paths(tmp_path), 0)).fields
     assert [c["phase"] for c in fake.calls] == ["measure", "warm"]
     assert "compile_warm_s" not in fields and "compile_megacache_s" not in fields
     assert fields["breakeven_calls_warm"] is None
@@ -309,10 +293,10 @@ def test_a_failed_cell_gets_no_extra_process(tmp_path: Path, monkeypatch: pytest
     fake = FakeWorkers(cold_status="error")
     monkeypatch.setattr(launch, "run_worker", fake)
     cell = next(c for c in cells(tmp_path) if c.compile_cost)
-    fields, _, _ = cell_path.run_cell(cell, "cpu", paths(tmp_path), 0)
+    fields = cell_path.run_cell(launch.WorkerJob(cell, "cpu", paths(tmp_path), 0)).fields
     assert [c["phase"] for c in fake.calls] == ["measure"] and fields["status"] == "error"
     eager = next(c for c in cells(tmp_path) if c.mode == "eager")
-    cell_path.run_cell(eager, "cpu", paths(tmp_path), 1)
+    cell_path.run_cell(launch.WorkerJob(eager, "cpu", paths(tmp_path), 1))
     assert fake.calls[-1]["cache"] is None, "a cell without compile cost: the usual worker"
 
 
@@ -322,13 +306,13 @@ def test_every_expected_row_gets_a_status(tmp_path: Path) -> None:
         {"batch_size": 4, "status": "ok", "error": "", "median_ms": 1.0},
         {"batch_size": 1, "status": "oom", "error": "x"},
     ]
-    got = cell_path.rows_of(static, {"status": "ok", "error": "", "torch_threads": 2, ROWS: rows})
+    got = launch.rows_of(static, {"status": "ok", "error": "", "torch_threads": 2, ROWS: rows})
     assert [(r["batch_size"], r["status"]) for r in got] == [(1, "oom"), (4, "ok"), (16, "error")]
     assert "no row for batch size 16" in got[2]["error"] and all(r["torch_threads"] == 2 for r in got)
-    failed = cell_path.rows_of(static, {"status": "timeout", "error": "no result after 600 s"})
+    failed = launch.rows_of(static, {"status": "timeout", "error": "no result after 600 s"})
     assert [(r["status"], r["error"]) for r in failed] == [("timeout", "no result after 600 s")] * 3
     one = next(c for c in cells(tmp_path) if not c.dynamic)
-    assert cell_path.rows_of(one, {"status": "ok", "error": ""}) == [{"status": "ok", "error": ""}]
+    assert launch.rows_of(one, {"status": "ok", "error": ""}) == [{"status": "ok", "error": ""}]
 
 
 def test_a_garbled_row_of_a_several_row_result_is_an_error(tmp_path: Path) -> None:
@@ -345,23 +329,26 @@ def test_the_runner_writes_a_row_per_batch_size_and_a_resume_only_the_missing(
     static = next(c for c in cells(tmp_path) if c.dynamic == "static")
     outcome = {1: "ok", 4: "error", 16: "ok"}
 
-    def fake(cell, device_type, paths, index, python, **kw):
+    def fake(job: launch.WorkerJob) -> launch.WorkerResult:
         rows = [{"batch_size": b, "status": s, "error": "" if s == "ok" else "x", "median_ms": 1.0,
                  "mean_ms": 1.0} for b, s in outcome.items()]  # fmt: skip
-        return {"status": "ok", "error": "", ROWS: rows}, 1.0, "logs/x.log"
+        fields = {"status": "ok", "error": "", ROWS: rows}
+        return launch.WorkerResult(launch.rows_of(job.cell, fields), 1.0, "logs/x.log")
 
     monkeypatch.setattr(launch, "run_worker", fake)
     env = stub_environment()
-    report = runner.run_cells([static], env, tmp_path, "r")
+    report = runner.run_cells(runner.Sweep([static], env, tmp_path, "r"))
     first = read_rows(report.csv).rows
     assert [(r["batch_size"], r["dynamic"], r["status"]) for r in first] == [
         ("1", "static", "ok"), ("4", "static", "error"), ("16", "static", "ok")
     ]  # fmt: skip
     assert report.statuses == {"ok": 2, "error": 1}
     outcome[4] = "ok"
-    report = runner.run_cells([static], env, tmp_path, "r")  # resume: the failed row's cell again
+    report = runner.run_cells(
+        runner.Sweep([static], env, tmp_path, "r")
+    )  # resume: the failed row's cell again
     again = read_rows(report.csv).rows
     assert sorted((r["batch_size"], r["status"]) for r in again) == [("1", "ok"), ("16", "ok"), ("4", "ok")]
     assert report.statuses == {"ok": 1}, "the rows kept are not written twice"
-    report = runner.run_cells([static], env, tmp_path, "r")
+    report = runner.run_cells(runner.Sweep([static], env, tmp_path, "r"))
     assert report.resumed == 1 and report.ran == 0

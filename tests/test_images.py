@@ -22,12 +22,13 @@ from types import ModuleType, SimpleNamespace
 from typing import NoReturn
 
 import pytest
-from fake_docker import (
+from support.docker import (
     PLANTED,
     ROOT,
     assert_no_secrets,
     calls,
     expected_user,
+    load_noxfile,
     make_fake,
     nox,
     one_error_line,
@@ -244,7 +245,7 @@ def test_importing_the_noxfile_starts_no_process() -> None:
 def test_merge_follows_a_full_run(fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --shard or --no-merge the session queues `nox -s merge` on the run folder
     (run in-process with a stand-in session: the merge itself is tested elsewhere)."""
-    noxfile = _load_noxfile()
+    noxfile = load_noxfile()
     for key, value in fake.env.items():
         monkeypatch.setenv(key, value)
     notified: list[tuple[str, list[str]]] = []
@@ -376,8 +377,13 @@ CONTAINER_BUILDS = [b for b in MATRIX.builds.values() if b.container]
 DOCKERFILES = [ROOT / b.container / "Dockerfile" for b in CONTAINER_BUILDS]
 
 
+SHARED_STEP = re.compile(r"/opt/suite/containers/common/([\w.-]+\.sh)")
+
+
 def instructions(path: Path) -> list[tuple[str, str]]:
-    """(INSTRUCTION, whole logical line) pairs, continuation lines joined, comments dropped."""
+    """(INSTRUCTION, whole logical line) pairs, continuation lines joined, comments dropped. A RUN
+    of a shared step (containers/common/*.sh) carries that script's commands too: what the
+    layer runs."""
     out: list[tuple[str, str]] = []
     buf = ""
     for raw in path.read_text().splitlines():
@@ -388,7 +394,12 @@ def instructions(path: Path) -> list[tuple[str, str]]:
         buf += raw.rstrip("\\").rstrip() + " " if raw.endswith("\\") else raw
         if not raw.endswith("\\"):
             if buf.strip():
-                out.append((buf.split()[0].upper(), buf.strip()))
+                line = buf.strip()
+                kind = line.split()[0].upper()
+                for script in SHARED_STEP.findall(line) if kind == "RUN" else []:
+                    text = (ROOT / "containers" / "common" / script).read_text().splitlines()
+                    line += " " + " ".join(t.strip() for t in text if not t.lstrip().startswith("#"))
+                out.append((kind, line))
             buf = ""
     return out
 
@@ -521,17 +532,6 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
     assert images.image_tag(spec, tmp_path) == second  # bytecode is not an input
 
 
-def _load_noxfile() -> ModuleType:
-    if "suite_noxfile" in sys.modules:  # once: nox warns when a session is registered twice
-        return sys.modules["suite_noxfile"]
-    spec = importlib.util.spec_from_file_location("suite_noxfile", ROOT / "noxfile.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["suite_noxfile"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 # --- matrix.yaml: the build keys the containers add ------------------------------------------
 
 
@@ -640,9 +640,11 @@ def test_every_image_gets_the_torchvision_of_its_torch(build) -> None:
     # ... and the Dockerfile installs it that way
     ins = instructions(ROOT / build.container / "Dockerfile")
     runs_ = " ".join(" ".join(line for kind, line in ins if kind == "RUN").split())  # one space apart
-    if "TORCH_WHEEL_URL" in args:
-        assert "torchvision @ ${TORCHVISION_WHEEL_URL} --hash=sha256:${TORCHVISION_WHEEL_SHA256}" in runs_
-        assert re.search(r"pip install [^&]*--no-deps --require-hashes -r /tmp/torchvision.txt", runs_)
+    if "TORCH_WHEEL_URL" in args:  # the shared step installs the wheel of the arguments by hash
+        assert "containers/common/wheel.sh torchvision" in runs_
+        assert "url=${TORCHVISION_WHEEL_URL:-} sha=${TORCHVISION_WHEEL_SHA256:-}" in runs_
+        assert 'echo "$name @ $url --hash=sha256:$sha"' in runs_
+        assert re.search(r'pip install [^&]*--no-deps --require-hashes -r "/tmp/\$name.txt"', runs_)
     else:
         pins = '"torch==${TORCH_VERSION}.dev${TORCH_NIGHTLY_DATE}" '
         pins += '"torchvision==${TORCHVISION_VERSION}.dev${TORCH_NIGHTLY_DATE}"'

@@ -1,5 +1,5 @@
-"""`python -m suite calibrate --aa RUN RUN [RUN...] [--slowed RUN...]`: the regression gate's
-false-positive and detection rates, measured.
+"""The regression gate's false-positive and detection rates, measured (`python -m suite calibrate
+--aa RUN RUN [RUN...] [--slowed RUN...]`, `nox -s gate`).
 
 A/A: every ordered pair of runs of the same cells on the same build and machine is compared;
 any failing verdict there is a false positive (per cell, and per comparison: the exit status
@@ -12,7 +12,6 @@ given for several thresholds, each with and without the runs' noise floor (compa
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -163,14 +162,12 @@ def render(tallies: Sequence[Tally], aa: Sequence[Path], slowed: Sequence[Path],
     return "\n".join(lines) + "\n"
 
 
-def calibrate(args: argparse.Namespace) -> int:
-    aa = [load([p]) for p in args.aa]
-    slowed = [load([p]) for p in args.slowed]
+def calibration(aa_runs: Sequence[Path], slowed_runs: Sequence[Path]) -> str:
+    """The report: every rule of THRESHOLDS x NOISE_ZS over the A/A and slowed runs, then how far
+    apart the A/A runs are."""
+    aa = [load([p]) for p in aa_runs]
+    slowed = [load([p]) for p in slowed_runs]
     tallies = [
         tally(aa, slowed, replace(Rule(), threshold=th, noise_z=z)) for z in NOISE_ZS for th in THRESHOLDS
     ]
-    text = render(tallies, args.aa, args.slowed, spreads(aa))
-    print(text, end="")
-    if args.output:
-        args.output.write_text(text, encoding="utf-8")
-    return 0
+    return render(tallies, aa_runs, slowed_runs, spreads(aa))

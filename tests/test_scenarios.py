@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import stub_environment
+from support import stub_environment
 
 from suite.measure.scenarios import SCENARIOS, base
 from suite.measure.timing import TimingLoop

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import stub_environment
+from support import stub_environment
 
 from suite.cli import main
 from suite.results import RowWriter
@@ -153,7 +153,7 @@ def _unprivileged() -> list[str]:
 # stand-ins, as in the in-process tests above.
 AS_USER = """
 import sys
-from helpers import stub_environment
+from support import stub_environment
 from suite.cli import main
 from suite.run import preflight
 preflight.probe = lambda device, python=None: stub_environment(torch_version="9.9.9")

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, TINY, tiny_run_cmd
 from hypothesis import given
 from hypothesis import strategies as st
+from support import REPO, TINY, tiny_run_cmd
 
 from suite import redact
 from suite.cli import main

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
-from helpers import TINY, stub_environment
+from support import TINY
+from support.runner import ENVIRONMENT, STUB, cells, run
 
 from suite.cli import main
 from suite.compare.rule import compare as compare_runs
@@ -26,22 +27,6 @@ from suite.measure.accuracy import compare
 from suite.report.load import load
 from suite.results import KEY_COLUMNS, RowWriter, read_rows
 from suite.run import launch, resume, runner
-from suite.spec import expand, load_matrix
-
-# $3 = the cell's JSON, $4 = the result's path (suite.run.launch: python -m MODULE CELL RESULT DEVICE).
-# A compiled cell's outputs "turned" $STUB_DIFF (NaN or Infinity): accuracy fail, speed-up 0.85.
-STUB = """#!/bin/sh
-mkdir -p "$TORCHINDUCTOR_CACHE_DIR" && : > "$TORCHINDUCTOR_CACHE_DIR/kernel"
-case "$4" in
-  *-default-*) extra=', "speedup": 0.85, "eager_median_ms": 0.85, "accuracy": "fail"'
-               extra="$extra"', "max_abs_diff": '"$STUB_DIFF" ;;
-  *) extra='' ;;
-esac
-printf '{"status": "ok", "error": "", "iterations": 5, "mean_ms": 1.0, "median_ms": 1.0' > "$4.part"
-printf '%s}' "$extra" >> "$4.part"
-mv "$4.part" "$4"
-"""
-ENVIRONMENT = stub_environment(gpu_name="stub", torch_version="0.0.0", cpu_name="stub")
 
 
 @pytest.fixture
@@ -50,28 +35,6 @@ def stub(tmp_path: Path) -> Path:
     path.write_text(STUB)
     path.chmod(0o755)
     return path
-
-
-def cells(tmp_path: Path, cache: str = "cold") -> list:
-    """TinyViT at batch 1, eager and default."""
-    text = TINY.read_text().replace("modes: [eager]", "modes: [eager, default]")
-    text = text.replace("timeout_s: 120}", f"timeout_s: 120, compile_cache: {cache}}}")
-    (tmp_path / "m.yaml").write_text(text)
-    return [c for c in expand(load_matrix(tmp_path / "m.yaml"), "tiny", "stub") if c.model.name == "TinyViT"]
-
-
-def run(tmp_path: Path, stub: Path, diff: str, **kwargs: object) -> tuple[runner.RunReport, str]:
-    err = io.StringIO()
-    os.environ["STUB_DIFF"] = diff
-    try:
-        with contextlib.redirect_stderr(err):
-            report = runner.run_cells(
-                kwargs.pop("cells", None) or cells(tmp_path), ENVIRONMENT, tmp_path / "out", "r",
-                python=str(stub), min_free_mb=0, **kwargs,
-            )  # fmt: skip
-    finally:
-        del os.environ["STUB_DIFF"]
-    return report, err.getvalue()
 
 
 @pytest.mark.parametrize(("diff", "written"), [("NaN", "nan"), ("Infinity", "inf")])
@@ -102,7 +65,7 @@ def test_the_done_line_says_it(tmp_path: Path, stub: Path, monkeypatch: pytest.M
     """`suite run` itself: its last line counts the cells that failed the accuracy check."""
     monkeypatch.setattr("suite.run.preflight.probe", lambda device: ENVIRONMENT)
     worker = launch.run_worker
-    monkeypatch.setattr(launch, "run_worker", lambda *args: worker(*args[:4], str(stub)))
+    monkeypatch.setattr(launch, "run_worker", lambda job: worker(replace(job, python=str(stub))))
     monkeypatch.setenv("STUB_DIFF", "NaN")
     text = TINY.read_text().replace("modes: [eager]", "modes: [default]")
     (tmp_path / "m.yaml").write_text(text)

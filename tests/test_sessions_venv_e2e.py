@@ -5,7 +5,7 @@ Opt-in (SUITE_BENCH_LOCAL=1): the first run downloads torch 2.0.1 with its CUDA 
 libraries from PyPI (about 4.5 GB) and compiles on the CPU; later runs reuse
 .nox/build-*/. Run it after changing matrix.yaml's builds, the lock files or the noxfile:
 
-    SUITE_BENCH_LOCAL=1 .nox/tests/bin/python -m pytest tests/test_bench_local.py -v
+    SUITE_BENCH_LOCAL=1 .nox/tests/bin/python -m pytest tests/test_sessions_venv_e2e.py -v
 """
 
 from __future__ import annotations

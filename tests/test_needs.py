@@ -18,12 +18,12 @@ from typing import NoReturn
 
 import pytest
 import yaml
-from fake_docker import make_fake, nox, one_error_line
-from helpers import REPO, TINY
+from support import REPO, TINY
+from support.docker import make_fake, nox, one_error_line
 
 from suite.errors import UsageError
+from suite.sessions import posargs, venv
 from suite.sessions import runner as session
-from suite.sessions import venv
 from suite.sessions.runner import Runner
 
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE, as the README says (suite.cli.CLOSED_OUTPUT)
@@ -152,23 +152,23 @@ def test_nox_merge_of_a_missing_folder_exits_2(tmp_path: Path) -> None:
 def test_merge_args_check_the_folders_and_default_to_the_newest_run(tmp_path: Path) -> None:
     results = tmp_path / "results"
     with pytest.raises(UsageError, match="no run folder with raw CSVs"):
-        session.merge_args([], results)
+        posargs.merge_args([], results)
     for name in ("old", "new"):
         (results / name / "raw").mkdir(parents=True)
         (results / name / "raw" / "a__cpu.csv").write_text("x\n")
     os.utime(results / "old" / "raw" / "a__cpu.csv", (1, 1))
-    assert session.merge_args(["--offline"], results) == ([str(results / "new")], True)
-    assert session.merge_args(["-o", "x", str(results / "old")], results) == (
+    assert posargs.merge_args(["--offline"], results) == ([str(results / "new")], True)
+    assert posargs.merge_args(["-o", "x", str(results / "old")], results) == (
         ["-o", "x", str(results / "old")],
         False,
     )
-    assert session.merge_args(["-o", str(tmp_path / "out")], results)[0] == [
+    assert posargs.merge_args(["-o", str(tmp_path / "out")], results)[0] == [
         str(results / "new"),
         "-o",
         str(tmp_path / "out"),
     ]
     with pytest.raises(UsageError, match="gone: no such run folder"):
-        session.merge_args(["gone"], results)
+        posargs.merge_args(["gone"], results)
 
 
 @pytest.mark.parametrize("code", [2, 3, 130, 141])

@@ -15,36 +15,13 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.matrices import LIMITS_BASE as BASE
 
 from suite.errors import UsageError
 from suite.spec import load_matrix
 from suite.spec.limits import MAX_MATRIX_BYTES, MAX_MATRIX_NODES, MAX_NESTING
 
 REPO = Path(__file__).resolve().parent.parent
-
-BASE = """\
-version: 1
-defaults:
-  image: {path: suite/assets/chelsea-640x480.jpg}
-builds:
-  any: {kind: release, python: "3.11", torch: "0.0.0"}
-models:
-  TinyViT:
-    task: Image Classification
-    model_type: vit
-    config: {hidden_size: 32, num_hidden_layers: 2, num_attention_heads: 2, intermediate_size: 64,
-             image_size: 32, patch_size: 8, num_labels: 10}
-    processor: {class: ViTImageProcessor, size: {height: 32, width: 32}}
-custom:
-  Nest:
-    base: TinyViT
-    num_hidden_layers: 1
-profiles:
-  tiny:
-    settings: {weights: random, iterations: 5, warmup: 1, timeout_s: 120}
-    select:
-      - {models: [TinyViT, Nest], batch_sizes: [1], modes: [eager]}
-"""
 
 
 def nest(levels: int, fanout: int, indent: str = "    ") -> str:

@@ -1,21 +1,22 @@
 """A fake `docker` (and nvidia-smi) on PATH that records its arguments, and the helpers that
-run the real nox sessions against it (tests/test_containers.py, test_container_sessions.py).
-No Docker, no GPU and no network are needed.
+run the real nox sessions against it (tests/test_images.py, test_sessions_containers.py,
+test_needs.py); noxfile.py loaded as a module. No Docker, no GPU and no network are needed.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 from suite.sessions import docker as containers
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Planted secrets: their values must never reach a docker argument list or our output.
 PLANTED = {
     "HF_TOKEN": "hf_PLANTEDtokenVALUE0123456789abcdef",
@@ -198,3 +199,15 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     assert len(errors) == 1, proc.stderr
     return errors[0]
+
+
+def load_noxfile() -> ModuleType:
+    """noxfile.py as a module (its sessions, without running nox)."""
+    if "suite_noxfile" in sys.modules:  # once: nox warns when a session is registered twice
+        return sys.modules["suite_noxfile"]
+    spec = importlib.util.spec_from_file_location("suite_noxfile", ROOT / "noxfile.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["suite_noxfile"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module

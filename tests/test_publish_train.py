@@ -7,6 +7,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from support.rows import write_one_csv
 
 from suite.cli import main
 from suite.report.load import load
@@ -16,7 +17,6 @@ from suite.report.tables.cells import TRAIN_LEGEND
 from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
 from suite.report.tables.memory import MEMORY_NOTE, peak_memory
 from suite.report.tables.summary import summary_table
-from suite.results import RowWriter
 
 H100 = "NVIDIA H100 80GB HBM3"
 TASKS = {"ViT": "Image Classification", "vit-6-layers": "Image Classification", "OwlViT": "Object Detection"}
@@ -62,6 +62,7 @@ def compiled(model, bs, mode, scenario, mean, mem, s, accuracy="pass", params=86
     )  # fmt: skip
 
 
+H100_CSV = "current__cuda-h100.csv"  # the run's one raw CSV
 ROWS = [
     # inference, batch 1
     eager("ViT", 1, "inference", 4.0, 400),
@@ -81,16 +82,9 @@ ROWS = [
 ]
 
 
-def write_run(folder: Path, rows: list[dict]) -> Path:
-    with RowWriter(folder / "raw" / "current__cuda-h100.csv") as w:
-        for r in rows:
-            w.append(r)
-    return folder
-
-
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
-    return write_run(tmp_path / "run", ROWS)
+    return write_one_csv(tmp_path / "run", ROWS, H100_CSV)
 
 
 @pytest.fixture
@@ -185,7 +179,9 @@ def test_peak_memory_per_model_and_batch_size_inference_and_train(study: Study) 
 
 def test_smoke_and_full_models_get_separate_memory_tables(tmp_path: Path) -> None:
     smoke = [{**r, "variant": ", ".join(p for p in ("smoke", r["variant"]) if p)} for r in ROWS[:4]]
-    study = Study(load([write_run(tmp_path / "run", ROWS[:4] + smoke)]).frame, {"current": "release"})
+    study = Study(
+        load([write_one_csv(tmp_path / "run", ROWS[:4] + smoke, H100_CSV)]).frame, {"current": "release"}
+    )
     tables = peak_memory(study)
     assert [t.name for t in tables] == [
         "peak-memory__nvidia-h100-80gb-hbm3__current__float32-random-weights",
@@ -220,7 +216,7 @@ def test_merge_plots_training_groups(run: Path) -> None:
 
 
 def test_an_inference_only_run_says_there_is_no_training_table(tmp_path: Path) -> None:
-    run = write_run(tmp_path / "run", ROWS[:4])
+    run = write_one_csv(tmp_path / "run", ROWS[:4], H100_CSV)
     assert main(["merge", str(run), "--no-plots"]) == 0
     index = (run / "tables" / "tables.md").read_text()
     assert "No compiled training cell in the inputs" in index
@@ -230,6 +226,6 @@ def test_an_inference_only_run_says_there_is_no_training_table(tmp_path: Path) -
 def test_a_compiled_cell_slower_than_half_still_plots(tmp_path: Path) -> None:
     """A speed-up below 0.5x is an improvement below -100%, where the CI is cut: no crash."""
     slow = [eager("ViT", 1, "train", 10.0, 900), compiled("ViT", 1, "default", "train", 25.0, 950, 0.4)]
-    run = write_run(tmp_path / "run", slow)
+    run = write_one_csv(tmp_path / "run", slow, H100_CSV)
     assert main(["merge", str(run)]) == 0
     assert len(list((run / "plots").glob("train__*.png"))) == 2

