@@ -47,13 +47,14 @@ def fleet_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespac
     for key, value in fake.env.items():
         monkeypatch.setenv(key, value)
     fake.lines = []
+    fake.monkeypatch = monkeypatch  # session()'s variables are undone after the test
     fake.runner = Runner(run=lambda *a, **k: None, log=fake.lines.append, error=_error)
     return fake
 
 
 def session(fake: SimpleNamespace, *args: str, prefix: str = "nightly", **env: str) -> containers.Bench:
     for key, value in env.items():
-        os.environ[key] = value
+        fake.monkeypatch.setenv(key, value)
     noxfile = load_noxfile()
     return containers.bench_containers(
         fake.runner, ["--out", str(fake.out), *args], ROOT, prefix, lambda *a: None, verb=noxfile.suite_verb
@@ -132,7 +133,7 @@ def test_suite_gpus_chooses_and_one_gpu_behaves_as_before(fleet_env) -> None:
         ("device=0", "0", "1/2"),
         ("device=5", "1", "2/2"),
     ]
-    os.environ.pop("SUITE_GPUS")
+    fleet_env.monkeypatch.delenv("SUITE_GPUS")
     Path(fleet_env.env["FAKE_DOCKER_LOG"]).unlink()
     session(fleet_env, "--run-id", "g1", *SMOKE, prefix="stable", FAKE_SMI_GPUS="1")
     (one,) = runs(fleet_env)
