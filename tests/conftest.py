@@ -1,14 +1,14 @@
 """What the test files share: the one smoke run of a test session, the Hypothesis profiles, and
 how the slow tests are grouped under pytest-xdist.
 
-The smoke run (`suite run --profile smoke`: in CI every architecture eager and compiled, and
-reduce-overhead for three of them, 27 cells; SUITE_SMOKE_E2E=full: the profile's 36, see
-tests/support/__init__.py) is the costliest thing the tests do, so it runs once per session whoever
-asks for it: tests/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist
-(`nox -s tests`: `-n 3 --dist loadgroup`) every test that uses it is put in one xdist_group, so
-one worker runs them all while the others run the rest; a file lock makes the run happen once
-even where the groups are not honoured (another --dist; pytest 9.2, see noxfile.py), at the
-cost of a worker waiting for it.
+The smoke run (`suite run --profile smoke`: in CI every architecture eager and four of them
+compiled, 19 cells; SUITE_SMOKE_E2E=full: the profile's 36, see tests/support/__init__.py) is
+the costliest thing the tests do, so it runs once per session whoever asks for it:
+tests/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist (`nox -s tests`: `-n 3
+--dist loadgroup`) every test that uses it is put in one xdist_group, so one worker runs them
+all while the others run the rest; a file lock makes the run happen once even where the groups
+are not honoured (another --dist; pytest 9.2, see noxfile.py), at the cost of a worker waiting
+for it.
 """
 
 from __future__ import annotations
