@@ -133,6 +133,7 @@ class Agreement:
     labels: float | None = None
     mask_iou: float | None = None
     max_abs_diff: float = 0.0
+    scaled_diff: float = 0.0  # max over outputs of |diff| / max(1, max |float32 eager|)
 
     def __post_init__(self) -> None:
         if self.task not in (CLASSIFICATION, DETECTION, SEGMENTATION):
@@ -141,8 +142,9 @@ class Agreement:
             raise ValueError("an agreement needs at least one input")
 
     def passed(self, s: Settings) -> bool:
-        """The task's rule: each of its figures at least its threshold; a NaN fails."""
-        if not math.isfinite(self.max_abs_diff) and not math.isinf(self.max_abs_diff):
+        """The task's rule: each of its figures at least its threshold, and the outputs within
+        `diff_bound` of float32 eager's (a NaN fails)."""
+        if math.isnan(self.scaled_diff) or self.scaled_diff > diff_bound(s):
             return False
         rules = {
             CLASSIFICATION: ((self.top1, s.parity_top1), (self.top5, s.parity_top5)),
@@ -161,18 +163,52 @@ class Agreement:
             "parity_labels": self.labels,
             "parity_mask_iou": self.mask_iou,
             "parity_max_abs_diff": self.max_abs_diff,
+            "parity_scaled_diff": self.scaled_diff,
+            "parity_diff_bound": diff_bound(s),
         }
 
 
-def agreement(task: str, ref: list[Any], out: list[Any], max_abs_diff: float) -> Agreement:
-    """The per-image answers `out` against `ref` (`answers` of each, same images, same order)."""
+EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
+def diff_bound(s: Settings) -> float:
+    """The most an output may differ from float32 eager's, relative to max(1, max |ref|):
+    `parity_max_eps` machine epsilons of the cell's dtype, never below the accuracy `tolerance`
+    (a compiled float32 cell is held to what the accuracy check holds it to)."""
+    return max(s.tolerance, s.parity_max_eps * EPS[s.dtype])
+
+
+def _worse(current: float, value: float) -> float:
+    """The larger of two differences; a NaN, once seen, stays."""
+    return current if math.isnan(current) or value <= current else value
+
+
+def scaled_diff(ref: list[Any], out: list[Any]) -> tuple[float, float]:
+    """(max |diff|, max of |diff| / max(1, max finite |ref|)) over the outputs' tensors; a NaN
+    where the reference has none is NaN, different shapes inf (suite.measure.accuracy)."""
+    from suite.measure.accuracy import compare
+
+    worst, scaled = 0.0, 0.0
+    if len(ref) != len(out):
+        return math.inf, math.inf
+    for a, b in zip(ref, out, strict=True):
+        diff, _ = compare([a], [b], math.inf)
+        finite = a[a.isfinite()].abs()
+        scale = max(1.0, float(finite.max()) if finite.numel() else 0.0)
+        worst, scaled = _worse(worst, diff), _worse(scaled, diff / scale)
+    return worst, scaled
+
+
+def agreement(task: str, ref: list[Any], out: list[Any], diffs: tuple[float, float]) -> Agreement:
+    """The per-image answers `out` against `ref` (`answers` of each, same images, same order);
+    `diffs`: (max |diff|, scaled diff) of the outputs (`scaled_diff`)."""
     if len(ref) != len(out) or not ref:
         raise ValueError(f"{len(out)} answers judged against {len(ref)}")
-    n = len(ref)
+    n, (max_abs_diff, scaled) = len(ref), diffs
     if task == CLASSIFICATION:
         top1 = sum(r[0] == o[0] for r, o in zip(ref, out, strict=True)) / n
         top5 = sum(len(set(r) & set(o)) / len(r) for r, o in zip(ref, out, strict=True)) / n
-        return Agreement(task, n, top1=top1, top5=top5, max_abs_diff=max_abs_diff)
+        return Agreement(task, n, top1=top1, top5=top5, max_abs_diff=max_abs_diff, scaled_diff=scaled)
     if task == DETECTION:
         pairs = [match_boxes(r, o) for r, o in zip(ref, out, strict=True)]
         return Agreement(
@@ -181,6 +217,7 @@ def agreement(task: str, ref: list[Any], out: list[Any], max_abs_diff: float) ->
             box_iou=sum(p[0] for p in pairs) / n,
             labels=sum(p[1] for p in pairs) / n,
             max_abs_diff=max_abs_diff,
+            scaled_diff=scaled,
         )
     ious = [mask_iou(r, o) for r, o in zip(ref, out, strict=True)]
-    return Agreement(task, n, mask_iou=sum(ious) / n, max_abs_diff=max_abs_diff)
+    return Agreement(task, n, mask_iou=sum(ious) / n, max_abs_diff=max_abs_diff, scaled_diff=scaled)

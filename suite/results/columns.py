@@ -315,6 +315,13 @@ TABLE: tuple[Column, ...] = (
         nonfinite=True,
         doc="max |diff| of every floating output against float32 eager's",
     ),
+    _extra_timed(
+        "parity_scaled_diff",
+        "",
+        "max over outputs of |diff| / max(1, max |fp32 eager|)",
+        positive=False,
+    ),
+    _extra_timed("parity_diff_bound", "", "the most parity_scaled_diff may be (the rule's)", positive=False),
     Column("parity_note", contract=False, doc="what the parity figures were judged on"),
     # issue 28: one request end to end, per stage (`pipeline` rows, docs/pipeline.md)
     Column("pipeline_post", contract=False, doc="the task's post-processing the post stage calls"),

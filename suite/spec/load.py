@@ -20,6 +20,7 @@ from suite.spec.model import (
     DTYPES,
     MALLOCS,
     MODES,
+    PARITY_MAX_EPS_LIMIT,
     PARITY_SETTINGS,
     SCENARIOS,
     TASKS,
@@ -66,6 +67,8 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
             if value < 0.0:
                 r.fail(f"must be from 0 to 1 (an agreement rate), got {value}", key)
             out[key] = value
+    if r.has("parity_max_eps"):
+        out["parity_max_eps"] = r.float("parity_max_eps", maximum=PARITY_MAX_EPS_LIMIT)
     if r.has("image"):
         img = r.sub("image")
         url = img.raw("url", base.image.url) or ""

@@ -43,6 +43,9 @@ PARITY_SETTINGS: tuple[str, ...] = (
     "parity_labels",
     "parity_mask_iou",
 )
+# ... and the most the outputs may differ from float32 eager's, in units of the cell dtype's
+# machine epsilon (never below `tolerance`), relative to max(1, max |float32 eager|)
+PARITY_MAX_EPS_LIMIT = 1e6
 # How the dynamic-batch scenario compiles (the CSV's `dynamic`): torch.compile(dynamic=False);
 # torch's default (dynamic after a second shape, from torch 2.1); the default plus
 # torch._dynamo.mark_dynamic on every input's batch dimension.
@@ -126,6 +129,7 @@ class Settings:
     parity_box_iou: float = 0.8
     parity_labels: float = 0.8
     parity_mask_iou: float = 0.8
+    parity_max_eps: float = 64.0
 
     def __post_init__(self) -> None:
         _choice("dtype", self.dtype, DTYPES)
@@ -133,6 +137,11 @@ class Settings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                 raise SettingError((name,), f"must be from 0 to 1 (an agreement rate), got {value!r}")
+        eps = self.parity_max_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps <= PARITY_MAX_EPS_LIMIT:
+            raise SettingError(
+                ("parity_max_eps",), f"must be > 0 and at most {PARITY_MAX_EPS_LIMIT:g}, got {eps!r}"
+            )
         _choice("weights", self.weights, WEIGHTS)
         _choice("compile_cache", self.compile_cache, COMPILE_CACHES)
         _choice("malloc", self.malloc, MALLOCS)

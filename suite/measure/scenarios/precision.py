@@ -17,7 +17,7 @@ from typing import Any
 
 from suite.measure import cell as parts
 from suite.measure import inputs, models, parity
-from suite.measure.accuracy import compare, snapshot
+from suite.measure.accuracy import snapshot
 from suite.measure.faults import lower_precision
 from suite.measure.scenarios.inference import Inference
 from suite.measure.timing import TimingLoop
@@ -104,16 +104,14 @@ class Precision(Inference):
     def extra_fields(self, loop: TimingLoop, compiled: Callable[[], Any] | None) -> dict[str, Any]:
         """The parity columns: the row's function (compiled, or eager) on every variant."""
         fn = self.compiled_model if compiled is not None else self.model
-        task, refs, outs, worst = self.cell.model.task, [], [], 0.0
+        task, refs, outs, ref_tensors, out_tensors = self.cell.model.task, [], [], [], []
         for batch, (ref_answers, ref_snapshot) in zip(self.batches, self.reference, strict=True):
             out = fn(**batch)
-            got = snapshot(out)
-            diff, _ = compare(ref_snapshot, got, self.cell.settings.tolerance)
-            if worst == worst and (diff != diff or diff > worst):  # a NaN, once seen, stays
-                worst = diff
+            ref_tensors += ref_snapshot
+            out_tensors += snapshot(out)
             refs += ref_answers
             outs += parity.answers(task, self.processor, out)
-        judged = parity.agreement(task, refs, outs, worst)
+        judged = parity.agreement(task, refs, outs, parity.scaled_diff(ref_tensors, out_tensors))
         fields = judged.fields(self.cell.settings)
         notes = [f"against float32 eager on {len(self.batches)} inputs x batch {self.cell.batch_size}"]
         if self.planted:
