@@ -17,7 +17,7 @@ import pandas as pd
 
 from suite.report.tables.table import Column, Table
 from suite.results import slug
-from suite.spec.model import PIPELINE, PRECISION
+from suite.spec.model import DTYPES, PIPELINE, PRECISION
 
 PRECISION_SECTION, PIPELINE_SECTION = "precision", "pipeline"
 PARITY_NOTE = (
@@ -108,7 +108,12 @@ def precision_tables(frame: pd.DataFrame) -> list[Table]:
             ],
             notes=[PARITY_NOTE],
         )
-        for _, r in group.sort_values(["task", "model", "mode", "dtype"], kind="stable").iterrows():
+        order = group.assign(
+            _mode=(group["mode"] != "eager").astype(int),
+            _dtype=group["dtype"].map({d: i for i, d in enumerate(DTYPES)}).fillna(len(DTYPES)),
+        )
+        keys = ["task", "model", "_mode", "mode", "_dtype"]
+        for _, r in order.sort_values(keys, kind="stable").iterrows():
             base = group[
                 (group["model"] == r["model"]) & (group["mode"] == "eager") & (group["dtype"] == "float32")
             ]
