@@ -47,9 +47,16 @@ def _num(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _f(value: Any, digits: int = 3) -> str:
+def _f(value: Any) -> str:
+    """A difference: three significant digits."""
     number = _num(value)
-    return "—" if number is None else f"{number:.{digits}g}" if abs(number) < 1 else f"{number:.{digits}f}"
+    return "—" if number is None else f"{number:.3g}"
+
+
+def _rate(value: Any) -> str:
+    """An agreement rate (0 to 1): two decimals."""
+    number = _num(value)
+    return "—" if number is None else f"{number:.2f}"
 
 
 def _ms(value: Any) -> str:
@@ -77,10 +84,10 @@ def _status(row: Any) -> dict[str, Any]:
 def _agreement(row: Any) -> str:
     task = row["task"]
     if task == "Image Classification":
-        return f"top-1 {_f(row['parity_top1'])} · top-5 {_f(row['parity_top5'])}"
+        return f"top-1 {_rate(row['parity_top1'])} · top-5 {_rate(row['parity_top5'])}"
     if task == "Object Detection":
-        return f"box IoU {_f(row['parity_box_iou'])} · labels {_f(row['parity_labels'])}"
-    return f"mask IoU {_f(row['parity_mask_iou'])}"
+        return f"box IoU {_rate(row['parity_box_iou'])} · labels {_rate(row['parity_labels'])}"
+    return f"mask IoU {_rate(row['parity_mask_iou'])}"
 
 
 def precision_tables(frame: pd.DataFrame) -> list[Table]:
