@@ -28,34 +28,28 @@ CLASSIFICATION, DETECTION = "Image Classification", "Object Detection"
 TOP_K = 5
 
 
-def fast_processor(cell: Cell, slow: Any, device: str) -> tuple[Any, str]:
-    """(the fast variant of `slow`, "") or (None, why there is none here). transformers 4.x names
-    it `<Slow>Fast`; 5.x's default processor is the torchvision one, with a `Pil` fallback when
-    torchvision is missing. A candidate of the same class as `slow` is not a fast variant."""
+def fast_processor(cell: Cell, slow: Any) -> tuple[Any, str]:
+    """(the fast variant of `slow`, "") or (None, why there is none here): `<Slow>Fast` where this
+    transformers has it (not 4.31; 5.x keeps the name for its torchvision processor, which needs
+    torchvision). A candidate of the same class as `slow` is not a fast variant."""
     import transformers
 
     name = type(slow).__name__.removesuffix("Pil")
-    s = cell.settings
+    cls = getattr(transformers, name + "Fast", None)
+    if cls is None:
+        return None, f"transformers {transformers.__version__} has no {name}Fast"
     try:
-        if s.weights == "pretrained" and not (cell.model.processor or cell.model.model_type):
-            fast = transformers.AutoImageProcessor.from_pretrained(
-                cell.model.hub_id, revision=cell.model.revision or None, use_fast=True
-            )
+        if cell.settings.weights == "pretrained":
+            fast = cls.from_pretrained(cell.model.hub_id, revision=cell.model.revision or None)
         else:
-            cls = getattr(transformers, name + "Fast", None) or getattr(transformers, name, None)
-            if cls is None:
-                return None, f"transformers {transformers.__version__} has no {name}Fast"
             kwargs = dict(slow.to_dict())
             for key in ("image_processor_type", "processor_class", "_processor_class"):
                 kwargs.pop(key, None)
             fast = cls(**kwargs)
-    except Exception as exc:  # a processor that cannot be built here: said in the row
+    except Exception as exc:  # e.g. 5.x without torchvision: said in the row
         return None, one_line(f"no fast processor: {type(exc).__name__}: {exc}", 160)
     if type(fast) is type(slow):
-        return None, (
-            f"transformers {transformers.__version__} has no fast {name} here "
-            f"(got {type(fast).__name__}; its fast processors need torchvision)"
-        )
+        return None, f"transformers {transformers.__version__}'s {name}Fast is {name} here"
     return fast, ""
 
 
@@ -85,7 +79,7 @@ class Pipeline(Inference):
         image, _ = inputs.load_image(s.image, offline=inputs.is_offline(s.weights))
         self.size = (image.size[1], image.size[0])  # (height, width): the answer's coordinates
         self.images = [image] * cell.batch_size
-        self.fast, self.fast_note = fast_processor(cell, self.processor, self.device)
+        self.fast, self.fast_note = fast_processor(cell, self.processor)
         self.post_name = post_process_name(cell, self.processor)
         self.text = self._text_rows(processor, text_offline, model)
         self.compiled_model: Any = None
