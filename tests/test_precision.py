@@ -11,8 +11,8 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
 import pytest
 import torch
 from support import REPO, TINY
@@ -23,7 +23,6 @@ from suite.measure.faults import lower_precision
 from suite.measure.scenarios.pipeline import Pipeline
 from suite.measure.scenarios.precision import Precision
 from suite.measure.timing import TimingLoop
-from suite.report.tables.precision import pipeline_tables, precision_tables
 from suite.spec import Cell, expand, load_matrix
 from suite.spec.model import Settings
 
@@ -140,6 +139,9 @@ def test_precision_scenario_passes_clean_and_fails_planted(monkeypatch: pytest.M
         clean = _scenario(Precision, cell).extra_fields(loop, None)
     assert clean["parity"] == "pass" and clean["parity_top1"] == 1.0 and clean["parity_max_abs_diff"] == 0.0
     assert clean["parity_inputs"] == len(parity.VARIANTS)
+    with torch.no_grad():  # bfloat16 (emulated on an AVX2 CPU): judged, and within the rule
+        reduced = _scenario(Precision, _tiny("precision", dtype="bfloat16")).extra_fields(loop, None)
+    assert reduced["parity"] == "pass" and 0 < reduced["parity_scaled_diff"] <= reduced["parity_diff_bound"]
     monkeypatch.setenv("SUITE_FAULT", "lowp:TinyViT")
     with torch.no_grad():
         planted = _scenario(Precision, cell).extra_fields(loop, None)
@@ -161,12 +163,17 @@ def test_pipeline_stages_and_request() -> None:
     assert bool(row["pre_fast_note"]) == ("pre_fast_median_ms" not in row)
 
 
-def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+def _frame(rows: list[dict[str, object]]) -> Any:
+    import pandas as pd
+
     base = {"device": "cpu", "gpu_name": "CPU", "build": "b", "batch_size": 1, "status": "ok", "error": ""}
     return pd.DataFrame([{**base, **r} for r in rows]).fillna("")
 
 
 def test_tables_read_as_a_user_would() -> None:
+    pytest.importorskip("pandas")  # the host side's (tests-stable runs the rest under torch 2.0.1)
+    from suite.report.tables.precision import pipeline_tables, precision_tables
+
     common = {
         "scenario": "precision",
         "task": CLS,
@@ -220,9 +227,10 @@ def test_tables_read_as_a_user_would() -> None:
 
 @pytest.mark.slow
 def test_precision_and_pipeline_end_to_end(tmp_path: Path) -> None:
-    """Three tiny cells through `suite run` and `suite merge`: a planted precision bug caught by
-    the parity rule, a healthy bfloat16 cell judged, a pipeline cell whose stages add up to its
-    request within their CIs (eager: the compiled path's columns are test_pipeline_stages_and_request's)."""
+    """Two tiny cells through `suite run` and `suite merge`: a planted precision bug caught by
+    the parity rule; a pipeline cell whose stages add up to its request within their CIs (eager:
+    the compiled path's columns are test_pipeline_stages_and_request's; a healthy cell passing,
+    in float32 and bfloat16, test_precision_scenario_passes_clean_and_fails_planted's)."""
     matrix = tmp_path / "m.yaml"
     matrix.write_text(
         TINY.read_text()
@@ -230,8 +238,6 @@ def test_precision_and_pipeline_end_to_end(tmp_path: Path) -> None:
         + "    settings: {weights: random, iterations: 10, warmup: 1, timeout_s: 300, compile_cache: run}\n"
         + "    select:\n"
         + "      - {models: [TinyViT], batch_sizes: [1], modes: [eager], scenarios: [precision]}\n"
-        + "      - {models: [TinyResNet], batch_sizes: [1], modes: [eager], dtypes: [bfloat16],"
-        + " scenarios: [precision]}\n"
         + "      - {models: [TinyViT], batch_sizes: [1], modes: [eager], scenarios: [pipeline]}\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO), SUITE_FAULT="lowp:TinyViT")
@@ -253,9 +259,9 @@ def test_precision_and_pipeline_end_to_end(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     with open(next((tmp_path / "r" / "raw").glob("*.csv"))) as f:
         rows = {(r["model"], r["scenario"]): r for r in csv.DictReader(f)}
-    planted, healthy = rows[("TinyViT", "precision")], rows[("TinyResNet", "precision")]
+    planted = rows[("TinyViT", "precision")]
     assert planted["status"] == "ok" and planted["parity"] == "fail", planted
-    assert healthy["status"] == "ok" and healthy["parity"] == "pass" and healthy["parity_top1"], healthy
+    assert float(planted["parity_scaled_diff"]) > float(planted["parity_diff_bound"]), planted
     pipe = rows[("TinyViT", "pipeline")]
     assert pipe["status"] == "ok" and pipe["pipeline_post"] == "top-5", pipe
     low = sum(float(pipe[f"{s}_ci95_low_ms"]) for s in ("pre", "forward", "post"))
@@ -263,7 +269,7 @@ def test_precision_and_pipeline_end_to_end(tmp_path: Path) -> None:
     e2e = float(pipe["e2e_median_ms"])
     assert 0.5 * low <= e2e <= 1.5 * high, (low, e2e, high)  # a shared CPU: loose
     merged = subprocess.run(
-        [sys.executable, "-m", "suite", "merge", str(tmp_path / "r"), "--matrix", str(matrix)],
+        [sys.executable, "-m", "suite", "merge", str(tmp_path / "r"), "--matrix", str(matrix), "--no-plots"],
         env=env,
         capture_output=True,
         text=True,
