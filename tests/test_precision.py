@@ -161,6 +161,11 @@ def test_pipeline_stages_and_request() -> None:
         assert 0 < row[f"{stage}_ci95_low_ms"] <= row[f"{stage}_median_ms"] <= row[f"{stage}_ci95_high_ms"]
     assert row["e2e_eager_median_ms"] > 0 and row["e2e_speedup"] > 0
     assert bool(row["pre_fast_note"]) == ("pre_fast_median_ms" not in row)
+    # the stages, timed in the same rounds, add up to the request within their CIs (loosely: a
+    # shared CPU; 3 rounds)
+    low = sum(row[f"{s}_ci95_low_ms"] for s in ("pre", "forward", "post"))
+    high = sum(row[f"{s}_ci95_high_ms"] for s in ("pre", "forward", "post"))
+    assert 0.5 * low <= row["e2e_median_ms"] <= 1.5 * high, (low, row["e2e_median_ms"], high)
 
 
 def _frame(rows: list[dict[str, object]]) -> Any:
@@ -226,11 +231,10 @@ def test_tables_read_as_a_user_would() -> None:
 
 
 @pytest.mark.slow
-def test_precision_and_pipeline_end_to_end(tmp_path: Path) -> None:
-    """Two tiny cells through `suite run` and `suite merge`: a planted precision bug caught by
-    the parity rule; a pipeline cell whose stages add up to its request within their CIs (eager:
-    the compiled path's columns are test_pipeline_stages_and_request's; a healthy cell passing,
-    in float32 and bfloat16, test_precision_scenario_passes_clean_and_fails_planted's)."""
+def test_planted_precision_bug_end_to_end(tmp_path: Path) -> None:
+    """One tiny cell through `suite run` (its own worker process) and `suite merge`: a planted
+    precision bug caught by the parity rule, in the row and in the table. A healthy cell passing
+    (float32, bfloat16) and the pipeline's stages are the in-process tests' (CI's budget)."""
     matrix = tmp_path / "m.yaml"
     matrix.write_text(
         TINY.read_text()
@@ -238,7 +242,6 @@ def test_precision_and_pipeline_end_to_end(tmp_path: Path) -> None:
         + "    settings: {weights: random, iterations: 10, warmup: 1, timeout_s: 300, compile_cache: run}\n"
         + "    select:\n"
         + "      - {models: [TinyViT], batch_sizes: [1], modes: [eager], scenarios: [precision]}\n"
-        + "      - {models: [TinyViT], batch_sizes: [1], modes: [eager], scenarios: [pipeline]}\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO), SUITE_FAULT="lowp:TinyViT")
     run = [
@@ -262,12 +265,6 @@ def test_precision_and_pipeline_end_to_end(tmp_path: Path) -> None:
     planted = rows[("TinyViT", "precision")]
     assert planted["status"] == "ok" and planted["parity"] == "fail", planted
     assert float(planted["parity_scaled_diff"]) > float(planted["parity_diff_bound"]), planted
-    pipe = rows[("TinyViT", "pipeline")]
-    assert pipe["status"] == "ok" and pipe["pipeline_post"] == "top-5", pipe
-    low = sum(float(pipe[f"{s}_ci95_low_ms"]) for s in ("pre", "forward", "post"))
-    high = sum(float(pipe[f"{s}_ci95_high_ms"]) for s in ("pre", "forward", "post"))
-    e2e = float(pipe["e2e_median_ms"])
-    assert 0.5 * low <= e2e <= 1.5 * high, (low, e2e, high)  # a shared CPU: loose
     merged = subprocess.run(
         [sys.executable, "-m", "suite", "merge", str(tmp_path / "r"), "--matrix", str(matrix), "--no-plots"],
         env=env,
