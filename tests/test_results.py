@@ -137,6 +137,9 @@ def test_raw_csv_names() -> None:
     assert results.raw_csv_name("nightly", "cpu", "2/4") == "nightly__cpu__shard-2-of-4.csv"
 
 
+STAGES, STAGE_FIGURES = ("pre", "pre_fast", "forward", "post", "e2e"), ("median", "ci95_low", "ci95_high")
+
+
 def test_column_groups_come_from_the_one_table() -> None:
     """Each group a reader or writer uses is the table's, in the table's order."""
     # the contract's measured columns, then the compile-cost figures (extras, issue 14)
@@ -156,7 +159,14 @@ def test_column_groups_come_from_the_one_table() -> None:
         "recompile_reasons", "cudagraph_records", "cudagraph_record_s", "cudagraph_pool_mb",
         "cudagraph_extra_mb", "idle_power_w", "eager_j_per_image", "compiled_j_per_image", "energy_ratio",
     )  # fmt: skip
-    assert tuple(results.TIMING_COLUMNS) == (*contract, *compile_cost, *issue_29)
+    # the task's answer against float32 eager, and the request per stage (issue 28)
+    stages = tuple(f"{s}_{f}_ms" for s in STAGES for f in STAGE_FIGURES)
+    issue_28 = (
+        "parity", "parity_inputs", "parity_top1", "parity_top5", "parity_box_iou", "parity_labels",
+        "parity_mask_iou", "parity_max_abs_diff", "parity_scaled_diff", "parity_diff_bound", *stages,
+        "e2e_eager_median_ms", "e2e_speedup", "e2e_speedup_ci95_low", "e2e_speedup_ci95_high",
+    )  # fmt: skip
+    assert tuple(results.TIMING_COLUMNS) == (*contract, *compile_cost, *issue_29, *issue_28)
     # a dynamic-batch cell owes one row per (setting, batch size): `dynamic` is in both keys
     assert results.KEY_COLUMNS == (
         "build", "device", "model", "model_id", "weights", "batch_size", "mode", "dtype", "scenario",
@@ -168,7 +178,8 @@ def test_column_groups_come_from_the_one_table() -> None:
         "gpu_name", "dynamic",
     )  # fmt: skip
     assert COLUMNS[len(CONTRACT_COLUMNS) :] == results.EXTRA_COLUMNS
-    assert set(results.TIMING_COLUMNS) - set(compile_cost) - set(issue_29) <= set(CONTRACT_COLUMNS)
+    extras = set(compile_cost) | set(issue_29) | set(issue_28)
+    assert set(results.TIMING_COLUMNS) - extras <= set(CONTRACT_COLUMNS)
     ranks = sorted(c.cell for c in results.TABLE if c.cell)
     assert ranks == list(range(1, len(ranks) + 1)), "cell ranks: 1, 2, ... once each"
     for col in results.TABLE:

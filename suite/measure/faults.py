@@ -2,7 +2,9 @@
 (an exception, an OOM, a hang, an abort, a segfault, a leak of secrets), so the tests can show
 that every failure still ends in exactly one row; `SUITE_FAULT=slow:<factor>[:<model name>]`
 makes every compiled call take `factor` times as long, so the regression gate can be shown to
-catch a real slow-down. Does nothing when the variable is unset.
+catch a real slow-down; `SUITE_FAULT=lowp[:<model name>]` plants a precision bug (a layer's
+output forced to two mantissa bits) in a `precision` cell's model, so the tests can show that
+the parity rule catches it. Does nothing when the variable is unset.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak", "slow")
+FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak", "slow", "lowp")
 
 
 def _fault(model_name: str) -> tuple[str, str]:
@@ -77,3 +79,21 @@ def slowed(fn: Callable[[], Any], model_name: str, sync: Callable[[], None]) -> 
         return out
 
     return slow
+
+
+def lower_precision(model: Any, model_name: str) -> bool:
+    """Under SUITE_FAULT=lowp: the output of the model's first Linear or Conv2d layer rounded to
+    two mantissa bits (a layer run in a precision far below the cell's), from then on; whether
+    it was planted. A forward hook, so eager and compiled calls both carry it."""
+    if _fault(model_name)[0] != "lowp":
+        return False
+    import torch
+
+    layer = next(m for m in model.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)))
+
+    def rounded(_module: Any, _inputs: Any, out: Any) -> Any:
+        mantissa, exponent = torch.frexp(out)
+        return torch.ldexp(torch.round(mantissa * 4) / 4, exponent.to(out.dtype))
+
+    layer.register_forward_hook(rounded)
+    return True

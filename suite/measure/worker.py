@@ -20,6 +20,7 @@ from suite.measure import allocator, compile_cost, lifeline
 from suite.measure import training as train
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.scenarios import SCENARIOS, dynamic, measure
+from suite.measure.scenarios import precision as reduced
 from suite.measure.scenarios.dynamic import measure_sequence
 from suite.results import one_line
 from suite.spec.model import DYNAMIC_BATCH, Cell
@@ -56,7 +57,7 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
                 )
                 row["compile_note"] = "; ".join(n for n in notes if n)
         row["status"], row["error"] = "ok", ""
-    except (train.Unsupported, dynamic.Unsupported) as exc:  # no such measurement here: say why
+    except (train.Unsupported, dynamic.Unsupported, reduced.Unsupported) as exc:  # not here: say why
         traceback.print_exc()
         return {**row, "status": "skipped", "error": one_line(str(exc))}
     except Exception as exc:  # the sweep goes on: record why, in one line

@@ -26,6 +26,7 @@ from suite.report.tables.dynamic import dynamic_tables
 from suite.report.tables.memory import peak_memory
 from suite.report.tables.modes import compile_modes
 from suite.report.tables.phases import cudagraph_tables, energy_tables, phase_tables
+from suite.report.tables.precision import pipeline_tables, precision_tables
 from suite.report.tables.stable_vs import stable_vs_others
 from suite.report.tables.summary import summary_table
 from suite.report.tables.table import Table, markdown_table, write_table
@@ -78,6 +79,17 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "No cell of a mode that records CUDA graphs in the inputs.",
     ),
     ("energy", "Energy per image (eager and compiled)", "No compiled cell in the inputs."),
+    # issue 28 (docs/precision.md, docs/pipeline.md)
+    (
+        "precision",
+        "What reduced precision and compiling change in the answer",
+        "No precision cell in the inputs (run the precision profile).",
+    ),
+    (
+        "pipeline",
+        "What compiling saves per request (preprocess, forward, post-process)",
+        "No compiled pipeline cell in the inputs (run the pipeline profile).",
+    ),
 )
 
 
@@ -131,6 +143,7 @@ def run_merge(
     tables = [summary, *vs_eager, *peak_memory(study), *stable_vs_others(study), *compile_modes(study)]
     tables += [*compile_cost_tables(study), *dynamic_tables(study)]
     tables += [*phase_tables(study), *cudagraph_tables(study), *energy_tables(study)]
+    tables += [*precision_tables(loaded.frame), *pipeline_tables(loaded.frame)]
     for table in tables:
         write_table(table, tables_dir)
 

@@ -291,6 +291,56 @@ TABLE: tuple[Column, ...] = (
         "lock failed), empty when nothing said",
     ),
     Column("image_id", contract=False, doc="the image's ID as Docker reports it (sha256:...); else empty"),
+    # issue 28: the task's answer against float32 eager (`precision` rows, docs/precision.md)
+    Column(
+        "parity",
+        contract=False,
+        timing=True,
+        choices=(PASS, FAIL),
+        doc="the task's parity rule (thresholds: the parity_* settings) against float32 eager",
+    ),
+    Column("parity_inputs", INT, contract=False, timing=True, doc="images judged (inputs x batch)"),
+    _extra_timed("parity_top1", "", "share of images whose top-1 class is float32 eager's", positive=False),
+    _extra_timed("parity_top5", "", "mean share of float32 eager's top-5 classes kept", positive=False),
+    _extra_timed(
+        "parity_box_iou", "", "mean IoU of float32 eager's top boxes with their matches", positive=False
+    ),
+    _extra_timed("parity_labels", "", "share of those boxes whose match has the same label", positive=False),
+    _extra_timed("parity_mask_iou", "", "mean IoU of the label maps over the classes shown", positive=False),
+    Column(
+        "parity_max_abs_diff",
+        NUMBER,
+        contract=False,
+        timing=True,
+        nonfinite=True,
+        doc="max |diff| of every floating output against float32 eager's",
+    ),
+    _extra_timed(
+        "parity_scaled_diff",
+        "",
+        "max over outputs of |diff| / max(1, max |fp32 eager|)",
+        positive=False,
+    ),
+    _extra_timed("parity_diff_bound", "", "the most parity_scaled_diff may be (the rule's)", positive=False),
+    Column("parity_note", contract=False, doc="what the parity figures were judged on"),
+    # issue 28: one request end to end, per stage (`pipeline` rows, docs/pipeline.md)
+    Column("pipeline_post", contract=False, doc="the task's post-processing the post stage calls"),
+    *(
+        _extra_timed(f"{stage}_{figure}_ms", "ms", f"{what}: {figure.replace('_', ' ')}")
+        for stage, what in (
+            ("pre", "preprocessing, the model's processor"),
+            ("pre_fast", "preprocessing, the fast processor"),
+            ("forward", "the forward of the row's function"),
+            ("post", "the task's post-processing"),
+            ("e2e", "the whole request with the row's function"),
+        )
+        for figure in ("median", "ci95_low", "ci95_high")
+    ),
+    Column("pre_fast_note", contract=False, doc="why pre_fast_* is empty"),
+    _extra_timed("e2e_eager_median_ms", "ms", "the whole request with the eager forward (compiled rows)"),
+    _extra_timed("e2e_speedup", "x", "paired: eager request median / compiled request median"),
+    _extra_timed("e2e_speedup_ci95_low", "x", "95% CI of e2e_speedup"),
+    _extra_timed("e2e_speedup_ci95_high", "x", ""),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 

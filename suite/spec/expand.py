@@ -188,8 +188,11 @@ def expand(
                     for mode in sel.modes:
                         if filters.modes is not None and mode not in filters.modes:
                             continue
-                        key = (model_name, scenario, bs, mode)
-                        cells.setdefault(key, Cell(build, spec, bs, mode, scenario, cell_settings))
+                        for dtype in sel.dtypes or (cell_settings.dtype,):
+                            # a selection's dtypes (issue 28) replace the settings' one dtype
+                            at = replace(cell_settings, dtype=dtype) if sel.dtypes else cell_settings
+                            key = (model_name, scenario, bs, mode, dtype)
+                            cells.setdefault(key, Cell(build, spec, bs, mode, scenario, at))
     return list(cells.values())
 
 

@@ -20,6 +20,8 @@ from suite.spec.model import (
     DTYPES,
     MALLOCS,
     MODES,
+    PARITY_MAX_EPS_LIMIT,
+    PARITY_SETTINGS,
     SCENARIOS,
     TASKS,
     WEIGHTS,
@@ -59,6 +61,14 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["compile_cost"] = r.bool("compile_cost", False)
     if r.has("dynamic_batch_sizes"):
         out["dynamic_batch_sizes"] = _dynamic_batch_sizes(r)
+    for key in PARITY_SETTINGS:
+        if r.has(key):
+            value = r.float(key, positive=False, maximum=1.0)
+            if value < 0.0:
+                r.fail(f"must be from 0 to 1 (an agreement rate), got {value}", key)
+            out[key] = value
+    if r.has("parity_max_eps"):
+        out["parity_max_eps"] = r.float("parity_max_eps", maximum=PARITY_MAX_EPS_LIMIT)
     if r.has("image"):
         img = r.sub("image")
         url = img.raw("url", base.image.url) or ""
@@ -179,12 +189,17 @@ def _read_selection(r: Reader, models: Mapping[str, ModelSpec]) -> Selection:
     for s in scenarios:
         if s not in SCENARIOS:
             r.fail(f"{s!r} is not a scenario (known: {', '.join(SCENARIOS)})", "scenarios")
+    dtypes = r.list("dtypes") if r.has("dtypes") else []
+    for d in dtypes:
+        if d not in DTYPES:
+            r.fail(f"{d!r} is not a dtype (known: {', '.join(DTYPES)})", "dtypes")
     hub = tuple(name for name, spec in models.items() if not spec.base)
     sel = Selection(
         models=_names(r, "models", r.raw("models"), models, everything=hub),
         batch_sizes=tuple(dict.fromkeys(batch_sizes)),
         modes=tuple(dict.fromkeys(modes)),
         scenarios=tuple(dict.fromkeys(scenarios)),
+        dtypes=tuple(dict.fromkeys(dtypes)),
     )
     r.done()
     return sel

@@ -30,7 +30,22 @@ MODES: tuple[str, ...] = (
 DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 WEIGHTS: tuple[str, ...] = ("pretrained", "random")
 DYNAMIC_BATCH = "dynamic-batch"  # one process serves several batch sizes in turn: a row per size
-SCENARIOS: tuple[str, ...] = ("inference", "train", DYNAMIC_BATCH)
+# issue 28: `precision` is inference plus the task's answer judged against float32 eager
+# (suite.measure.parity); `pipeline` times a whole request: preprocess, forward, post-process
+PRECISION, PIPELINE = "precision", "pipeline"
+SCENARIOS: tuple[str, ...] = ("inference", "train", DYNAMIC_BATCH, PRECISION, PIPELINE)
+# The parity rule's thresholds (the `precision` scenario's `parity` column): the least
+# agreement with float32 eager a cell may show, per figure, each in [0, 1]
+PARITY_SETTINGS: tuple[str, ...] = (
+    "parity_top1",
+    "parity_top5",
+    "parity_box_iou",
+    "parity_labels",
+    "parity_mask_iou",
+)
+# ... and the most the outputs may differ from float32 eager's, in units of the cell dtype's
+# machine epsilon (never below `tolerance`), relative to max(1, max |float32 eager|)
+PARITY_MAX_EPS_LIMIT = 1e6
 # How the dynamic-batch scenario compiles (the CSV's `dynamic`): torch.compile(dynamic=False);
 # torch's default (dynamic after a second shape, from torch 2.1); the default plus
 # torch._dynamo.mark_dynamic on every input's batch dimension.
@@ -108,9 +123,25 @@ class Settings:
     compile_cost: bool = False
     # the batch sizes a dynamic-batch cell serves in turn; empty: its selection's batch sizes
     dynamic_batch_sizes: tuple[int, ...] = ()
+    # the parity rule (precision cells): the least agreement with float32 eager that passes
+    parity_top1: float = 0.9
+    parity_top5: float = 0.8
+    parity_box_iou: float = 0.8
+    parity_labels: float = 0.8
+    parity_mask_iou: float = 0.8
+    parity_max_eps: float = 64.0
 
     def __post_init__(self) -> None:
         _choice("dtype", self.dtype, DTYPES)
+        for name in PARITY_SETTINGS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise SettingError((name,), f"must be from 0 to 1 (an agreement rate), got {value!r}")
+        eps = self.parity_max_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps <= PARITY_MAX_EPS_LIMIT:
+            raise SettingError(
+                ("parity_max_eps",), f"must be > 0 and at most {PARITY_MAX_EPS_LIMIT:g}, got {eps!r}"
+            )
         _choice("weights", self.weights, WEIGHTS)
         _choice("compile_cache", self.compile_cache, COMPILE_CACHES)
         _choice("malloc", self.malloc, MALLOCS)
@@ -196,6 +227,7 @@ class Selection:
     batch_sizes: tuple[int, ...]
     modes: tuple[str, ...]
     scenarios: tuple[str, ...] = ("inference",)
+    dtypes: tuple[str, ...] = ()  # empty: the settings' one dtype; else a cell per dtype
 
 
 @dataclass(frozen=True)

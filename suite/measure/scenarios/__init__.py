@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from suite.measure.scenarios.base import Scenario, measure
 from suite.measure.scenarios.inference import Inference
+from suite.measure.scenarios.pipeline import Pipeline
+from suite.measure.scenarios.precision import Precision
 from suite.measure.scenarios.train import Train
 
 SCENARIOS: dict[str, type[Scenario]] = {
     "inference": Inference,
     "train": Train,
+    "precision": Precision,
+    "pipeline": Pipeline,
 }
 
 __all__ = ["SCENARIOS", "Scenario", "measure"]

@@ -62,6 +62,11 @@ class Scenario:
         compiled warm-up."""
         raise NotImplementedError
 
+    def extra_fields(self, loop: TimingLoop, compiled: Callable[[], Any] | None) -> dict[str, Any]:
+        """A scenario's own columns, measured after the row's timed calls (the pipeline's stages,
+        the precision cell's parity); `compiled` is None in an eager cell."""
+        return {}
+
 
 def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     """The row fields of one cell measured as scenario `kind` on `device`."""
@@ -91,7 +96,7 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
         (samples,) = loop.interleaved([scenario.eager], n)
     energy.blocks([(EAGER, scenario.eager)])
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
-    return {**row, **health.fields()}
+    return {**row, **health.fields(), **scenario.extra_fields(loop, None)}
 
 
 def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energy) -> dict[str, Any]:
@@ -115,12 +120,13 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     accuracy = scenario.accuracy(compiled)
     with Health(device, calls=2 * s.iterations) as health:
         eager_samples, samples = loop.interleaved([scenario.eager, compiled], s.iterations)
+    extra = scenario.extra_fields(loop, compiled)  # before the end count: its compiles are recompiles
     _, graphs_end = dynamo_counts()
     energy.blocks([(EAGER, scenario.eager), (COMPILED, compiled)])
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
-    row.update(health.fields())
+    row.update(health.fields(), **extra)
     row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))
     row.update(cudagraphs.fields(device, mode, ledger, eager_mem.peak_mb, mem.peak_mb))
     skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so
