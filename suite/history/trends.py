@@ -38,19 +38,19 @@ def trends(pts: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
             np.datetime64(r.first_bad_date, "ns")
         )
     dates = pts["date"].to_numpy("datetime64[ns]")
-    ok = pts["status"].to_numpy() == OK
+    ok = (pts["status"] == OK).to_numpy(bool)
     masks = {m: usable_mask(pts, m) for m in METRICS}
     values = {m: pts[m].to_numpy(float) for m in METRICS}
-    # the columns read per series, as arrays (a row of the frame per series costs more than the rest)
-    cols = {
-        c: pts[c].to_numpy()
-        for c in dict.fromkeys(
-            [*SERIES_KEY, "status", "health", "torch_version", "median_ci_low_ms", "median_ci_high_ms",
-             "speedup_ci_low", "speedup_ci_high"]
-        )
-    }  # fmt: skip
+    series = groups(pts, SERIES_KEY)
+    # the text columns read per series, of its last night alone (a column of every night as
+    # Python strings costs more than the rest)
+    at = [int(positions[-1]) for positions in series]
+    lasts = pts.iloc[at]
+    names = [*SERIES_KEY, "status", "health", "torch_version", "median_ci_low_ms", "median_ci_high_ms",
+             "speedup_ci_low", "speedup_ci_high"]  # fmt: skip
+    cols = {c: dict(zip(at, lasts[c].to_numpy(), strict=True)) for c in names}
     rows = []
-    for positions in groups(pts, SERIES_KEY):
+    for positions in series:
         last = positions[-1]
         row: dict[str, object] = {k: cols[k][last] for k in SERIES_KEY}
         first_day, last_day = dates[positions[0]], dates[last]
