@@ -200,6 +200,7 @@ def _read_clean(files: Sequence[Path]) -> list[Row] | None:
     each file read cleanly, no row with a problem, no cell twice; else None (the merge's reader
     then gives its account: the problems, the rows superseded)."""
     out: list[Row] = []
+    blocks: list[tuple[int, int, _Header]] = []  # each file's rows: where they start and end
     for path in files:
         try:
             result = read_rows(path, as_lists=True)
@@ -208,12 +209,16 @@ def _read_clean(files: Sequence[Path]) -> list[Row] | None:
         if result.problems or not result.values:
             return None
         header = _Header(result.header)
+        start = len(out)
         for values, line in zip(result.values, result.lines, strict=True):
             out.append((f"{path}:{line}", header, [v.strip() for v in values]))
+        blocks.append((start, len(out), header))
 
     def column(name: str) -> np.ndarray:
         col = np.empty(len(out), dtype=object)
-        col[:] = [h.get(v, name) for _, h, v in out]
+        for start, end, header in blocks:
+            i = header.at.get(name, -1)
+            col[start:end] = [v[i] for _, _, v in out[start:end]] if i >= 0 else ""
         return col
 
     if row_problems(column, len(out)):
@@ -299,11 +304,12 @@ def read_run(
     for path in inputs:  # each its own run: one row per cell within it, as the merge reads a run
         rows, said = _read_input(path, allow_partial)
         notes += said
+        run_dir = str(path) if path.is_dir() else ""
         for row in rows:
             _, h, v = row
             key = (h.get(v, "run_id"), h.get(v, "build"), h.get(v, "device"), h.get(v, "gpu_name"))
             groups.setdefault(key, []).append(row)
-            run_dirs[key] = str(path) if path.is_dir() else ""
+            run_dirs[key] = run_dir
     kinds, _ = build_kinds(sorted({key[1] for key in groups}), matrix, matrix_explicit)
     members = [m for group in groups.values() for m in group]  # night by night
     sources = [source for source, _, _ in members]
