@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 def mean(xs: Sequence[float]) -> float:
@@ -58,6 +59,13 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
     if n == 0:
         raise ValueError("median_ci of no samples")
     s = sorted(xs)
+    k = median_ci_rank(n, confidence)
+    return (s[k - 1], s[n - k]) if k else (s[0], s[-1])
+
+
+@lru_cache(maxsize=4096)
+def median_ci_rank(n: int, confidence: float = 0.95) -> int:
+    """median_ci's k for n samples (0: the full range), computed once per (n, confidence)."""
     alpha = 1.0 - confidence
     k, cdf = 0, 0.0  # invariant: cdf == P(X <= k - 1)
     while k + 1 <= n // 2:
@@ -65,7 +73,7 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
         if nxt > alpha / 2:
             break
         k, cdf = k + 1, nxt
-    return (s[k - 1], s[n - k]) if k else (s[0], s[-1])
+    return k
 
 
 def bootstrap_ratio_ci(

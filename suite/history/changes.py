@@ -24,13 +24,15 @@ runs) and the same with steps planted at known nights.
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
 import numpy as np
-import ruptures
-from scipy.stats import mannwhitneyu, norm
 
 MAD_TO_SD = 1.4826
 EXACT_UP_TO = 10  # nights on the shorter side for the exact Mann-Whitney distribution
@@ -88,6 +90,8 @@ def noise_sigma(x: np.ndarray, floor: float) -> float:
 def hodges_lehmann(before: np.ndarray, after: np.ndarray, confidence: float) -> tuple[float, float, float]:
     """The shift after - before (median of all pairwise differences) and its distribution-free CI
     (order statistics of the differences, from the Mann-Whitney statistic's normal approximation)."""
+    from scipy.stats import norm
+
     diffs = np.sort((after[:, None] - before[None, :]).ravel())
     n = len(diffs)
     na, nb = len(before), len(after)
@@ -98,6 +102,8 @@ def hodges_lehmann(before: np.ndarray, after: np.ndarray, confidence: float) -> 
 
 
 def _test(x: np.ndarray, start: int, at: int, end: int, rule: Rule) -> Shift:
+    from scipy.stats import mannwhitneyu  # only where a break is tested: most series have none
+
     before, after = x[start:at], x[at:end]
     # the exact distribution where a side is short (its normal approximation is far off there:
     # 3 nights above 30 give p = 0.0004 exactly, 0.005 approximated)
@@ -111,12 +117,43 @@ def _passes(s: Shift, rule: Rule) -> bool:
     return s.p_value < rule.alpha and (s.low > 0 or s.high < 0) and abs(s.change) >= rule.min_change
 
 
+@cache
+def _pelt_l2() -> Callable[[np.ndarray, float, int], np.ndarray]:
+    """ruptures' PELT on the linear kernel, in C: the function `KernelCPD(kernel="linear")
+    .predict(pen=...)` calls, loaded from ruptures' own extension module without the package's
+    `__init__` (which imports all of SciPy's stats and spatial: most of a report's import time);
+    through `ruptures` itself where its files are not laid out so."""
+    spec = importlib.util.find_spec("ruptures")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder) / "detection" / "_detection" / f"ekcpd{suffix}"
+            if path.is_file():
+                ext = importlib.util.spec_from_file_location("ruptures.detection._detection.ekcpd", path)
+                if ext is not None and ext.loader is not None:
+                    module = importlib.util.module_from_spec(ext)
+                    ext.loader.exec_module(module)
+                    return module.ekcpd_pelt_L2  # type: ignore[no-any-return]
+    from ruptures.detection._detection.ekcpd import ekcpd_pelt_L2
+
+    return ekcpd_pelt_L2  # type: ignore[no-any-return]
+
+
 def candidates(x: np.ndarray, rule: Rule) -> list[int]:
-    """Where ruptures' PELT puts the breaks of the standardized, clipped series."""
+    """Where ruptures' PELT puts the breaks of the standardized, clipped series (what
+    `ruptures.KernelCPD(kernel="linear", min_size=rule.min_segment).fit(z).predict(pen=...)`
+    returns, but its last index: the same C function, called as that method calls it)."""
     sigma = noise_sigma(x, rule.sigma_floor)
     z = np.clip((x - np.median(x)) / sigma, -rule.clip_z, rule.clip_z)
-    algo = ruptures.KernelCPD(kernel="linear", min_size=rule.min_segment, jump=1).fit(z.reshape(-1, 1))
-    return [int(b) for b in algo.predict(pen=rule.penalty * math.log(len(x)))[:-1]]
+    n = len(z)
+    if rule.min_segment + rule.min_segment > n:  # ruptures: BadSegmentationParameters
+        raise ValueError(f"a series of {n} nights cannot hold two levels of {rule.min_segment}")
+    path = _pelt_l2()(z.reshape(-1, 1).astype(np.double), rule.penalty * math.log(n), rule.min_segment)
+    breaks, at = [], n
+    while at > 0:
+        breaks.append(at)
+        at = int(path[at])
+    return breaks[::-1][:-1]
 
 
 def detect(values: Sequence[float], rule: Rule | None = None) -> list[Shift]:

@@ -22,13 +22,22 @@ from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from suite.errors import UsageError
 from suite.history.schema import column_names
-from suite.report.load import find_csvs, load, parse_numbers
+from suite.report.load import find_csvs, load, parse_numbers, row_problems
 from suite.report.study import build_kinds
-from suite.results import BY_NAME, CELL_COLUMNS, NONFINITE_COLUMNS, NONFINITE_WORDS, TEXT
+from suite.results import (
+    BY_NAME,
+    CELL_COLUMNS,
+    NONFINITE_COLUMNS,
+    NONFINITE_WORDS,
+    TEXT,
+    CsvFormatError,
+    read_rows,
+)
 
 PARTIAL = "partial last row"
 _LINE = re.compile(r"(\d+)\.(\d+)")
@@ -132,12 +141,12 @@ def _numbers(text: np.ndarray, sources: Sequence[str]) -> dict[str, pa.Array]:
     return out
 
 
-def _night_date(rows: Sequence[dict[str, str]], run_id: str, override: date | None, where: str) -> date:
+def _night_date(rows: Sequence[Row], run_id: str, override: date | None, where: str) -> date:
     if override is not None:
         return override
     stamps = []
-    for row in rows:
-        text = row.get("started_at", "")
+    for _, h, v in rows:
+        text = h.get(v, "started_at")
         if text:
             try:
                 stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -160,10 +169,75 @@ def _most_common(values: Sequence[str]) -> str:
     return counts.most_common(1)[0][0] if counts else ""
 
 
-def _read_input(path: Path, allow_partial: bool) -> tuple[list[tuple[str, dict[str, str]]], list[str]]:
+class _Header:
+    """Where a file's (or a row's) columns are: NAMES' positions (-1: absent), the extras."""
+
+    def __init__(self, header: Sequence[str]) -> None:
+        at = {name: i for i, name in enumerate(header) if name != "source"}  # a dict keeps the last
+        self.at = at
+        self.names = [at.get(name, -1) for name in NAMES]
+        self.whole = itemgetter(*self.names) if -1 not in self.names else None
+        self.missing = [name for name in NAMES if name not in at]
+        self.extras = sorted((name, i) for name, i in at.items() if name not in BY_NAME)
+
+    def get(self, values: Sequence[str], name: str) -> str:
+        i = self.at.get(name, -1)
+        return values[i] if i >= 0 else ""
+
+    def contract(self, values: Sequence[str]) -> list[str]:
+        """The row's values in NAMES' order, "" where the file has no such column."""
+        if self.whole is not None:
+            return list(self.whole(values))
+        return [values[i] if i >= 0 else "" for i in self.names]
+
+
+# a row read: its file:line, its file's columns, its values as written (stripped)
+Row = tuple[str, _Header, list[str]]
+
+
+def _read_clean(files: Sequence[Path]) -> list[Row] | None:
+    """Every row of the files, when the merge's reader would take every one of them as it is:
+    each file read cleanly, no row with a problem, no cell twice; else None (the merge's reader
+    then gives its account: the problems, the rows superseded)."""
+    out: list[Row] = []
+    blocks: list[tuple[int, int, _Header]] = []  # each file's rows: where they start and end
+    for path in files:
+        try:
+            result = read_rows(path, as_lists=True)
+        except (CsvFormatError, UnicodeDecodeError, OSError):
+            return None
+        if result.problems or not result.values:
+            return None
+        header = _Header(result.header)
+        start = len(out)
+        for values, line in zip(result.values, result.lines, strict=True):
+            out.append((f"{path}:{line}", header, [v.strip() for v in values]))
+        blocks.append((start, len(out), header))
+
+    def column(name: str) -> np.ndarray:
+        col = np.empty(len(out), dtype=object)
+        for start, end, header in blocks:
+            i = header.at.get(name, -1)
+            col[start:end] = [v[i] for _, _, v in out[start:end]] if i >= 0 else ""
+        return col
+
+    if row_problems(column, len(out)):
+        return None
+    batch = pd.to_numeric(pd.Series(column("batch_size"), dtype=object)).to_numpy(float).astype(int)
+    cells = [tuple(h.get(v, c) for c in CELL_COLUMNS) for _, h, v in out]
+    at = CELL_COLUMNS.index("batch_size")
+    if len({(*c[:at], int(b), *c[at + 1 :]) for c, b in zip(cells, batch, strict=True)}) < len(out):
+        return None  # a cell twice: the merge's reader picks one and says so
+    return out
+
+
+def _read_input(path: Path, allow_partial: bool) -> tuple[list[Row], list[str]]:
     """A run folder's (or CSV file's) rows as written, each with its file:line, once checked by
     the merge's reader; what was accepted but is worth a line."""
     files = find_csvs([path])
+    clean = _read_clean(files)
+    if clean is not None:
+        return clean, []
     try:
         loaded = load(files, raw=True)
     except UsageError as exc:
@@ -173,28 +247,35 @@ def _read_input(path: Path, allow_partial: bool) -> tuple[list[tuple[str, dict[s
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
         raise UsageError("", f"{problems[0]}{more}; nothing was stored")
     notes = [p for p in loaded.skipped if PARTIAL in p] + [f"superseded: {s}" for s in loaded.superseded]
-    rows = [
-        (source, {k: v for k, v in loaded.raw[source].items() if k != "source"})
-        for source in loaded.frame["source"]
-    ]
+    headers: dict[tuple[str, ...], _Header] = {}
+    rows: list[Row] = []
+    for source in loaded.frame["source"]:
+        raw = {k: v for k, v in loaded.raw[source].items() if k != "source"}
+        names = tuple(raw)
+        header = headers.get(names) or headers.setdefault(names, _Header(names))
+        rows.append((source, header, list(raw.values())))
     return rows, notes
 
 
-def _typed_rows(rows: Sequence[dict[str, str]], sources: Sequence[str]) -> pa.Table:
+def _typed_rows(rows: Sequence[Row]) -> pa.Table:
     """The contract's columns typed, each row's extras as JSON, its key and its digest."""
-    whole = itemgetter(*NAMES)
-    values = []  # one pass over every row: a row of the current contract has every column
-    for r in rows:
-        try:
-            values.append(list(whole(r)))
-        except KeyError:
-            values.append([r.get(name, "") for name in NAMES])
+    values = [h.contract(v) for _, h, v in rows]  # one pass over every row
     grid = np.array(values, dtype=object).reshape(len(rows), len(NAMES))
-    data: dict[str, pa.Array] = _numbers(grid[:, NUMBER_AT], sources)
+    data: dict[str, pa.Array] = _numbers(grid[:, NUMBER_AT], [source for source, _, _ in rows])
+    absent = {name for _, h, _ in rows for name in h.missing}
     for i in TEXT_AT:  # a column the CSV lacks (an older suite's): NULL, not empty
-        data[NAMES[i]] = pa.array([r.get(NAMES[i]) for r in rows], pa.string())
-    unknown = [{k: v for k, v in r.items() if k not in BY_NAME} for r in rows]
-    extras = [json.dumps(e, sort_keys=True) if e else "" for e in unknown]
+        name = NAMES[i]
+        if name in absent:
+            data[name] = pa.array(
+                [None if name in h.missing else r[i] for (_, h, _), r in zip(rows, values, strict=True)],
+                pa.string(),
+            )
+        else:
+            data[name] = pa.array(grid[:, i], pa.string())
+    extras = [
+        json.dumps({name: v[i] for name, i in h.extras}, sort_keys=True) if h.extras else ""
+        for _, h, v in rows
+    ]
     data["extra"] = pa.array(extras, pa.string())
     data["row_key"] = pa.array(["\x1f".join([v[i] for i in CELL_AT]) for v in values], pa.string())
     digests = [
@@ -218,28 +299,29 @@ def read_run(
     file or row is not a clean result, before anything is stored."""
     stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None)
     notes: list[str] = []
-    groups: dict[tuple[str, str, str, str], list[tuple[str, dict[str, str]]]] = {}
+    groups: dict[tuple[str, str, str, str], list[Row]] = {}
     run_dirs: dict[tuple[str, str, str, str], str] = {}
     for path in inputs:  # each its own run: one row per cell within it, as the merge reads a run
         rows, said = _read_input(path, allow_partial)
         notes += said
-        for source, row in rows:
-            key = (row["run_id"], row["build"], row["device"], row["gpu_name"])
-            groups.setdefault(key, []).append((source, row))
-            run_dirs[key] = str(path) if path.is_dir() else ""
+        run_dir = str(path) if path.is_dir() else ""
+        for row in rows:
+            _, h, v = row
+            key = (h.get(v, "run_id"), h.get(v, "build"), h.get(v, "device"), h.get(v, "gpu_name"))
+            groups.setdefault(key, []).append(row)
+            run_dirs[key] = run_dir
     kinds, _ = build_kinds(sorted({key[1] for key in groups}), matrix, matrix_explicit)
     members = [m for group in groups.values() for m in group]  # night by night
-    sources = [source for source, _ in members]
-    rows = [row for _, row in members]
-    table = _typed_rows(rows, sources)
+    sources = [source for source, _, _ in members]
+    table = _typed_rows(members)
     nights, start = [], 0
     for (run_id, build, device, gpu_name), group in groups.items():
         n = len(group)
-        mine = rows[start : start + n]
+        mine = members[start : start + n]
         if not run_id:
             raise UsageError(sources[start], "field run_id: empty; a night needs its run id")
         day = _night_date(mine, run_id, night_date, sources[start].rsplit(":", 1)[0])
-        version = _most_common([r.get("torch_version", "") for r in mine])
+        version = _most_common([h.get(v, "torch_version") for _, h, v in mine])
         kind = kinds.get(build, "release")
         gpu = gpu_label(device, gpu_name)
         nid = night_id(run_id, build, device, gpu_name)
@@ -268,7 +350,7 @@ def read_run(
                 build_kind=kind,
                 build_line=build_line(kind, version),
                 torch_version=version,
-                torch_git=_most_common([r.get("torch_git", "") for r in mine]),
+                torch_git=_most_common([h.get(v, "torch_git") for _, h, v in mine]),
                 rows=pa.table(data),
             )
         )

@@ -117,7 +117,7 @@ def usable_mask(pts: pd.DataFrame, metric: str) -> np.ndarray:
     machine)."""
     values = pts[metric].to_numpy(float)
     with np.errstate(invalid="ignore"):
-        keep = (pts["status"].to_numpy() == OK) & (values > 0)
+        keep = (pts["status"] == OK).to_numpy(bool) & (values > 0)
     if metric != "speedup":
         keep &= pts["health"].isin(HEALTHY).to_numpy()
     return keep

@@ -157,6 +157,8 @@ class DuckDbStore(Store):
         except duckdb.Error as exc:
             raise UsageError(str(self.path), f"not a DuckDB history ({_first(exc)})") from None
         try:
+            if write:  # a writer on one thread: an ingest's few hundred rows gain nothing from two
+                con.execute("SET threads = 1")
             yield con
         finally:
             con.close()
@@ -236,17 +238,15 @@ class DuckDbStore(Store):
         if not nights:
             return []
         ids = [n.night_id for n in nights]
-        dates = dict(
-            con.execute(
-                "SELECT DISTINCT night_id, date FROM rows WHERE list_contains(?, night_id)", [ids]
-            ).fetchall()
-        )
+        dates: dict[str, object] = {}
         stored: dict[str, dict[str, tuple[str, str, str]]] = {}
-        for nid, k, d, s, t in con.execute(
-            "SELECT night_id, row_key, row_digest, status, started_at FROM rows "
-            "WHERE list_contains(?, night_id)",
+        # one scan (a semi-join on the ids: a fraction of list_contains' cost on a year of rows)
+        for nid, day, k, d, s, t in con.execute(
+            "SELECT night_id, date, row_key, row_digest, status, started_at FROM rows "
+            "WHERE night_id IN (SELECT unnest(?))",
             [ids],
         ).fetchall():
+            dates[nid] = day
             stored.setdefault(nid, {})[k] = (d, s, t)
         results, parts, replaced = [], [], []
         for night in nights:

@@ -38,22 +38,30 @@ def trends(pts: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
             np.datetime64(r.first_bad_date, "ns")
         )
     dates = pts["date"].to_numpy("datetime64[ns]")
-    ok = pts["status"].to_numpy() == OK
+    ok = (pts["status"] == OK).to_numpy(bool)
     masks = {m: usable_mask(pts, m) for m in METRICS}
     values = {m: pts[m].to_numpy(float) for m in METRICS}
+    series = groups(pts, SERIES_KEY)
+    # the text columns read per series, of its last night alone (a column of every night as
+    # Python strings costs more than the rest)
+    at = [int(positions[-1]) for positions in series]
+    lasts = pts.iloc[at]
+    names = [*SERIES_KEY, "status", "health", "torch_version", "median_ci_low_ms", "median_ci_high_ms",
+             "speedup_ci_low", "speedup_ci_high"]  # fmt: skip
+    cols = {c: dict(zip(at, lasts[c].to_numpy(), strict=True)) for c in names}
     rows = []
-    for positions in groups(pts, SERIES_KEY):
-        latest = pts.iloc[positions[-1]]
-        row: dict[str, object] = {k: latest[k] for k in SERIES_KEY}
-        first_day, last_day = dates[positions[0]], dates[positions[-1]]
+    for positions in series:
+        last = positions[-1]
+        row: dict[str, object] = {k: cols[k][last] for k in SERIES_KEY}
+        first_day, last_day = dates[positions[0]], dates[last]
         row.update(
             nights=len(positions),
             ok_nights=int(ok[positions].sum()),
             first=pd.Timestamp(first_day),
             last=pd.Timestamp(last_day),
-            last_status=latest["status"],
-            last_health=latest["health"],
-            torch_version=latest["torch_version"],
+            last_status=cols["status"][last],
+            last_health=cols["health"][last],
+            torch_version=cols["torch_version"][last],
         )
         track = tuple(row[k] for k in TRACK_KEY)
         for metric in METRICS:
@@ -65,17 +73,17 @@ def trends(pts: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
                 values[metric][kept]
             )
             row[f"{metric}_since"] = pd.Timestamp(since) if since is not None else None
-            row[f"{metric}_latest"] = values[metric][positions[-1]] if ok[positions[-1]] else math.nan
+            row[f"{metric}_latest"] = values[metric][last] if ok[last] else math.nan
             last_two = values[metric][good[-2:]]
-            fresh = len(good) >= 2 and good[-1] == positions[-1]
+            fresh = len(good) >= 2 and good[-1] == last
             row[f"{metric}_vs_previous"] = last_two[1] / last_two[0] - 1 if fresh else math.nan
         row["median_latest_low"], row["median_latest_high"] = (
-            latest["median_ci_low_ms"],
-            latest["median_ci_high_ms"],
+            cols["median_ci_low_ms"][last],
+            cols["median_ci_high_ms"][last],
         )
         row["speedup_latest_low"], row["speedup_latest_high"] = (
-            latest["speedup_ci_low"],
-            latest["speedup_ci_high"],
+            cols["speedup_ci_low"][last],
+            cols["speedup_ci_high"][last],
         )
         rows.append(row)
     return pd.DataFrame(rows)

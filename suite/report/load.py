@@ -144,15 +144,26 @@ def _read_files(files: Sequence[Path]) -> _Read:
 
 
 def _row_problems(frame: pd.DataFrame) -> pd.Series:
-    """The first problem of each row ("" if none), checked column by column in this order:
-    required text, numbers (then > 0), the batch size, required on ok rows, choices. Each check
-    is one vectorized mask (every number column parsed in one `to_numeric` call: a night of the
-    full profile on six builds and GPUs is read in milliseconds, suite.history ingests a year of
-    them); the messages are made for the flagged rows alone."""
+    """The first problem of each row ("" if none): `row_problems` on the frame's columns."""
+    problem = pd.Series("", index=frame.index, dtype=object)
+    for i, text in row_problems(lambda col: frame[col].to_numpy(), len(frame)).items():
+        problem.iloc[i] = text
+    return problem
+
+
+def row_problems(column: Callable[[str], np.ndarray], n: int) -> dict[int, str]:
+    """The first problem of each row that has one (its position: the message), checked column by
+    column in this order: required text, numbers (then > 0), the batch size, required on ok
+    rows, choices; `column(name)`: that column's values as written (stripped), n of them. Each
+    check is one vectorized mask (every number column parsed in one `to_numeric` call: a night of
+    the full profile on six builds and GPUs is read in milliseconds, suite.history ingests a year
+    of them); the messages are made for the flagged rows alone."""
     checks: list[tuple[np.ndarray, Callable[[int], str]]] = []
     for col in REQUIRED_TEXT:
-        checks.append((frame[col].to_numpy() == "", lambda i, c=col: f"field {c}: empty"))
-    raw = frame[list(NUMERIC_COLUMNS)].to_numpy(dtype=object)
+        checks.append((column(col) == "", lambda i, c=col: f"field {c}: empty"))
+    raw = np.empty((n, len(NUMERIC_COLUMNS)), dtype=object)
+    for j, col in enumerate(NUMERIC_COLUMNS):
+        raw[:, j] = column(col)
     number = parse_numbers(raw)
     for j, col in enumerate(NUMERIC_COLUMNS):
         text, value = raw[:, j], number[:, j]
@@ -164,30 +175,27 @@ def _row_problems(frame: pd.DataFrame) -> pd.Series:
             with np.errstate(invalid="ignore"):
                 low = (text != "") & (value <= 0)
             checks.append((low, lambda i, c=col, t=text: f"field {c}: {t[i]} is not > 0"))
-    batch = pd.to_numeric(frame["batch_size"], errors="coerce").to_numpy(float)
+    batch = pd.to_numeric(pd.Series(column("batch_size"), dtype=object), errors="coerce").to_numpy(float)
     with np.errstate(invalid="ignore"):
         bad_batch = np.isnan(batch) | (batch < 1) | (batch != np.round(batch))
     checks.append((bad_batch, lambda i: "field batch_size: not a positive integer"))
-    ok = frame["status"].to_numpy() == OK
+    ok = column("status") == OK
     for col in REQUIRED_WHEN_OK:
-        checks.append((ok & (frame[col].to_numpy() == ""), lambda i, c=col: f"field {c}: empty on an ok row"))
+        checks.append((ok & (column(col) == ""), lambda i, c=col: f"field {c}: empty on an ok row"))
     for col, choices in CHOICES.items():
-        values = frame[col].to_numpy()
+        values = column(col)
         checks.append(
             (
                 ~np.isin(values, ("", *choices)),
                 lambda i, c=col, v=values, ch=choices: f"field {c}: {v[i]!r} is not one of {ch} or empty",
             )
         )
-    problem = pd.Series("", index=frame.index, dtype=object)
-    if not checks or len(frame) == 0:
-        return problem
+    if not checks or n == 0:
+        return {}
     flagged = np.vstack([mask.astype(bool) for mask, _ in checks])
     rows = np.flatnonzero(flagged.any(axis=0))
     first = flagged[:, rows].argmax(axis=0)
-    for i, k in zip(rows, first, strict=True):
-        problem.iloc[i] = checks[k][1](i)
-    return problem
+    return {int(i): checks[k][1](i) for i, k in zip(rows, first, strict=True)}
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:

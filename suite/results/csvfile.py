@@ -28,6 +28,10 @@ class ReadResult:
     repaired: int = 0  # partial trailing rows cut off (crash mid-write)
     skipped: int = 0  # malformed rows not returned
     problems: tuple[str, ...] = ()
+    # with read_rows(..., as_lists=True): the header, and each row's values in its order (`rows`
+    # is then empty)
+    header: list[str] = field(default_factory=list)
+    values: list[list[str]] = field(default_factory=list)
 
 
 class CsvFormatError(ValueError):
@@ -47,8 +51,9 @@ def _read_regular(path: Path) -> str:
         return fh.read()
 
 
-def read_rows(path: Path) -> ReadResult:
-    """Read a raw CSV written by `RowWriter`, tolerating one torn final line."""
+def read_rows(path: Path, as_lists: bool = False) -> ReadResult:
+    """Read a raw CSV written by `RowWriter`, tolerating one torn final line. `as_lists`: each
+    row as its list of values (`values`, in the `header`'s order), not a dict."""
     text = _read_regular(path)
     if not text.strip():
         return ReadResult(rows=[])
@@ -61,6 +66,8 @@ def read_rows(path: Path) -> ReadResult:
     if missing:
         raise CsvFormatError(f"{path}: header lacks column(s) {', '.join(missing)}")
     rows: list[dict[str, str]] = []
+    lists: list[list[str]] = []
+    status_at = max(i for i, name in enumerate(header) if name == "status")  # as a dict keeps it
     row_lines: list[int] = []
     problems: list[str] = []
     repaired = skipped = 0
@@ -86,15 +93,23 @@ def read_rows(path: Path) -> ReadResult:
             skipped += 1
             problems.append(f"{path}:{lineno}: {len(values)} fields, header has {len(header)}")
             continue
-        row = dict(zip(header, values, strict=False))
-        if row["status"] not in STATUSES:
+        if values[status_at] not in STATUSES:
             skipped += 1
-            problems.append(f"{path}:{lineno}: unknown status {row['status']!r}")
+            problems.append(f"{path}:{lineno}: unknown status {values[status_at]!r}")
             continue
-        rows.append(row)
+        if as_lists:
+            lists.append(values)
+        else:
+            rows.append(dict(zip(header, values, strict=False)))
         row_lines.append(lineno)
     return ReadResult(
-        rows=rows, lines=row_lines, repaired=repaired, skipped=skipped, problems=tuple(problems)
+        rows=rows,
+        lines=row_lines,
+        repaired=repaired,
+        skipped=skipped,
+        problems=tuple(problems),
+        header=header if as_lists else [],
+        values=lists,
     )
 
 
