@@ -50,6 +50,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     )
     if result.page is not None:
         print(f"suite merge: the run page -> {result.page}", file=sys.stderr)
+    where = f" -> {result.samples}" if result.samples is not None else ""
+    print(f"suite merge: {result.samples_line}{where}", file=sys.stderr)
     return 0
 
 
