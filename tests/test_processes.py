@@ -118,3 +118,14 @@ def test_the_cost_model_counts_each_further_process() -> None:
 
     one, three = cell(1), cell(3)
     assert estimate_seconds(one) < estimate_seconds(three) < 3 * estimate_seconds(one)  # warm compiles
+
+
+def test_coverage_counts_medians_inside_the_other_repetitions_intervals() -> None:
+    from suite.run.repeat import CellSpread, coverage, render_coverage
+
+    medians = (10.0, 10.2, 11.0)
+    intervals = ((9.9, 10.3), (10.1, 10.4), (10.8, 11.2))
+    assert coverage(medians, intervals) == (1, 6)  # 10.2 inside the 1st's; 10.0 and 11.0 in no other
+    cell = CellSpread({"model": "M", "batch_size": "1", "mode": "eager"}, medians, (), (), (), intervals)
+    assert cell.coverage == (1, 6)
+    assert render_coverage([cell], 3)[-1] == "all cells: 1 of 6 pairs inside (16.7%)"
