@@ -243,6 +243,16 @@ def repeat(session: nox.Session) -> None:
     trust.repeat(runner(session), session.posargs, ROOT)
 
 
+@nox.session(python=False)
+@one_line_errors
+def coverage(session: nox.Session) -> None:
+    """A benchmark, not a test (issue 27): the same full-size cells 10 times with 1 process per
+    cell and with 3; how often a repetition's median lies inside another's 95% interval (target
+    90-97%). `-- --models ResNet --times 10 --build B` narrow it."""
+    for report in trust.coverage(runner(session), session.posargs, ROOT):
+        session.log(f"coverage: {report}")
+
+
 @nox.session(python=MERGE_PYTHON)
 @one_line_errors
 def gate(session: nox.Session) -> None:

@@ -156,3 +156,62 @@ def breakeven_calls(
     if not saved_s > 0 or not math.isfinite(compile_s):
         return None
     return compile_s / saved_s
+
+
+def _hierarchical_indices(rng: random.Random, sizes: Sequence[int]) -> list[tuple[int, list[int]]]:
+    """One hierarchical resample: processes drawn with replacement, then calls within each."""
+    k = len(sizes)
+    out = []
+    for _ in range(k):
+        p = rng.randrange(k)
+        out.append((p, [rng.randrange(sizes[p]) for _ in range(sizes[p])]))
+    return out
+
+
+def hierarchical_median_ci(
+    groups: Sequence[Sequence[float]], confidence: float = 0.95, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float]:
+    """CI of the pooled median of several processes' samples (`groups`: one list per process):
+    a percentile bootstrap that resamples processes with replacement, then calls within each drawn
+    process, so what moves between processes widens the interval (docs/intervals.md). One
+    process: the distribution-free interval of its median (`median_ci`)."""
+    groups = [list(g) for g in groups if g]
+    if not groups:
+        raise ValueError("hierarchical_median_ci of no samples")
+    if len(groups) == 1:
+        return median_ci(groups[0], confidence)
+    rng = random.Random(seed)
+    stats = []
+    for _ in range(resamples):
+        pooled = [
+            groups[p][i] for p, idx in _hierarchical_indices(rng, [len(g) for g in groups]) for i in idx
+        ]
+        stats.append(median(pooled))
+    alpha = 1.0 - confidence
+    return percentile(stats, 100 * alpha / 2), percentile(stats, 100 * (1 - alpha / 2))
+
+
+def hierarchical_ratio_ci(
+    numer: Sequence[Sequence[float]],
+    denom: Sequence[Sequence[float]],
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """CI of median(pooled numer) / median(pooled denom) over several processes whose samples are
+    paired within each process (interleaved rounds): processes resampled, then pairs within each.
+    One process: `bootstrap_ratio_ci`."""
+    pairs = [(list(a), list(b)) for a, b in zip(numer, denom, strict=True) if a]
+    if not pairs or any(len(a) != len(b) for a, b in pairs):
+        raise ValueError("hierarchical_ratio_ci needs equally long, non-empty paired samples per process")
+    if len(pairs) == 1:
+        return bootstrap_ratio_ci(pairs[0][0], pairs[0][1], confidence, resamples, seed)
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        drawn = _hierarchical_indices(rng, [len(a) for a, _ in pairs])
+        top = [pairs[p][0][i] for p, idx in drawn for i in idx]
+        bottom = [pairs[p][1][i] for p, idx in drawn for i in idx]
+        ratios.append(median(top) / median(bottom))
+    alpha = 1.0 - confidence
+    return percentile(ratios, 100 * alpha / 2), percentile(ratios, 100 * (1 - alpha / 2))

@@ -110,9 +110,10 @@ def _cells(malloc: str | None) -> list[Cell]:
     return expand(load_matrix(TINY), "tiny", "t", Filters(modes=("eager",), overrides=overrides))
 
 
-def test_cells_are_steady_unless_the_matrix_or_the_flag_says_system(tmp_path: Path) -> None:
-    assert {c.settings.malloc for c in _cells(None)} == {MALLOC_STEADY}
-    assert {c.settings.malloc for c in _cells(MALLOC_SYSTEM)} == {MALLOC_SYSTEM}
+def test_cells_are_system_unless_the_matrix_or_the_flag_says_steady(tmp_path: Path) -> None:
+    # issue 27 changed the default from steady to system (what a plain python process runs with)
+    assert {c.settings.malloc for c in _cells(None)} == {MALLOC_SYSTEM}
+    assert {c.settings.malloc for c in _cells(MALLOC_STEADY)} == {MALLOC_STEADY}
     assert dict(filters_of(build_parser().parse_args(["run", "--malloc", "system"])).overrides) == {
         "malloc": "system"
     }
@@ -143,3 +144,16 @@ def test_the_launcher_gives_each_worker_its_cells_setting(
         assert fields["malloc"] == (MALLOC_STEADY if platform.libc_ver()[0] == "glibc" else MALLOC_SYSTEM)
     else:
         assert (fields["tunables"], fields["malloc"]) == ("glibc.malloc.arena_max=2", MALLOC_SYSTEM)
+
+
+def test_setup_lines_name_the_allocator_and_the_summary_lists_where_the_two_disagree() -> None:
+    """Issue 27: every table's setup line says which allocator; a compiled cell's speed-up under
+    steady and under system disagree when one is above 1x and the other below, or apart."""
+    from suite.report.study import Setup
+    from suite.report.tables.allocators import disagree
+
+    assert Setup("float32", "inference", "random", "", "system").label.endswith(", malloc system")
+    assert "malloc" not in Setup("float32", "inference", "random", "").label  # rows from before it
+    assert disagree((1.14, 1.10, 1.18), (0.82, 0.78, 0.88))  # faster under steady, slower under system
+    assert disagree((1.50, 1.45, 1.55), (1.20, 1.15, 1.25))  # both faster, intervals apart
+    assert not disagree((1.14, 1.05, 1.20), (1.10, 1.02, 1.16))

@@ -302,8 +302,8 @@ def test_a_real_cpu_run_fills_the_cpu_columns_and_leaves_the_gpu_ones_empty(tmp_
         assert all(row[c] == "" for c in health.COLUMNS if c.startswith("gpu_")), row  # no GPU: empty
         assert 0 <= float(row["cpu_steal_pct"]) <= 100
         assert float(row["page_faults_per_call"]) >= 0
-        steady_env = dict(os.environ, **allocator.child_env("steady", os.environ))
-        assert row["malloc"] == allocator.in_effect(steady_env)  # the default: steady, on glibc
+        system_env = dict(os.environ, **allocator.child_env("system", os.environ))
+        assert row["malloc"] == allocator.in_effect(system_env)  # the default (issue 27): system
         if Path("/proc/pressure/cpu").exists():
             assert 0 <= float(row["cpu_wait_pct"]) <= 100
         assert row["health"] == verdict(row, os.cpu_count() or 1)

@@ -166,7 +166,9 @@ def test_column_groups_come_from_the_one_table() -> None:
         "parity_mask_iou", "parity_max_abs_diff", "parity_scaled_diff", "parity_diff_bound", *stages,
         "e2e_eager_median_ms", "e2e_speedup", "e2e_speedup_ci95_low", "e2e_speedup_ci95_high",
     )  # fmt: skip
-    assert tuple(results.TIMING_COLUMNS) == (*contract, *compile_cost, *issue_29, *issue_28)
+    # the stopping rule, per row; processes per cell
+    issue_27 = ("calls", "stop_reason", "timed_s", "processes", "process_spread_pct", "warm_compile_s")
+    assert tuple(results.TIMING_COLUMNS) == (*contract, *compile_cost, *issue_29, *issue_28, *issue_27)
     # a dynamic-batch cell owes one row per (setting, batch size): `dynamic` is in both keys
     assert results.KEY_COLUMNS == (
         "build", "device", "model", "model_id", "weights", "batch_size", "mode", "dtype", "scenario",
@@ -178,7 +180,7 @@ def test_column_groups_come_from_the_one_table() -> None:
         "gpu_name", "dynamic",
     )  # fmt: skip
     assert COLUMNS[len(CONTRACT_COLUMNS) :] == results.EXTRA_COLUMNS
-    extras = set(compile_cost) | set(issue_29) | set(issue_28)
+    extras = set(compile_cost) | set(issue_29) | set(issue_28) | set(issue_27)
     assert set(results.TIMING_COLUMNS) - extras <= set(CONTRACT_COLUMNS)
     ranks = sorted(c.cell for c in results.TABLE if c.cell)
     assert ranks == list(range(1, len(ranks) + 1)), "cell ranks: 1, 2, ... once each"

@@ -65,3 +65,13 @@ def test_gate_runs_aa_then_slowed_then_calibrates(ran, tmp_path: Path) -> None:
         str(tmp_path / "g" / f"rep-{i}") for i in (1, 2)
     ]
     assert report == tmp_path / "g" / "calibration.md"
+
+
+def test_coverage_repeats_the_cells_with_one_process_then_three(ran, tmp_path: Path) -> None:
+    """Issue 27's coverage session: a benchmark (nox -s coverage), one repeat per k."""
+    reports = trust.coverage(_runner(), ["--run-id", "c", "--out", str(tmp_path), "--models", "ResNet"], ROOT)
+    (one, _), (three, _) = ran
+    for cmd, k in ((one, "1"), (three, "3")):
+        assert cmd[cmd.index("--processes") + 1] == k and cmd[cmd.index("--times") + 1] == "10"
+        assert cmd[-2:] == ["--models", "ResNet"]  # the user's flags last: they win
+    assert reports == [tmp_path / "c-k1" / "repeat.md", tmp_path / "c-k3" / "repeat.md"]

@@ -114,7 +114,16 @@ def _shard(text: str) -> object:
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     """The flags shared by `plan` and `run`."""
     from suite.spec.limits import MAX_BATCH_SIZE
-    from suite.spec.model import COMPILE_CACHES, DEVICES, DYNAMIC_SETTINGS, MALLOCS, MODES, SCENARIOS, WEIGHTS
+    from suite.spec.model import (
+        COMPILE_CACHES,
+        DEVICES,
+        DYNAMIC_SETTINGS,
+        MALLOCS,
+        MODES,
+        SCENARIOS,
+        STOP_RULES,
+        WEIGHTS,
+    )
 
     p.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
     p.add_argument(
@@ -195,6 +204,19 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         help="steady: glibc's mmap and trim thresholds fixed in each worker, so calls do not page-fault "
         "by the allocator's history; system: the allocator as it is (default: as the profile's malloc says)",
     )
+    p.add_argument(
+        "--processes",
+        type=_positive("--processes", int, "processes"),
+        default=None,
+        help="worker processes per cell, pooled (docs/intervals.md; default: the profile's processes)",
+    )
+    p.add_argument(
+        "--stop-rule",
+        choices=STOP_RULES,
+        default=None,
+        help="ci: time until the median's 95%% CI is narrow enough; fixed: exactly --iterations calls "
+        "(default: as the profile's stop_rule says)",
+    )
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)")
     p.add_argument(
         "--run-id",
@@ -268,6 +290,8 @@ def filters_of(args: argparse.Namespace) -> Filters:
         compile_cache=getattr(args, "compile_cache", None) or ("cold" if compile_cost else None),
         malloc=getattr(args, "malloc", None) or None,
         image=image,
+        processes=int(args.processes) if getattr(args, "processes", None) else None,
+        stop_rule=getattr(args, "stop_rule", None) or None,
     )
     return Filters(
         models=tuple(args.models) if args.models is not None else None,

@@ -32,7 +32,9 @@ def cmd_repeat(args: argparse.Namespace) -> int:
         f"Repeatability on {environment.gpu_name}, torch {environment.torch_version}: profile {profile}, "
         f"{args.times} repetitions, {cells[0].settings.iterations} iterations per cell"
     )
-    text = "\n".join(repeat.render(spreads, environment.device_type, title, load))
+    lines = repeat.render(spreads, environment.device_type, title, load)
+    lines += ["", *repeat.render_coverage(spreads, cells[0].settings.processes)]  # issue 27
+    text = "\n".join(lines)
     print(text)
     (folder / "repeat.md").write_text(redact(text) + "\n", encoding="utf-8")
     print(f"written to {folder / 'repeat.md'}", file=sys.stderr)

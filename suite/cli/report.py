@@ -50,6 +50,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     )
     if result.page is not None:
         print(f"suite merge: the run page -> {result.page}", file=sys.stderr)
+    where = f" -> {result.samples}" if result.samples is not None else ""
+    print(f"suite merge: {result.samples_line}{where}", file=sys.stderr)
     return 0
 
 
@@ -58,8 +60,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from suite.compare.markdown import render, verdict_line
         from suite.compare.rule import Rule, compare
         from suite.report.load import load
+        from suite.report.samples import read_beside, recompute, report_line
 
     base, new = load([args.base]), load([args.new])
+    # issue 27: each run's medians recomputed from the samples beside it (said after the verdict)
+    found = [(name, recompute(read_beside(x.files), x.frame)) for name, x in (("base", base), ("new", new))]
+    samples_lines = [f"suite compare: {name}: {report_line(rows)}" for name, rows in found if rows]
     _warn(
         "compare",
         [f"base: {line}" for line in base.report()[1:]] + [f"new: {line}" for line in new.report()[1:]],
@@ -82,6 +88,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"suite compare: {verdict_line(result)} -> {args.output}", file=sys.stderr)
     else:
         print(text, end="")
+    for line in samples_lines:
+        print(line, file=sys.stderr)
     return 1 if result.failed else 0
 
 

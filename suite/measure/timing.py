@@ -18,7 +18,66 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from suite.spec.model import STOP_CI, STOP_RULES, Settings
 from suite.spec.warmup import warmup_calls
+from suite.stats import median, median_ci
+
+# Why a timed loop stopped (the CSV's `stop_reason`).
+FIXED, CI, MAX_CALLS, MAX_SECONDS = "fixed", "ci", "max_calls", "max_seconds"
+STOP_REASONS: tuple[str, ...] = (FIXED, CI, MAX_CALLS, MAX_SECONDS)
+CHECK_EVERY = 5  # rounds between two checks of the rule (a check sorts each series once)
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When the interleaved rounds stop. `fixed`: after `max_calls` rounds. `ci`: once every
+    function's 95% CI of its median is within `ci_target_pct` percent of it (half-width over
+    median), after at least `min_calls` rounds; or at `max_calls` rounds; or once `max_seconds` of
+    timing have passed (checked between rounds, after the minimum)."""
+
+    rule: str = FIXED
+    max_calls: int = 300
+    min_calls: int = 10
+    ci_target_pct: float = 1.0
+    max_seconds: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.rule not in STOP_RULES:
+            raise ValueError(f"stop rule {self.rule!r} is not one of: {', '.join(STOP_RULES)}")
+        if not 1 <= self.min_calls <= self.max_calls:
+            raise ValueError(f"needs 1 <= min_calls <= max_calls, got {self.min_calls}, {self.max_calls}")
+        if not (self.ci_target_pct > 0 and self.max_seconds > 0):
+            raise ValueError("ci_target_pct and max_seconds must be > 0")
+
+    @staticmethod
+    def of(settings: Settings) -> StopRule:
+        return StopRule(
+            settings.stop_rule,
+            settings.iterations,
+            min(settings.min_iterations, settings.iterations),
+            settings.ci_target_pct,
+            settings.max_timing_s,
+        )
+
+    def reason(self, samples: Sequence[Sequence[float]], elapsed_s: float) -> str | None:
+        """Why to stop after these samples (`elapsed_s` of timing so far), or None to go on."""
+        n = len(samples[0]) if samples else 0
+        if n >= self.max_calls:
+            return FIXED if self.rule != STOP_CI else MAX_CALLS
+        if self.rule != STOP_CI or n < self.min_calls:
+            return None
+        if all(half_width_pct(s) <= self.ci_target_pct for s in samples):
+            return CI
+        if elapsed_s >= self.max_seconds:
+            return MAX_SECONDS
+        return None
+
+
+def half_width_pct(samples: Sequence[float]) -> float:
+    """Half the width of the 95% CI of the median, in percent of the median."""
+    lo, hi = median_ci(samples)
+    mid = median(samples)
+    return 100.0 * (hi - lo) / 2 / mid if mid > 0 else float("inf")
 
 
 def synchronizer(device: str) -> Callable[[], None]:
@@ -69,3 +128,39 @@ class TimingLoop:
                 ms, _ = self.call(fns[j])
                 samples[j].append(ms)
         return samples
+
+    def until(self, fns: Sequence[Callable[[], Any]], rule: StopRule) -> Timed:
+        """Interleaved rounds as in `interleaved`, until `rule` says stop (checked after the
+        minimum, every CHECK_EVERY rounds and at the maximum)."""
+        samples: list[list[float]] = [[] for _ in fns]
+        order = list(range(len(fns)))
+        start = time.monotonic()
+        i = 0
+        while True:
+            for j in order if i % 2 == 0 else reversed(order):
+                ms, _ = self.call(fns[j])
+                samples[j].append(ms)
+            i += 1
+            if i >= rule.max_calls or (i >= rule.min_calls and (i - rule.min_calls) % CHECK_EVERY == 0):
+                why = rule.reason(samples, time.monotonic() - start)
+                if why is not None:
+                    return Timed(samples, why, time.monotonic() - start)
+
+
+@dataclass(frozen=True)
+class Timed:
+    """What a stopping loop gave: one list of milliseconds per function (index-aligned), why it
+    stopped, and the seconds it took."""
+
+    samples: list[list[float]]
+    reason: str
+    seconds: float
+
+    def __post_init__(self) -> None:
+        if self.reason not in STOP_REASONS:
+            raise ValueError(f"stop reason {self.reason!r} is not one of: {', '.join(STOP_REASONS)}")
+
+    def fields(self) -> dict[str, Any]:
+        """The row's columns: every timed call made, why the loop stopped, its seconds."""
+        calls = sum(len(s) for s in self.samples)
+        return {"calls": calls, "stop_reason": self.reason, "timed_s": round(self.seconds, 3)}

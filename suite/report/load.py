@@ -213,13 +213,20 @@ def parse_numbers(raw: np.ndarray) -> np.ndarray:
     return number.reshape(raw.shape, order="F")
 
 
+# One row per cell and allocator: a cell run under `steady` and under `system` keeps both rows (the
+# report's setups differ in it, suite.report.study.Setup; issue 27's both-allocator table).
+DEDUPE_COLUMNS: tuple[str, ...] = (*CELL_COLUMNS, "malloc")
+
+
 def _dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """One row per cell, by the rule resume applies too (suite.results.one_per_cell)."""
-    if not frame.duplicated(subset=list(CELL_COLUMNS)).any():
+    """One row per cell (and allocator), by the rule resume applies too (suite.results.one_per_cell)."""
+    if not frame.duplicated(subset=list(DEDUPE_COLUMNS)).any():
         return frame.reset_index(drop=True), []  # no cell twice: nothing to choose
     # the columns the rule and the notes read (a whole row each would cost more than the rest)
-    records = frame[list(dict.fromkeys([*CELL_COLUMNS, "status", "started_at", "source"]))].to_dict("records")
-    kept, dropped = one_per_cell(records, CELL_COLUMNS)
+    records = frame[list(dict.fromkeys([*DEDUPE_COLUMNS, "status", "started_at", "source"]))].to_dict(
+        "records"
+    )
+    kept, dropped = one_per_cell(records, DEDUPE_COLUMNS)
     notes = []
     for i, winner in dropped:
         row = records[i]
@@ -239,7 +246,7 @@ def load(inputs: Sequence[Path], raw: bool = False) -> Loaded:
     skipped_rows = seen - len(rows)
     frame = pd.DataFrame(rows, dtype=object).fillna("") if rows else pd.DataFrame()
     if rows:
-        for col in (*CELL_COLUMNS, *MEASURED_EXTRAS):  # extras an older file may lack
+        for col in (*DEDUPE_COLUMNS, *MEASURED_EXTRAS):  # extras an older file may lack
             if col not in frame.columns:
                 frame[col] = ""
         problem = _row_problems(frame)

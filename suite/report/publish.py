@@ -18,6 +18,7 @@ from suite.report.pages.run_data import RunReport
 from suite.report.pages.run_page import write_run_page
 from suite.report.paths import shown
 from suite.report.reference import Reference
+from suite.report.samples import PARQUET, read_beside, recompute, report_line, write_parquet
 from suite.report.study import Study, build_kinds
 from suite.report.tables.cells import LEGEND, TRAIN, TRAIN_LEGEND
 from suite.report.tables.compile_cost import compile_cost_tables
@@ -101,6 +102,8 @@ class MergeResult:
     index: Path
     plots: list[Path] = field(default_factory=list)
     page: Path | None = None  # the run page, index.html beside tables.md (issue 26)
+    samples_line: str = ""  # the rows' medians recomputed from the samples (suite.report.samples)
+    samples: Path | None = None  # tables/samples.parquet, when any samples were found
 
 
 def _clear(folder: Path, patterns: Sequence[str]) -> None:
@@ -169,11 +172,22 @@ def run_merge(
             plot_links.setdefault(phase_table, []).extend(paths)
             written += paths
 
+    calls = read_beside(loaded.files)
+    (tables_dir / PARQUET).unlink(missing_ok=True)  # an old run's calls must not pass for these
+    parquet = write_parquet(calls, tables_dir / PARQUET) if not calls.empty else None
+    samples_line = report_line(recompute(calls, loaded.frame))
     index = tables_dir / "tables.md"
     index.write_text(render_index(loaded, study, kinds_note, tables, plot_links, reference), encoding="utf-8")
     page = write_run_page(RunReport(loaded, study, kinds_note, tables, reference, plot_links), tables_dir)
     return MergeResult(
-        loaded=loaded, kinds_note=kinds_note, tables=tables, index=index, plots=written, page=page
+        loaded=loaded,
+        kinds_note=kinds_note,
+        tables=tables,
+        index=index,
+        plots=written,
+        page=page,
+        samples_line=samples_line,
+        samples=parquet,
     )
 
 

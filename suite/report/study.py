@@ -69,6 +69,9 @@ class Setup:
     scenario: str
     weights: str
     variant: str
+    # the workers' C allocator (the CSV's `malloc`: steady | system; "" in rows from before it):
+    # on a CPU it decides whether compiling pays (issue 27), so every setup line names it
+    malloc: str = ""
 
     @property
     def guide_like(self) -> bool:
@@ -80,6 +83,8 @@ class Setup:
         parts = [self.dtype, self.scenario, f"{self.weights} weights"]
         if self.variant:
             parts.append(f"{self.variant} models" if self.variant == "smoke" else self.variant)
+        if self.malloc:
+            parts.append(f"malloc {self.malloc}")
         return ", ".join(p for p in parts if p.strip())
 
 
@@ -279,7 +284,9 @@ def key_of(r: Any) -> CellKey:
     return CellKey(
         build=r.build,
         gpu=Gpu(r.device, r.gpu_name),
-        setup=Setup(r.dtype, r.scenario, r.weights, setup_variant(r.variant)),
+        setup=Setup(
+            r.dtype, r.scenario, r.weights, setup_variant(r.variant), str(getattr(r, "malloc", "") or "")
+        ),
         task=r.task,
         model=r.model,
         batch_size=int(r.batch_size),

@@ -341,6 +341,36 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("e2e_speedup", "x", "paired: eager request median / compiled request median"),
     _extra_timed("e2e_speedup_ci95_low", "x", "95% CI of e2e_speedup"),
     _extra_timed("e2e_speedup_ci95_high", "x", ""),
+    # issue 27: the timed loop's stopping rule (suite.measure.timing.StopRule), per row
+    Column(
+        "calls",
+        INT,
+        contract=False,
+        timing=True,
+        doc="timed calls made, every timed function (eager + compiled on a compiled row) and process",
+    ),
+    Column(
+        "stop_reason",
+        contract=False,
+        timing=True,
+        choices=("fixed", "ci", "max_calls", "max_seconds"),
+        doc="why the timed loop stopped: fixed (stop_rule: fixed, `iterations` calls), ci (the median's "
+        "95% CI within ci_target_pct), max_calls (`iterations` reached first), max_seconds (max_timing_s)",
+    ),
+    _extra_timed("timed_s", "s", "seconds the timed loop took (all processes)"),
+    # issue 27: processes per cell (suite.run.cell_path, suite.run.pooled)
+    Column(
+        "processes",
+        INT,
+        contract=False,
+        timing=True,
+        doc="worker processes whose samples the row's figures pool (the `processes` setting, less failures)",
+    ),
+    _extra_timed(
+        "process_spread_pct", "%", "max / min - 1 of the processes' own medians, in percent", positive=False
+    ),
+    _extra_timed("warm_compile_s", "s", "median compile of the 2nd..kth processes, on the first's caches"),
+    Column("process_note", contract=False, doc="a process of the cell that gave no samples, and why"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 

@@ -20,25 +20,34 @@ from dataclasses import replace
 from typing import Any
 
 from suite.measure.compile_cost import COLUMN_OF_PHASE, LABEL_OF_PHASE, MEGACACHE, MEGACACHE_ENV, WARM
-from suite.run import launch
-from suite.run.launch import WorkerJob, WorkerResult
-from suite.stats import breakeven_calls
+from suite.run import launch, pooled
+from suite.run.launch import SAMPLES, WorkerJob, WorkerResult
+from suite.stats import breakeven_calls, median
 
 
 def run_cell(job: WorkerJob) -> WorkerResult:
     """The rows of one cell (`job`: its own process), with the wall seconds of all its processes."""
     cell, paths = job.cell, job.paths
-    if not cell.compile_cost:
+    k = 1 if cell.batch_sizes else cell.settings.processes  # a dynamic-batch cell: one process
+    if not cell.compile_cost and k == 1:
         return launch.run_worker(job)
     scratch = paths.scratch / f"{launch.cell_stem(cell, job.index)}.{uuid.uuid4().hex[:12]}.compile-cost"
     cold, artifacts = scratch / "cold", scratch / "megacache.bin"
+    # the cell's processes share one set of cache folders: fresh for the first (its compile is
+    # compile_s), as it left them for the others; `compile_cache: run` keeps the run's
+    cache = cold if cell.settings.compile_cache == "cold" else None
     scratch.mkdir(parents=True, exist_ok=True)  # the cell's process saves the artifacts here
     try:
-        result = launch.run_worker(replace(job, cache=cold, extra_env={MEGACACHE_ENV: str(artifacts)}))
-        fields = result.fields  # a compile-cost cell owes one row
+        env = {MEGACACHE_ENV: str(artifacts)} if cell.compile_cost else {}
+        result = launch.run_worker(replace(job, cache=cache, extra_env=env))
+        fields = result.fields  # a compile-cost or several-process cell owes one row
         if fields["status"] != "ok":
             return result
         log_path = paths.run_dir / result.log_file
+        if k > 1:
+            _warm_processes(replace(job, cache=cache, log_path=log_path), result, k)
+        if not cell.compile_cost:
+            return result
         notes = [str(fields.get("compile_note") or "")]
         warm = launch.run_worker(replace(job, phase=WARM, cache=cold, log_path=log_path))
         result.wall_s += warm.wall_s
@@ -62,6 +71,37 @@ def run_cell(job: WorkerJob) -> WorkerResult:
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _warm_processes(job: WorkerJob, result: WorkerResult, k: int) -> None:
+    """Time the cell again in k - 1 more processes on the first's caches, and pool: the row's
+    figures become those of every process's samples (suite.run.pooled), its `compile_s` stays the
+    first (cold) process's, and the others' compile goes to `warm_compile_s` alone."""
+    fields = result.fields
+    kept: list[dict[str, Any]] = [{"process": 0, "cold": True, "series": fields.pop(SAMPLES, None) or {}}]
+    warm_compiles: list[float] = []
+    failed: list[str] = []
+    extra = {"calls": fields.get("calls") or 0, "timed_s": fields.get("timed_s") or 0.0}
+    for p in range(1, k):
+        more = launch.run_worker(job)
+        result.wall_s += more.wall_s
+        got = more.fields
+        if got.get("status") != "ok" or not got.get(SAMPLES):
+            failed.append(
+                f"process {p + 1} of {k} ended {got.get('status')}: {got.get('error') or 'no samples'}"
+            )
+            continue
+        kept.append({"process": p, "cold": False, "series": got[SAMPLES]})
+        if got.get("compile_s") is not None:
+            warm_compiles.append(float(got["compile_s"]))
+        extra["calls"] += got.get("calls") or 0
+        extra["timed_s"] += got.get("timed_s") or 0.0
+    fields.update(pooled.fields(kept, compiled=job.cell.mode != "eager", compile_s=fields.get("compile_s")))
+    fields["calls"], fields["timed_s"] = extra["calls"] or None, round(extra["timed_s"], 3) or None
+    fields["warm_compile_s"] = median(warm_compiles) if warm_compiles else None
+    if failed:
+        fields["process_note"] = "; ".join(failed)
+    fields[SAMPLES] = kept
 
 
 def _carry(fields: dict[str, Any], phase_fields: dict[str, Any], phase: str) -> str:

@@ -31,12 +31,16 @@ from suite.measure.compile_cost import MEASURE, SPAWN_ENV
 from suite.measure.lifeline import PARENT_ENV
 from suite.redact import redact_bytes
 from suite.results import COLUMNS, STATUSES, one_line, raw_csv_name, slug
+from suite.results.samples import SERIES
 from suite.run.environ import child_env
 from suite.spec.model import Cell
 
 WORKER_MODULE = "suite.measure.worker"
 # A several-row cell's result: its rows' fields, each checked, then spread by `rows_of`.
 ROWS = "rows"
+# A result's per-call samples by series ({"eager": [...], "compiled": [...]}): not a CSV column,
+# kept apart for the samples file beside the CSV (suite.results.samples).
+SAMPLES = "samples"
 
 
 @dataclass
@@ -112,7 +116,11 @@ def _result_fields(path: Path, keep: Collection[str] = COLUMNS) -> dict[str, Any
     except (OSError, ValueError) as exc:
         return {"status": "error", "error": f"unreadable worker result: {exc}"}
     rows = fields.pop("rows", None) if isinstance(fields, dict) else None
+    samples = fields.pop(SAMPLES, None) if isinstance(fields, dict) else None
     checked = _checked(fields, keep)
+    series = _samples_of(samples)
+    if series and checked["status"] == "ok":
+        checked[SAMPLES] = series
     if rows is not None and checked["status"] != "error":
         if not isinstance(rows, list):
             return {
@@ -121,6 +129,21 @@ def _result_fields(path: Path, keep: Collection[str] = COLUMNS) -> dict[str, Any
             }
         checked[ROWS] = [_checked(row, keep) for row in rows]
     return checked
+
+
+def _samples_of(samples: object) -> dict[str, list[float]]:
+    """A result's samples as {series: milliseconds}; anything malformed is dropped (the row's own
+    figures do not depend on them)."""
+    if not isinstance(samples, dict):
+        return {}
+    out = {}
+    for name, ms in samples.items():
+        numbers = isinstance(ms, list) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in ms
+        )
+        if name in SERIES and numbers and ms:
+            out[name] = [float(x) for x in ms]
+    return out
 
 
 def _checked(fields: object, keep: Collection[str] = COLUMNS) -> dict[str, Any]:

@@ -21,9 +21,10 @@ from typing import Any
 
 from suite.errors import UsageError
 from suite.measure.provenance import Environment
-from suite.results import TIMING_COLUMNS, RowWriter, health, key_of
+from suite.results import TIMING_COLUMNS, RowWriter, health, key_of, samples
+from suite.results.samples import samples_path
 from suite.run import cell_path, preflight, resume, tidy
-from suite.run.launch import RunPaths, WorkerJob
+from suite.run.launch import SAMPLES, RunPaths, WorkerJob
 from suite.run.lock import RunLock
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
 from suite.run.progress import Progress, row_warnings
@@ -189,21 +190,38 @@ def _run_one(
 ) -> tuple[list[dict[str, Any]], float]:
     """One cell through its path (suite.run.cell_path); its rows appended (a resumed cell's kept
     rows are not written again). Returns the rows written and the cell's wall seconds."""
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     env = sweep.environment
     try:
         result = cell_path.run_cell(WorkerJob(cell, env.device_type, paths, index, sweep.python))
-        rows = [
-            build_row(cell, env, sweep.run_id, one, started_at, result.wall_s, result.log_file, sweep.shard)
-            for one in result.rows
+        measured = [(one, one.pop(SAMPLES, None) or []) for one in result.rows]
+        log, wall = result.log_file, result.wall_s
+        built = [
+            (build_row(cell, env, sweep.run_id, one, started, wall, log, sweep.shard), kept)
+            for one, kept in measured
         ]
-        rows = [r for r in rows if key_of(r) not in done]
-        for row in rows:
+        built = [(row, kept) for row, kept in built if key_of(row) not in done]
+        rows = [row for row, _ in built]
+        for row, kept in built:
             writer.append(row)
+            if row["status"] == "ok" and kept:  # beside the CSV (suite.results.samples)
+                samples.append(samples_path(paths.csv), process_samples(row, kept))
     except OSError as exc:
         where = f"{exc.strerror or exc} ({exc.filename or 'no file'})"
         raise UsageError("--out", f"{cell.label}: {where}; {_resume_hint(sweep)}") from None
     return rows, result.wall_s
+
+
+def process_samples(row: dict[str, Any], kept: object) -> list[samples.ProcessSamples]:
+    """A row's samples, one entry per process and series. `kept`: what the cell's path gave, a
+    list of {"process", "cold", "series": {name: ms}} (suite.run.cell_path), or one process's
+    {name: ms}."""
+    if isinstance(kept, dict):
+        kept = [{"process": 0, "cold": True, "series": kept}]
+    out: list[samples.ProcessSamples] = []
+    for one in kept if isinstance(kept, list) else []:
+        out += samples.of_row(row, int(one["process"]), bool(one["cold"]), one["series"])
+    return out
 
 
 def new_run_id() -> str:

@@ -31,6 +31,12 @@ GATE = ["--profile", "smoke", "--iterations", "100", "--no-compile-cost"]
 GATE_AA = [*GATE, "--times", "3"]
 GATE_SLOWED = [*GATE, "--times", "2"]
 SLOW_FAULT = "slow:1.2"
+# Issue 27's coverage: the same full-size cells 10 times, once with one process per cell and
+# once with COVERAGE_PROCESSES; each repetition's median against the others' 95% intervals. The
+# fixed count, so both k time the same calls per process. `-- --models ... --times N` narrow it.
+COVERAGE = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "100", "--stop-rule", "fixed"]
+COVERAGE_TIMES = "10"
+COVERAGE_PROCESSES = (1, 3)
 
 
 def _python(runner: Runner, posargs: Sequence[str], root: Path) -> tuple[str, str, list[str]]:
@@ -48,6 +54,24 @@ def crosscheck(runner: Runner, posargs: Sequence[str], root: Path) -> None:
 def repeat(runner: Runner, posargs: Sequence[str], root: Path) -> None:
     python, build, args = _python(runner, posargs, root)
     run_suite(runner, [python, "-m", "suite", "repeat", "--build", build, *REPEAT, *args])
+
+
+def coverage(runner: Runner, posargs: Sequence[str], root: Path) -> list[Path]:
+    """`repeat` of the coverage cells for each k of COVERAGE_PROCESSES (each its own run folder,
+    `<out>/<run-id>-k<k>/repeat.md` with its coverage table); returns those reports."""
+    python, build, args = _python(runner, posargs, root)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    flags = take(args, values=["--run-id", "--out", "--times"])
+    run_id = flags["--run-id"] or f"coverage-{stamp}"
+    out = Path(flags["--out"] or root / "results")
+    times = flags["--times"] or COVERAGE_TIMES
+    reports = []
+    for k in COVERAGE_PROCESSES:
+        one = f"{run_id}-k{k}"
+        base = [python, "-m", "suite", "repeat", "--build", build, "--out", str(out), "--run-id", one]
+        run_suite(runner, [*base, *COVERAGE, "--times", times, "--processes", str(k), *args])
+        reports.append(out / one / "repeat.md")
+    return reports
 
 
 def gate(runner: Runner, posargs: Sequence[str], root: Path, host_python: str = sys.executable) -> Path:

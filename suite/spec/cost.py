@@ -9,7 +9,8 @@ device), so every machine computes the same figures and therefore the same shard
 
     seconds = startup + load + compile + forwards * seconds per forward
 
-plus, with the `compile_cost` setting, the warm and mega-cache processes of a compiled cell
+plus, with `processes: k`, k - 1 more processes (each: startup + a warm compile + the same
+calls), plus, with the `compile_cost` setting, the warm and mega-cache processes of a compiled cell
 (each: startup + load + a fraction of the compile + a few forwards), and for a dynamic-batch
 cell the forwards at each batch size it serves and the compiles its `dynamic` setting makes.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from suite.spec.model import DYNAMIC_BATCH, Cell
+from suite.spec.model import DYNAMIC_BATCH, STOP_CI, Cell
 from suite.spec.warmup import warmup_calls
 
 STARTUP_S = 15.0  # child process, torch + transformers imports, model build, inputs
@@ -65,6 +66,21 @@ def params_m(cell: Cell) -> float:
     return cell.model.published_params_m or UNKNOWN_PARAMS_M
 
 
+# The stopping rule (stop_rule: ci): timed calls a cell is expected to make per function. An
+# assumption until re-measured (docs/measurement.md): twice the minimum, never above the maximum.
+CI_EXPECTED_MIN_FACTOR = 2
+
+
+def timed_calls(cell: Cell) -> int:
+    """Timed calls of each function the cell is expected to make: `iterations` with the fixed
+    rule; with the CI rule, twice its minimum, capped by `iterations` (its `max_timing_s` caps the
+    seconds: estimate_seconds)."""
+    s = cell.settings
+    if s.stop_rule != STOP_CI:
+        return s.iterations
+    return min(s.iterations, CI_EXPECTED_MIN_FACTOR * min(s.min_iterations, s.iterations))
+
+
 def forwards(cell: Cell) -> int:
     """Forward calls the worker makes (suite.measure.scenarios.base.measure; a train cell
     makes as many steps): eager cells warm up and time one function; compiled cells warm up
@@ -72,9 +88,9 @@ def forwards(cell: Cell) -> int:
     s = cell.settings
     eager_warmup = warmup_calls(s.warmup, compiled=False)
     if cell.mode == "eager":
-        return eager_warmup + s.iterations
+        return eager_warmup + timed_calls(cell)
     compiled_warmup = warmup_calls(s.warmup, compiled=True)
-    return eager_warmup + compiled_warmup + 2 * s.iterations + 4  # + eager, first compiled, 2 accuracy
+    return eager_warmup + compiled_warmup + 2 * timed_calls(cell) + 4  # + eager, first compiled, 2 accuracy
 
 
 def _forward_s(size: float, batch_size: int) -> float:
@@ -92,7 +108,17 @@ def estimate_seconds(cell: Cell) -> float:
     if cell.scenario == "train":
         forward_s *= TRAIN_STEP_FORWARDS
         compile_s *= TRAIN_COMPILE_FACTOR
-    seconds = startup_s + compile_s + forwards(cell) * forward_s
+    timed = 2 * timed_calls(cell) if cell.mode != "eager" else timed_calls(cell)
+    timed_s = timed * forward_s
+    if cell.settings.stop_rule == STOP_CI:  # the rule stops timing after max_timing_s
+        timed_s = min(timed_s, cell.settings.max_timing_s)
+    seconds = startup_s + compile_s + (forwards(cell) - timed) * forward_s + timed_s
+    # processes per cell (suite.run.cell_path): each further one starts, compiles on the first's
+    # caches (warm) and makes the same calls
+    extra_processes = cell.settings.processes - 1
+    if extra_processes > 0:
+        calls_s = (forwards(cell) - timed) * forward_s + timed_s
+        seconds += extra_processes * (startup_s + WARM_COMPILE_FRACTION * compile_s + calls_s)
     if cell.compile_cost:
         extra = startup_s + WARM_COMPILE_FRACTION * compile_s + COMPILE_COST_FORWARDS * forward_s
         seconds += COMPILE_COST_PROCESSES * extra

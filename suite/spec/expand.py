@@ -40,6 +40,8 @@ class Overrides(Mapping[str, Any]):
     compile_cache: str | None = None
     malloc: str | None = None
     image: ImageSpec | None = None
+    processes: int | None = None
+    stop_rule: str | None = None
 
     def _given(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
@@ -106,6 +108,8 @@ FLAG_OF_SETTING: Mapping[str, str] = {
     "compile_cost": "--compile-cost",
     "compile_cache": "--compile-cache",
     "malloc": "--malloc",
+    "processes": "--processes",
+    "stop_rule": "--stop-rule",
     "image": "--image",
 }
 

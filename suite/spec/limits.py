@@ -27,6 +27,7 @@ MAX_CELLS = 10_000  # per profile: days of GPU time at a minute per cell
 MAX_BATCH_SIZE = 4096
 MAX_ITERATIONS = 100_000  # the guide times 300
 MAX_WARMUP = 10_000
+MAX_PROCESSES = 32  # worker processes per cell (issue 27: 3 is the order of what is useful)
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week per cell
 MAX_TOLERANCE = 1.0  # relative; above it the accuracy check passes anything
 MAX_PARAMS_M = 1e6  # a published size in millions: a trillion parameters
@@ -49,6 +50,10 @@ def setting_bounds(name: str) -> tuple[float, float]:
     """(lowest, highest) allowed value of a numeric setting (iterations, warmup, ...)."""
     return {
         "iterations": (2, MAX_ITERATIONS),
+        "min_iterations": (2, MAX_ITERATIONS),
+        "processes": (1, MAX_PROCESSES),
+        "ci_target_pct": (0, 100.0),
+        "max_timing_s": (0, MAX_TIMEOUT_S),
         "warmup": (0, MAX_WARMUP),
         "timeout_s": (0, MAX_TIMEOUT_S),
         "tolerance": (0, MAX_TOLERANCE),

@@ -23,6 +23,7 @@ from suite.spec.model import (
     PARITY_MAX_EPS_LIMIT,
     PARITY_SETTINGS,
     SCENARIOS,
+    STOP_RULES,
     TASKS,
     WEIGHTS,
     ImageSpec,
@@ -44,11 +45,11 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["dtype"] = r.str("dtype", choices=DTYPES)
     if r.has("weights"):
         out["weights"] = r.str("weights", choices=WEIGHTS)
-    for key in ("warmup", "iterations"):
+    for key in ("warmup", "iterations", "min_iterations", "processes"):
         if r.has(key):
             low, high = limits.setting_bounds(key)
             out[key] = r.int(key, minimum=int(low), maximum=high)
-    for key in ("timeout_s", "tolerance"):
+    for key in ("timeout_s", "tolerance", "ci_target_pct", "max_timing_s"):
         if r.has(key):
             out[key] = r.float(key, maximum=limits.setting_bounds(key)[1])
     if r.has("shrink"):
@@ -57,6 +58,8 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["compile_cache"] = r.str("compile_cache", choices=COMPILE_CACHES)
     if r.has("malloc"):
         out["malloc"] = r.str("malloc", choices=MALLOCS)
+    if r.has("stop_rule"):
+        out["stop_rule"] = r.str("stop_rule", choices=STOP_RULES)
     if r.has("compile_cost"):
         out["compile_cost"] = r.bool("compile_cost", False)
     if r.has("dynamic_batch_sizes"):

@@ -59,6 +59,13 @@ COMPILE_CACHES: tuple[str, ...] = ("cold", "run")
 MALLOC_STEADY, MALLOC_SYSTEM = "steady", "system"
 MALLOCS: tuple[str, ...] = (MALLOC_STEADY, MALLOC_SYSTEM)
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+# When a cell's timed loop stops (suite.measure.timing.StopRule): after `iterations` calls of each
+# function (the guide's 300), or once the 95% CI of every timed function's median is within
+# `ci_target_pct` of it (at least min(min_iterations, iterations) calls, at most `iterations` calls
+# or `max_timing_s` seconds of timing).
+STOP_FIXED, STOP_CI = "fixed", "ci"
+STOP_RULES: tuple[str, ...] = (STOP_FIXED, STOP_CI)
+COUNT_SETTINGS: tuple[str, ...] = ("warmup", "iterations", "min_iterations", "processes")
 
 
 @dataclass(frozen=True)
@@ -91,7 +98,7 @@ def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
 def _within(name: str, value: object) -> None:
     """A count (warmup, iterations) or an amount > 0 (timeout_s, tolerance) within its bounds."""
     low, high = setting_bounds(name)
-    count = name in ("warmup", "iterations")
+    count = name in COUNT_SETTINGS
     kinds = (int,) if count else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds):
         raise SettingError((name,), f"must be {'an integer' if count else 'a number'}, got {value!r}")
@@ -117,7 +124,9 @@ class Settings:
     tolerance: float = 1e-3
     shrink: bool = False
     compile_cache: str = "cold"  # cold: a fresh inductor/triton cache per cell; run: shared
-    malloc: str = MALLOC_STEADY  # steady: glibc's thresholds fixed for the worker; system: as is
+    # system (the default, issue 27): malloc as a plain python process has it; steady: glibc's
+    # thresholds fixed for the worker
+    malloc: str = MALLOC_SYSTEM
     image: ImageSpec = field(default_factory=ImageSpec)
     # compiled cells also run a warm and a mega-cache process (suite.run.cell_path)
     compile_cost: bool = False
@@ -130,6 +139,14 @@ class Settings:
     parity_labels: float = 0.8
     parity_mask_iou: float = 0.8
     parity_max_eps: float = 64.0
+    # the timed loop's stopping rule (STOP_RULES above; recorded per row: stop_reason, calls)
+    stop_rule: str = STOP_FIXED
+    min_iterations: int = 10
+    ci_target_pct: float = 1.0
+    max_timing_s: float = 300.0
+    # worker processes a cell is timed in (suite.run.cell_path): the first cold (its compile is
+    # compile_s), the others warm on its compile caches; the row's figures pool all of them
+    processes: int = 1
 
     def __post_init__(self) -> None:
         _choice("dtype", self.dtype, DTYPES)
@@ -145,8 +162,12 @@ class Settings:
         _choice("weights", self.weights, WEIGHTS)
         _choice("compile_cache", self.compile_cache, COMPILE_CACHES)
         _choice("malloc", self.malloc, MALLOCS)
-        for name in ("warmup", "iterations", "timeout_s", "tolerance"):
+        _choice("stop_rule", self.stop_rule, STOP_RULES)
+        names = ("warmup", "iterations", "timeout_s", "tolerance", "min_iterations", "ci_target_pct")
+        for name in (*names, "max_timing_s", "processes"):
             _within(name, getattr(self, name))
+        # min_iterations above iterations is no error: the minimum is then the maximum (a profile's
+        # or a flag's small `iterations` must not need a second setting to go with it)
         if not isinstance(self.image, ImageSpec):
             raise SettingError(("image",), f"must be an image (url and/or path), got {self.image!r}")
         sizes = self.dynamic_batch_sizes

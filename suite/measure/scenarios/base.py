@@ -23,8 +23,12 @@ from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
 from suite.measure.phases import Ledger
-from suite.measure.timing import TimingLoop, synchronizer
+from suite.measure.timing import StopRule, TimingLoop, synchronizer
 from suite.spec.model import Cell
+
+# the result's per-call milliseconds by series (not a CSV column: suite.run.launch keeps them
+# apart for the samples file beside the CSV, suite.results.samples)
+SAMPLES = "samples"
 
 
 class Scenario:
@@ -91,12 +95,20 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
 def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energy) -> dict[str, Any]:
     with PeakMemory(device) as mem:
         warmup = scenario.warm_up_eager(loop)
-    n = scenario.cell.settings.iterations
-    with Health(device, calls=n) as health:  # the machine's health while timed (suite.measure.health)
-        (samples,) = loop.interleaved([scenario.eager], n)
+    rule = StopRule.of(scenario.cell.settings)
+    with Health(device, calls=rule.max_calls) as health:  # the machine's health while timed
+        timed = loop.until([scenario.eager], rule)
+        health.calls = len(timed.samples[0])  # (suite.measure.health: page faults per call)
+    (samples,) = timed.samples
     energy.blocks([(EAGER, scenario.eager)])
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
-    return {**row, **health.fields(), **scenario.extra_fields(loop, None)}
+    return {
+        **row,
+        **health.fields(),
+        **timed.fields(),
+        **scenario.extra_fields(loop, None),
+        SAMPLES: {"eager": samples},
+    }
 
 
 def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energy) -> dict[str, Any]:
@@ -118,15 +130,19 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
         warmup = loop.warm_up(compiled, compiled=True)
     ledger.warm_up_done()
     accuracy = scenario.accuracy(compiled)
-    with Health(device, calls=2 * s.iterations) as health:
-        eager_samples, samples = loop.interleaved([scenario.eager, compiled], s.iterations)
+    rule = StopRule.of(s)
+    with Health(device, calls=2 * rule.max_calls) as health:
+        timed = loop.until([scenario.eager, compiled], rule)
+        health.calls = 2 * len(timed.samples[0])
+    eager_samples, samples = timed.samples
     extra = scenario.extra_fields(loop, compiled)  # before the end count: its compiles are recompiles
     _, graphs_end = dynamo_counts()
     energy.blocks([(EAGER, scenario.eager), (COMPILED, compiled)])
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
-    row.update(health.fields(), **extra)
+    row.update(health.fields(), **timed.fields(), **extra)
+    row[SAMPLES] = {"eager": eager_samples, "compiled": samples}
     row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))
     row.update(cudagraphs.fields(device, mode, ledger, eager_mem.peak_mb, mem.peak_mb))
     skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so

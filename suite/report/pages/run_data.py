@@ -117,7 +117,13 @@ def _key(context: dict[str, object], **override: object) -> CellKey:
     return CellKey(
         build=str(c["build"]),
         gpu=Gpu(str(c["device"]), str(c["GPU"])),
-        setup=Setup(str(c["dtype"]), str(c["scenario"]), str(c["weights"]), str(c["variant"])),
+        setup=Setup(
+            str(c["dtype"]),
+            str(c["scenario"]),
+            str(c["weights"]),
+            str(c["variant"]),
+            str(c.get("malloc", "")),
+        ),
         task=str(c["task"]),
         model=str(c["model"]),
         batch_size=int(c["batch size"]),  # type: ignore[call-overload]

@@ -30,17 +30,20 @@ class MemoryGroup:
     dtype: str
     weights: str
     variant: str
+    malloc: str = ""  # the workers' allocator (issue 27): named in the setup line
 
     @property
     def label(self) -> str:
         parts = [self.dtype, f"{self.weights} weights"]
         if self.variant:
             parts.append(f"{self.variant} models" if self.variant == "smoke" else self.variant)
+        if self.malloc:
+            parts.append(f"malloc {self.malloc}")
         return ", ".join(parts)
 
 
 def _memory_group(gpu: Gpu, build: str, setup: Setup) -> MemoryGroup:
-    return MemoryGroup(gpu, build, setup.dtype, setup.weights, setup.variant)
+    return MemoryGroup(gpu, build, setup.dtype, setup.weights, setup.variant, setup.malloc)
 
 
 def peak_memory(study: Study) -> list[Table]:
@@ -94,6 +97,7 @@ def _memory_table(study: Study, g: MemoryGroup, several: bool) -> Table:
                 "dtype": g.dtype,
                 "weights": g.weights,
                 "variant": g.variant,
+                "malloc": g.malloc,
             }
             table.add(
                 context, [study.model_label(task, model), str(bs), shown or NOT_MEASURED, *map(Mb, cells)]

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
+from suite.report.tables.allocators import allocator_notes
 from suite.report.tables.cells import FAILURE_WORDS, NOT_MEASURED, SECTION
 from suite.report.tables.table import Column, Table
 
@@ -110,6 +111,7 @@ def summary_table(study: Study) -> Table:
             "CSV: busy, steal, throttled, clock-varied, shared-gpu); their figures are suspect.",
         ],
     )
+    table.notes.extend(allocator_notes(study))  # issue 27: where malloc decides whether compile pays
     for r in summary_rows(study):
         n = len(r.speedups)
         gm, gmc = r.geomean, r.geomean_clipped

@@ -122,4 +122,5 @@ def row_context(gpu: Gpu, setup: Setup, task: str, model: str, **more: object) -
         "scenario": setup.scenario,
         "weights": setup.weights,
         "variant": setup.variant,
+        "malloc": setup.malloc,
     }
