@@ -2,8 +2,9 @@
 under torch.autocast, judged against float32 eager like the other precisions. The matrix's rules
 and one-line errors, the tiny matrix's 2-layer ViT in this process (eager, and the compiled
 call's wrapping with the model standing in for its compiled self), a torch that cannot autocast
-(torch 2.0.1's CPU float16, simulated) as a skipped row, the planted precision bug caught in an
-autocast cell, and the table's row. A core test (nox -s tests-stable): torch 2.0.1 too."""
+(torch 2.0's CPU float16, and a torch that would run float32, simulated) as a skipped row, the
+planted precision bug caught in an autocast cell, and the table's row. A core test (nox -s
+tests-stable): torch 2.0.1 too."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from suite.measure import autocast, parity, worker
 from suite.measure import cell as parts
 from suite.measure.scenarios.precision import Precision, Unsupported
 from suite.measure.timing import TimingLoop
+from suite.run.launch import cell_stem
 from suite.spec import Cell, Filters, expand, load_matrix
 from suite.spec.model import SettingError, Settings, compute_dtype, weights_dtype
 
@@ -53,6 +55,9 @@ def test_autocast_dtypes_in_the_matrix(tmp_path: Path) -> None:
     ]
     assert Cell.from_json(cells[1].to_json()) == cells[1]
     assert cells[1].key_fields("cpu")["dtype"] == "autocast-bfloat16"  # the CSV's one dtype column
+    assert cells[1].label == "TinyViT bs=1 eager precision autocast-bfloat16"  # progress lines, logs
+    assert cell_stem(cells[1], 1) == "001-tinyvit-bs1-eager-precision-autocast-bfloat16"
+    assert cell_stem(cells[0], 0) == "000-tinyvit-bs1-eager-precision"  # float32's as it was
     assert (weights_dtype("autocast-float16"), compute_dtype("autocast-float16")) == ("float32", "float16")
     assert (weights_dtype("bfloat16"), compute_dtype("bfloat16")) == ("bfloat16", "bfloat16")
     # the diff bound is the autocast dtype's: what the cast model is allowed
@@ -122,34 +127,58 @@ def test_autocast_cell_keeps_float32_weights_and_runs_under_autocast(monkeypatch
         assert scenario.extra_fields(LOOP, compiled)["parity"] == "pass"
 
 
-def _torch_2_0_1_autocast(real: Any) -> Any:
-    """torch.autocast as torch 2.0.1 has it on a CPU: any dtype but bfloat16 is accepted with a
-    warning and autocast disabled (torch/amp/autocast_mode.py of 2.0.1)."""
-
-    def autocast_2_0_1(device_type: str, dtype: Any = None, **kwargs: Any) -> Any:
-        if device_type == "cpu" and dtype is not torch.bfloat16:
-            warnings.warn(
-                "In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
-                "CPU Autocast only supports dtype of torch.bfloat16 currently.",
-                stacklevel=2,
-            )
-            return contextlib.nullcontext()
-        return real(device_type, dtype=dtype, **kwargs)
-
-    return autocast_2_0_1
+WARNING = (
+    "In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
+    "CPU Autocast only supports dtype of torch.bfloat16 currently."
+)
 
 
-def test_a_torch_that_cannot_autocast_gives_a_skipped_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(torch, "autocast", _torch_2_0_1_autocast(torch.autocast))
+class _Torch20Autocast(contextlib.AbstractContextManager):
+    """torch.autocast as torch 2.0 and 2.1 have it on a CPU for any dtype but bfloat16: a warning
+    when made, then an error when entered (pytorch/pytorch#100565, #115991)."""
+
+    def __init__(self, device_type: str, dtype: Any = None, **kwargs: Any) -> None:
+        warnings.warn(WARNING, stacklevel=2)
+
+    def __enter__(self) -> None:
+        raise RuntimeError("Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype")
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _as_torch(old: bool, real: Any) -> Any:
+    """torch.autocast as a torch that cannot autocast a CPU to float16 has it: `old`, torch 2.0's
+    (warns, then raises); else a later torch's for a dtype it lacks (warns, then runs float32)."""
+
+    def autocast_like(device_type: str, dtype: Any = None, **kwargs: Any) -> Any:
+        if device_type != "cpu" or dtype is torch.bfloat16:
+            return real(device_type, dtype=dtype, **kwargs)
+        if old:
+            return _Torch20Autocast(device_type, dtype)
+        warnings.warn(WARNING, stacklevel=2)
+        return contextlib.nullcontext()
+
+    return autocast_like
+
+
+@pytest.mark.parametrize("old", [True, False], ids=["raises-on-enter", "warns-and-runs-float32"])
+def test_a_torch_that_cannot_autocast_gives_a_skipped_row(monkeypatch: pytest.MonkeyPatch, old: bool) -> None:
+    monkeypatch.setattr(torch, "autocast", _as_torch(old, torch.autocast))
     assert autocast.unsupported("cpu", "bfloat16") == ""
     why = autocast.unsupported("cpu", "float16")
-    assert "does not autocast to float16 on cpu (it would run float32)" in why
-    assert "only supports dtype of torch.bfloat16" in why and "\n" not in why
+    if old:
+        assert why.startswith(f"torch {torch.__version__} cannot autocast to float16 on cpu: Currently, ")
+    else:
+        assert "does not autocast to float16 on cpu (it would run float32)" in why
+    assert "only supports dtype of torch.bfloat16" in why and "\n" not in why, why
     row = worker.run(_tiny("autocast-float16"), "cpu")
     assert row["status"] == "skipped" and row["error"] == why, row
     assert "median_ms" not in row and "parity" not in row  # an empty row, its reason said
 
-    def refuses(device_type: str, dtype: Any = None, **kwargs: Any) -> Any:  # a GPU without bfloat16
+
+def test_a_gpu_without_bfloat16(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuses(device_type: str, dtype: Any = None, **kwargs: Any) -> Any:  # torch's words for it
         raise RuntimeError("Current CUDA Device does not support bfloat16. Please switch dtype to float16.")
 
     monkeypatch.setattr(torch, "autocast", refuses)

@@ -4,12 +4,15 @@ checkpoint with mixed precision writes it. The weights are not cast: autocast ca
 of the ops on its lower-precision list (matmuls, convolutions, linear layers) for that op and
 keeps the rest (softmax, norms, reductions, ...) in float32.
 
-Whether this torch can autocast to a dtype on a device is found by what it does, not by an API:
-torch 2.0.1 on a CPU accepts `torch.autocast("cpu", dtype=torch.float16)` with a warning and
-runs float32 ("CPU Autocast only supports dtype of torch.bfloat16 currently"); a CUDA device
-without bfloat16 raises; later torch autocasts a CPU to float16 too. `unsupported` enters the
-context and asks for one small matmul: the dtype it comes back in is the answer, whatever the
-version. Runs inside the containers: torch only, the same calls under torch 2.0.1 and current.
+Whether this torch can autocast to a dtype on a device is found by what it does, not by an API
+(the APIs differ between the builds): torch 2.0 and 2.1 on a CPU warn ("CPU Autocast only
+supports dtype of torch.bfloat16 currently") when `torch.autocast("cpu", dtype=torch.float16)`
+is made, then raise on entering it ("Currently, AutocastCPU only support Bfloat16 as the
+autocast_cpu_dtype", pytorch/pytorch#100565, #115991); a CUDA device without bfloat16 raises;
+later torch autocasts a CPU to float16 too, and for a dtype it does not support warns and runs
+float32. `unsupported` enters the context and asks for one small matmul: an exception, or a
+result not in the dtype, is the answer, whatever the version. Runs inside the containers: torch
+only, the same calls under torch 2.0.1 and current.
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ def unsupported(device: str, dtype: str) -> str:
             with torch.autocast(device_type(device), dtype=target):
                 x = torch.ones(2, 2, device=device)
                 got = torch.mm(x, x).dtype
-        except (RuntimeError, ValueError) as exc:  # e.g. a CUDA device without bfloat16
-            return f"{this} cannot autocast to {dtype} on {device}: {one_line(str(exc), 160)}"
+        except (RuntimeError, ValueError) as exc:  # torch 2.0's CPU float16; a GPU without bfloat16
+            warned = "".join(f" (warned: {one_line(str(w.message), 160)})" for w in said[:1])
+            return f"{this} cannot autocast to {dtype} on {device}: {one_line(str(exc), 160)}{warned}"
     if got == target:
         return ""
     why = "; ".join(one_line(str(w.message), 160) for w in said) or f"a matmul under it ran in {got}"

@@ -334,7 +334,8 @@ class Cell:
         if self.dynamic:
             sizes = ">".join(str(b) for b in self.served)
             return f"{self.model.name} bs={sizes} {self.mode} {self.scenario} ({self.dynamic})"
-        return f"{self.model.name} bs={self.batch_size} {self.mode} {self.scenario}"
+        dtype = "" if self.settings.dtype == "float32" else f" {self.settings.dtype}"  # a precision cell's
+        return f"{self.model.name} bs={self.batch_size} {self.mode} {self.scenario}{dtype}"
 
     @property
     def served(self) -> tuple[int, ...]:
