@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from suite.measure import inputs, models
-from suite.spec.model import Cell
+from suite.spec.model import Cell, weights_dtype
 from suite.stats import Speedup, Summary, breakeven_calls
 
 
@@ -75,7 +75,7 @@ def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any
     torch.manual_seed(0)
     s = cell.settings
     loaded = models.load(cell.model, s)
-    dtype = getattr(torch, s.dtype)
+    dtype = getattr(torch, weights_dtype(s.dtype))  # an autocast cell keeps float32 weights and inputs
     model = loaded.model.to(device=device, dtype=dtype).eval()
     offline = s.weights == "random" or os.environ.get("HF_HUB_OFFLINE") == "1"
     image, source = inputs.load_image(s.image, offline=offline)

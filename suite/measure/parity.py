@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from suite.spec.model import Settings
+from suite.spec.model import Settings, compute_dtype
 
 CLASSIFICATION, DETECTION, SEGMENTATION = "Image Classification", "Object Detection", "Image Segmentation"
 TOP_BOXES = 10  # the reference's most confident boxes a detection is judged on
@@ -174,8 +174,9 @@ EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 def diff_bound(s: Settings) -> float:
     """The most an output may differ from float32 eager's, relative to max(1, max |ref|):
     `parity_max_eps` machine epsilons of the cell's dtype, never below the accuracy `tolerance`
-    (a compiled float32 cell is held to what the accuracy check holds it to)."""
-    return max(s.tolerance, s.parity_max_eps * EPS[s.dtype])
+    (a compiled float32 cell is held to what the accuracy check holds it to). An autocast cell's
+    epsilon is its matmuls' dtype's: autocast-bfloat16 is allowed what bfloat16 is."""
+    return max(s.tolerance, s.parity_max_eps * EPS[compute_dtype(s.dtype)])
 
 
 def _worse(current: float, value: float) -> float:

@@ -160,7 +160,8 @@ def _checked(fields: object, keep: Collection[str] = COLUMNS) -> dict[str, Any]:
 def cell_stem(cell: Cell, index: int) -> str:
     """The name of a cell's files (its log, its attempt's scratch files)."""
     stem = f"{index:03d}-{slug(cell.model.name)}-bs{cell.batch_size}-{cell.mode}-{cell.scenario}"
-    return stem + (f"-{cell.dynamic}" if cell.dynamic else "")
+    dtype = cell.settings.dtype
+    return stem + (f"-{dtype}" if dtype != "float32" else "") + (f"-{cell.dynamic}" if cell.dynamic else "")
 
 
 def cache_env(cache: Path) -> dict[str, str]:

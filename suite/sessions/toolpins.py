@@ -61,4 +61,5 @@ CORE_TESTS = [
     "tests/test_cell_path.py",
     "tests/test_compile_cost_e2e.py",
     "tests/test_precision.py",
+    "tests/test_autocast.py",
 ]

@@ -196,8 +196,25 @@ def expand(
                             # a selection's dtypes (issue 28) replace the settings' one dtype
                             at = replace(cell_settings, dtype=dtype) if sel.dtypes else cell_settings
                             key = (model_name, scenario, bs, mode, dtype)
-                            cells.setdefault(key, Cell(build, spec, bs, mode, scenario, at))
+                            cell = _cell(matrix, profile, filters, build, spec, bs, mode, scenario, at)
+                            cells.setdefault(key, cell)
     return list(cells.values())
+
+
+def _cell(matrix: Matrix, profile: Profile, filters: Filters, *args: Any, **kwargs: Any) -> Cell:
+    """Cell(*args, **kwargs), or the one-line error naming where a cell's rule was broken: an autocast
+    dtype given to a scenario other than precision by --scenarios, or by the settings' `dtype`
+    (a selection's own `dtypes` are checked when the file loads)."""
+    try:
+        return Cell(*args, **kwargs)
+    except SettingError as exc:
+        if filters.scenarios is not None:
+            where = "--scenarios"
+        elif "dtype" in profile.settings:
+            where = f"{matrix.path}: profiles.{profile.name}.settings.dtype"
+        else:
+            where = f"{matrix.path}: defaults.dtype"
+        raise UsageError(where, exc.message) from None
 
 
 def _dynamic_cells(
@@ -229,7 +246,19 @@ def _dynamic_cells(
         )
     wanted = [d for d in DYNAMIC_SETTINGS if filters.dynamic is None or d in filters.dynamic]
     return [
-        Cell(build, spec, sizes[0], mode, DYNAMIC_BATCH, settings, dynamic=d, batch_sizes=tuple(sizes))
+        _cell(
+            matrix,
+            profile,
+            filters,
+            build,
+            spec,
+            sizes[0],
+            mode,
+            DYNAMIC_BATCH,
+            settings,
+            dynamic=d,
+            batch_sizes=tuple(sizes),
+        )
         for mode in modes
         for d in wanted
     ]

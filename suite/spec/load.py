@@ -22,6 +22,7 @@ from suite.spec.model import (
     MODES,
     PARITY_MAX_EPS_LIMIT,
     PARITY_SETTINGS,
+    PRECISION,
     SCENARIOS,
     STOP_RULES,
     TASKS,
@@ -33,6 +34,7 @@ from suite.spec.model import (
     Selection,
     SettingError,
     Settings,
+    autocast_to,
     deep_merge,
 )
 from suite.spec.yamlfile import load_yaml
@@ -196,6 +198,10 @@ def _read_selection(r: Reader, models: Mapping[str, ModelSpec]) -> Selection:
     for d in dtypes:
         if d not in DTYPES:
             r.fail(f"{d!r} is not a dtype (known: {', '.join(DTYPES)})", "dtypes")
+    others = [s for s in scenarios if s != PRECISION]
+    autocast = [d for d in dtypes if autocast_to(d)]
+    if autocast and others:
+        r.fail(f"{autocast[0]!r} runs in the {PRECISION} scenario only, not {others[0]!r}", "dtypes")
     hub = tuple(name for name, spec in models.items() if not spec.base)
     sel = Selection(
         models=_names(r, "models", r.raw("models"), models, everything=hub),

@@ -27,7 +27,13 @@ MODES: tuple[str, ...] = (
     "max-autotune",
     "max-autotune-no-cudagraphs",
 )
-DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
+# autocast-<dtype> (issue 28): float32 weights and inputs, the forward under
+# torch.autocast(device, dtype=<dtype>), so matmuls and convolutions run in <dtype> and the rest
+# in float32. A value of `dtype`, not a column of its own: the CSV's key stays one column and
+# every table that groups by dtype keeps doing so. Precision cells only (Cell's rule below).
+AUTOCAST_PREFIX = "autocast-"
+AUTOCAST_DTYPES: tuple[str, ...] = ("autocast-float16", "autocast-bfloat16")
+DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", *AUTOCAST_DTYPES)
 WEIGHTS: tuple[str, ...] = ("pretrained", "random")
 DYNAMIC_BATCH = "dynamic-batch"  # one process serves several batch sizes in turn: a row per size
 # issue 28: `precision` is inference plus the task's answer judged against float32 eager
@@ -88,6 +94,22 @@ class SettingError(ValueError):
     def field_among(self, given: Collection[str]) -> str:
         """The field to name: the first of the rule's that `given` set, else the rule's first."""
         return next((f for f in self.fields if f in given), self.fields[0])
+
+
+def autocast_to(dtype: str) -> str:
+    """The dtype an autocast value runs its matmuls in ("bfloat16" for "autocast-bfloat16"), ""
+    for a plain dtype."""
+    return dtype.removeprefix(AUTOCAST_PREFIX) if dtype.startswith(AUTOCAST_PREFIX) else ""
+
+
+def weights_dtype(dtype: str) -> str:
+    """The dtype a cell's weights and inputs are cast to: float32 under autocast, else `dtype`."""
+    return "float32" if autocast_to(dtype) else dtype
+
+
+def compute_dtype(dtype: str) -> str:
+    """The lowest precision a cell computes in (its machine epsilon bounds the parity diff)."""
+    return autocast_to(dtype) or dtype
 
 
 def _choice(name: str, value: object, choices: tuple[str, ...]) -> None:
@@ -298,12 +320,22 @@ class Cell:
     dynamic: str = ""  # a dynamic-batch cell's setting (DYNAMIC_SETTINGS), else ""
     batch_sizes: tuple[int, ...] = ()  # a dynamic-batch cell's distinct batch sizes, in order
 
+    def __post_init__(self) -> None:
+        # autocast is judged by the precision scenario only: its probe says when this torch would
+        # silently run float32 instead (suite.measure.autocast); no other scenario has one
+        if autocast_to(self.settings.dtype) and self.scenario != PRECISION:
+            raise SettingError(
+                ("dtype",),
+                f"{self.settings.dtype!r} runs in the {PRECISION} scenario only, not {self.scenario!r}",
+            )
+
     @property
     def label(self) -> str:
         if self.dynamic:
             sizes = ">".join(str(b) for b in self.served)
             return f"{self.model.name} bs={sizes} {self.mode} {self.scenario} ({self.dynamic})"
-        return f"{self.model.name} bs={self.batch_size} {self.mode} {self.scenario}"
+        dtype = "" if self.settings.dtype == "float32" else f" {self.settings.dtype}"  # a precision cell's
+        return f"{self.model.name} bs={self.batch_size} {self.mode} {self.scenario}{dtype}"
 
     @property
     def served(self) -> tuple[int, ...]:

@@ -6,6 +6,10 @@ Before anything is timed, a float32 copy of the model (the same weights: the sam
 same checkpoint) answers every input of `parity.variants` and is dropped. After the timed
 calls, the cell's own function answers them too; the row gets the agreement figures and the
 `parity` verdict. A dtype this torch cannot run on this device is `skipped` with the reason.
+
+An autocast cell (`autocast-bfloat16`, `autocast-float16`: suite.measure.autocast) keeps float32
+weights and inputs and makes every call of its function, eager or compiled, under
+torch.autocast; one this torch would silently run in float32 is `skipped` too.
 """
 
 from __future__ import annotations
@@ -15,14 +19,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from suite.measure import autocast, inputs, models, parity
 from suite.measure import cell as parts
-from suite.measure import inputs, models, parity
 from suite.measure.accuracy import snapshot
 from suite.measure.faults import lower_precision
 from suite.measure.scenarios.inference import Inference
 from suite.measure.timing import TimingLoop
 from suite.results import one_line
-from suite.spec.model import Cell
+from suite.spec.model import Cell, autocast_to, weights_dtype
 
 
 class Unsupported(Exception):
@@ -37,12 +41,22 @@ class Precision(Inference):
 
         super().__init__(cell, model, batch)
         self.device = str(next(model.parameters()).device)
-        self.dtype = getattr(torch, cell.settings.dtype)
+        self.dtype = getattr(torch, weights_dtype(cell.settings.dtype))  # the weights' and inputs'
+        self.autocast = autocast_to(cell.settings.dtype)  # "" for a plain dtype
+        if self.autocast:
+            why = autocast.unsupported(self.device, self.autocast)
+            if why:
+                raise Unsupported(why)
+            self.eager = self._call(self.eager)
         with torch.no_grad():
             self._probe()
             self.batches, self.reference = self._reference()
         self.planted = lower_precision(model, cell.model.name)  # test-only (suite.measure.faults)
         self.compiled_model: Any = None
+
+    def _call(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` as this cell calls it: under torch.autocast in an autocast cell."""
+        return autocast.under(fn, self.device, self.autocast) if self.autocast else fn
 
     def _probe(self) -> None:
         """One eager call: a dtype the device's kernels lack becomes Unsupported."""
@@ -94,7 +108,7 @@ class Precision(Inference):
 
     def compile(self) -> Callable[[], Any]:
         self.compiled_model = parts.compile_model(self.model, self.cell.mode)
-        compiled_model, batch = self.compiled_model, self.batch
+        compiled_model, batch = self._call(self.compiled_model), self.batch
 
         def compiled() -> Any:
             return compiled_model(**batch)
@@ -103,7 +117,7 @@ class Precision(Inference):
 
     def extra_fields(self, loop: TimingLoop, compiled: Callable[[], Any] | None) -> dict[str, Any]:
         """The parity columns: the row's function (compiled, or eager) on every variant."""
-        fn = self.compiled_model if compiled is not None else self.model
+        fn = self._call(self.compiled_model if compiled is not None else self.model)
         task, refs, outs, ref_tensors, out_tensors = self.cell.model.task, [], [], [], []
         for batch, (ref_answers, ref_snapshot) in zip(self.batches, self.reference, strict=True):
             out = fn(**batch)
@@ -114,6 +128,8 @@ class Precision(Inference):
         judged = parity.agreement(task, refs, outs, parity.scaled_diff(ref_tensors, out_tensors))
         fields = judged.fields(self.cell.settings)
         notes = [f"against float32 eager on {len(self.batches)} inputs x batch {self.cell.batch_size}"]
+        if self.autocast:
+            notes.append(f"float32 weights, each call under torch.autocast({self.device!r}, {self.autocast})")
         if self.planted:
             notes.append(f"planted precision bug (SUITE_FAULT={os.environ.get('SUITE_FAULT', '')})")
         fields["parity_note"] = "; ".join(notes)

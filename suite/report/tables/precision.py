@@ -25,7 +25,9 @@ PARITY_NOTE = (
     "x the batch) against float32 eager's: classification, top-1 agreement · share of the top-5 kept; "
     "detection, mean IoU of float32 eager's 10 most confident boxes with their matches · share with the "
     "same label; segmentation, mean IoU of the label maps. parity: the task's rule (the parity_* "
-    "settings of matrix.yaml). vs fp32 eager: float32 eager's median / this cell's (two processes). "
+    "settings of matrix.yaml). autocast-<dtype>: float32 weights and inputs, each call under "
+    "torch.autocast to <dtype> (its diff bound is <dtype>'s). "
+    "vs fp32 eager: float32 eager's median / this cell's (two processes). "
     "With random weights (smoke runs) agreement tests the numerics, not the task's quality."
 )
 PIPELINE_NOTE = (
