@@ -4,8 +4,10 @@ train`) on this CPU, all 12 architectures, every row checked; then merged.
 Scope (CI time matters: a compiled training cell compiles a forward and a backward graph, one
 to four minutes each on a 2-core CPU):
 - SUITE_TRAIN_E2E=ci (default): every architecture in eager mode, plus `default` for ViT
-  (plain graph) and DETR (graph breaks around scipy's Hungarian matcher, dropout);
-- SUITE_TRAIN_E2E=full: every mode of the profile for every architecture (36 cells).
+  (a plain graph);
+- SUITE_TRAIN_E2E=full: every mode of the profile for every architecture (36 cells), DETR's
+  compiled step among them (graph breaks around scipy's Hungarian matcher, dropout: 89 s of
+  CI's CPU on its own, so not in CI's scope).
 Two rows are `skipped` by design, each with its reason checked here: OwlViT (its detection head
 computes no loss) and MobileNet (DeepLabV3's BatchNorm after global pooling sees one value per
 channel at batch size 1, which training mode cannot normalize).
@@ -30,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 SCOPE = os.environ.get("SUITE_TRAIN_E2E", "ci")
 # one module-scoped run: under xdist its tests stay on one worker (tests/conftest.py)
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("train")]
-COMPILED_IN_CI = ("ViT", "DETR")
+COMPILED_IN_CI = ("ViT",)
 COMPILED = ("default", "reduce-overhead")
 # The cells known to fail, and how (tests/support/known_failures.py).
 KNOWN_FAILURES = TRAIN_FAILURES
@@ -135,8 +137,8 @@ def test_compiled_steps_have_a_paired_speedup_and_pass_the_loss_check(smoke) -> 
     for r in rows:
         if r["mode"] == "eager":
             assert r["speedup"] == r["accuracy"] == r["compile_s"] == "", r["model"]
-    detr = next(r for r in compiled if r["model"] == "DETR")
-    assert int(detr["graph_breaks"]) > 0, "DETR's loss (scipy matcher) cannot be one graph"
+    for detr in (r for r in compiled if r["model"] == "DETR"):  # SUITE_TRAIN_E2E=full
+        assert int(detr["graph_breaks"]) > 0, "DETR's loss (scipy matcher) cannot be one graph"
 
 
 def test_the_worker_logs_the_gradient_check(smoke) -> None:
