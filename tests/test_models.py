@@ -226,6 +226,18 @@ def test_a_timm_backbone_without_timm_is_one_line_in_the_error_row(tmp_path: Pat
     )
 
 
+def test_building_a_config_twice_leaves_its_spec_as_it_was() -> None:
+    """transformers 4.31's Mask(2)Former configs pop `model_type` out of the backbone_config
+    dict they are given: a full-size build handed it the spec's own, and the spec's next build
+    in that process failed with KeyError under the stable build."""
+    for name in GUIDE:
+        spec = MATRIX.models[name]
+        before = json.dumps([spec.config, spec.smoke], sort_keys=True)
+        for shrink in (False, True, False):
+            models.build_config(spec, shrink=shrink)
+        assert json.dumps([spec.config, spec.smoke], sort_keys=True) == before, name
+
+
 def test_timm_is_needed_only_by_configs_with_a_timm_backbone(tmp_path: Path) -> None:
     """Read from the config alone, under transformers 4.x (`use_timm_backbone`) and 5.x (a
     `timm_backbone` backbone_config): the hub's DETR needs timm, the matrix's offline DETR

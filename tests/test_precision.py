@@ -6,6 +6,7 @@ process; one end-to-end run (slow) of three tiny cells through the CLI and the m
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import subprocess
 import sys
@@ -253,6 +254,8 @@ def test_planted_precision_bug_end_to_end(tmp_path: Path) -> None:
     planted = rows[("TinyViT", "precision")]
     assert planted["status"] == "ok" and planted["parity"] == "fail", planted
     assert float(planted["parity_scaled_diff"]) > float(planted["parity_diff_bound"]), planted
+    if importlib.util.find_spec("pandas") is None:  # the row is checked; the table needs the host's merge
+        pytest.skip("merge is host-side (nox -s tests-stable has no pandas)")
     merged = subprocess.run(
         [sys.executable, "-m", "suite", "merge", str(tmp_path / "r"), "--matrix", str(matrix), "--no-plots"],
         env=env,

@@ -12,6 +12,7 @@ what to install, instead of transformers' own error deep inside the model.
 
 from __future__ import annotations
 
+import copy
 import importlib
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,9 @@ def build_config(spec: ModelSpec, shrink: bool) -> Any:
     overrides = dict(spec.config)
     if shrink:
         overrides = deep_merge(overrides, spec.smoke.get("config", {}))
+    # a deep copy: transformers 4.31's DETR-family configs pop `model_type` out of the nested
+    # backbone_config they are given, which would break the spec's next build in this process
+    overrides = copy.deepcopy(overrides)
     if spec.model_type:
         return AutoConfig.for_model(spec.model_type, **overrides)
     config = AutoConfig.from_pretrained(spec.hub_id, revision=spec.revision or None)
