@@ -17,7 +17,7 @@ import io
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,40 +222,54 @@ class DuckDbStore(Store):
         return con
 
     def ingest(self, nights: Sequence[Night]) -> list[NightResult]:
+        """Each run's nights in a transaction of their own, run by run in date order, over one
+        connection; every night's date checked against the store first (a night keeps one date),
+        so that a refusal changes nothing."""
         with self._open(write=True) as con:
             con.begin()
             try:
                 self._prepare(con)
-                results = self._write_nights(con, nights)
-                con.commit()
+                # every night stored, and its date: one scan (a night's stored rows are read
+                # only where it is stored, to merge with; a new night's are none)
+                dates = dict(
+                    con.execute("SELECT night_id, any_value(date) FROM rows GROUP BY night_id").fetchall()
+                )
+                for night in nights:
+                    if night.night_id in dates and dates[night.night_id] != night.date:
+                        raise UsageError(night.label, _moved(dates[night.night_id]))
+                results = []
+                for i, run in enumerate(by_run(nights)):
+                    if i:
+                        con.begin()
+                    results += self._write_nights(con, run, dates)
+                    con.commit()
+                    dates.update((n.night_id, n.date) for n in run)
+                if not nights:
+                    con.commit()
             except BaseException:
                 con.rollback()
                 raise
         return results
 
-    def _write_nights(self, con: duckdb.DuckDBPyConnection, nights: Sequence[Night]) -> list[NightResult]:
-        """Every night of an ingest in one read of what is stored and one insert."""
-        if not nights:
-            return []
-        ids = [n.night_id for n in nights]
-        dates: dict[str, object] = {}
+    def _write_nights(
+        self, con: duckdb.DuckDBPyConnection, nights: Sequence[Night], dates: Mapping[str, object]
+    ) -> list[NightResult]:
+        """Some nights in one read of what is stored of them and one insert."""
+        ids = [n.night_id for n in nights if n.night_id in dates]
         stored: dict[str, dict[str, tuple[str, str, str]]] = {}
-        # one scan (a semi-join on the ids: a fraction of list_contains' cost on a year of rows)
-        for nid, day, k, d, s, t in con.execute(
-            "SELECT night_id, date, row_key, row_digest, status, started_at FROM rows "
-            "WHERE night_id IN (SELECT unnest(?))",
-            [ids],
-        ).fetchall():
-            dates[nid] = day
-            stored.setdefault(nid, {})[k] = (d, s, t)
+        if ids:  # a semi-join on the ids: a fraction of list_contains' cost on a year of rows
+            for nid, k, d, s, t in con.execute(
+                "SELECT night_id, row_key, row_digest, status, started_at FROM rows "
+                "WHERE night_id IN (SELECT unnest(?))",
+                [ids],
+            ).fetchall():
+                stored.setdefault(nid, {})[k] = (d, s, t)
         results, parts, replaced = [], [], []
         for night in nights:
-            if night.night_id in dates and dates[night.night_id] != night.date:
-                raise UsageError(night.label, _moved(dates[night.night_id]))
             write, replace, unchanged = plan_merge(stored.get(night.night_id, {}), night.rows)
             replaced += [(night.night_id, key) for key in replace]
             if write:
-                parts.append(night.rows.take(write))
+                parts.append(night.rows if len(write) == night.rows.num_rows else night.rows.take(write))
             results.append(NightResult(night.label, len(write) - len(replace), len(replace), unchanged))
         if replaced:
             gone = pa.table({"night_id": [n for n, _ in replaced], "row_key": [k for _, k in replaced]})
@@ -270,6 +284,15 @@ class DuckDbStore(Store):
             con.execute("INSERT INTO rows BY NAME SELECT * FROM incoming_rows")
             con.unregister("incoming_rows")
         return results
+
+
+def by_run(nights: Sequence[Night]) -> list[list[Night]]:
+    """The nights by run (`run_id`), each run's in their order, the runs in order of their first
+    night (read_run gives nights in date order: a backfill is written night by night)."""
+    runs: dict[str, list[Night]] = {}
+    for night in nights:
+        runs.setdefault(night.run_id, []).append(night)
+    return list(runs.values())
 
 
 def _first(exc: BaseException) -> str:
