@@ -30,6 +30,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from suite.errors import UsageError
+from suite.history.cache import CACHE_FILE, CACHE_SCHEMA, CACHE_TABLE, ChangeCache
+from suite.history.changes import Rule
 from suite.history.ingest import Night
 from suite.history.schema import (
     FORMAT,
@@ -116,6 +118,30 @@ class Store(ABC):
 
     @abstractmethod
     def version(self) -> int: ...
+
+    @abstractmethod
+    def _stored_changes(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]: ...
+
+    @abstractmethod
+    def _write_changes(self, entries: pa.Table) -> None: ...
+
+    def change_cache(self, con: duckdb.DuckDBPyConnection, rule: Rule) -> ChangeCache:
+        """The change points the store keeps (suite.history.cache), for `rule`; `con`: a
+        connection of `connect()`."""
+        return ChangeCache(rule, self._stored_changes(con))
+
+    def keep_changes(self, cache: ChangeCache) -> bool:
+        """Keep the change points `cache` found (one entry per series: those of the series they
+        replace go); False where the store cannot be written now (another writer holds it, a
+        read-only copy): the next reader finds them again."""
+        entries = cache.table()
+        if not entries.num_rows:
+            return True
+        try:
+            self._write_changes(entries)
+        except (UsageError, duckdb.Error, OSError, pa.ArrowException):
+            return False
+        return True
 
     @abstractmethod
     def migrate(self) -> int:
@@ -220,6 +246,27 @@ class DuckDbStore(Store):
         present = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE rows)").fetchall()]
         con.execute(view_sql(present))
         return con
+
+    def _stored_changes(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        try:
+            return dict(con.execute(f"SELECT digest, shifts FROM {CACHE_TABLE}").fetchall())
+        except duckdb.CatalogException:  # none kept yet
+            return {}
+
+    def _write_changes(self, entries: pa.Table) -> None:
+        with self._open(write=True) as con:
+            con.begin()
+            try:
+                columns = ", ".join(f"{f.name} VARCHAR" for f in CACHE_SCHEMA)
+                con.execute(f"CREATE TABLE IF NOT EXISTS {CACHE_TABLE} ({columns})")
+                con.register("fresh_changes", entries)
+                con.execute(f"DELETE FROM {CACHE_TABLE} WHERE series IN (SELECT series FROM fresh_changes)")
+                con.execute(f"INSERT INTO {CACHE_TABLE} SELECT series, digest, shifts FROM fresh_changes")
+                con.unregister("fresh_changes")
+                con.commit()
+            except BaseException:
+                con.rollback()
+                raise
 
     def ingest(self, nights: Sequence[Night]) -> list[NightResult]:
         """Each run's nights in a transaction of their own, run by run in date order, over one
@@ -451,6 +498,29 @@ class ParquetStore(Store):
             raise UsageError(self.url, f"cannot read its Parquet files ({_first(exc)})") from None
         con.execute(view_sql(present))
         return con
+
+    def _stored_changes(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        path = self._path(CACHE_FILE)
+        try:
+            if not self.fs.exists(path):
+                return {}
+            table = self._read(path)
+        except (UsageError, OSError):
+            return {}
+        if not set(CACHE_SCHEMA.names) <= set(table.column_names):
+            return {}
+        return dict(zip(table.column("digest").to_pylist(), table.column("shifts").to_pylist(), strict=True))
+
+    def _write_changes(self, entries: pa.Table) -> None:
+        path = self._path(CACHE_FILE)
+        kept = self._read(path) if self.fs.exists(path) else None
+        if kept is not None and set(CACHE_SCHEMA.names) <= set(kept.column_names):
+            kept = kept.select(CACHE_SCHEMA.names).cast(CACHE_SCHEMA)
+            kept = kept.filter(pc.invert(pc.is_in(kept.column("series"), entries.column("series"))))
+            entries = pa.concat_tables([kept, entries])
+        buf = io.BytesIO()
+        pq.write_table(entries, buf)
+        self._put(path, buf.getvalue())
 
     def ingest(self, nights: Sequence[Night]) -> list[NightResult]:
         self.migrate()
