@@ -167,6 +167,13 @@ class DuckDbStore(Store):
 
     @contextmanager
     def _open(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        con = self._connect(write)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def _connect(self, write: bool) -> duckdb.DuckDBPyConnection:
         if not write and not self.path.exists():
             raise UsageError(
                 str(self.path), "no history here yet: `python -m suite history ingest RUN_DIR` makes one"
@@ -182,12 +189,9 @@ class DuckDbStore(Store):
             raise UsageError(str(self.path), _duck_problem(exc)) from None
         except duckdb.Error as exc:
             raise UsageError(str(self.path), f"not a DuckDB history ({_first(exc)})") from None
-        try:
-            if write:  # a writer on one thread: an ingest's few hundred rows gain nothing from two
-                con.execute("SET threads = 1")
-            yield con
-        finally:
-            con.close()
+        if write:  # a writer on one thread: an ingest's few hundred rows gain nothing from two
+            con.execute("SET threads = 1")
+        return con
 
     def _meta(self, con: duckdb.DuckDBPyConnection) -> int | None:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -235,14 +239,21 @@ class DuckDbStore(Store):
         return before
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        version = self.version()
-        if version < SCHEMA_VERSION:
-            self.migrate()
+        con = self._connect(write=False)  # one open where the store is at this suite's version
         try:
-            con = duckdb.connect(str(self.path), read_only=True)
-        except duckdb.Error as exc:
-            raise UsageError(self.url, _duck_problem(exc)) from None
-        _refuse_newer(self.url, self._meta(con) or 0)
+            version = self._meta(con) or 0
+        except BaseException:
+            con.close()
+            raise
+        if version < SCHEMA_VERSION:
+            con.close()
+            self.migrate()
+            try:
+                con = duckdb.connect(str(self.path), read_only=True)
+            except duckdb.Error as exc:
+                raise UsageError(self.url, _duck_problem(exc)) from None
+            version = self._meta(con) or 0
+        _refuse_newer(self.url, version)
         present = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE rows)").fetchall()]
         con.execute(view_sql(present))
         return con
