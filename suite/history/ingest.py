@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -328,11 +328,11 @@ class _Group:
     """One night's rows as read, from one or more inputs: typed parts and what the night is
     told by (its rows' start times, torch version and commit, where they came from)."""
 
-    parts: list[pa.Table]
-    sources: list[str]
-    started: list[str]
-    versions: list[str]
-    gits: list[str]
+    parts: list[pa.Table] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    gits: list[str] = field(default_factory=list)
     run_dir: str = ""
 
 
@@ -350,29 +350,25 @@ def read_run(
     and typed in turn (a backfill of many run folders holds their Arrow tables, not their text)."""
     stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None)
     notes: list[str] = []
-    groups: dict[tuple[str, str, str, str], _Group] = {}
+    groups: dict[tuple[str, ...], _Group] = {}  # (run_id, build, device, gpu_name): a night
     for path in inputs:  # each its own run: one row per cell within it, as the merge reads a run
         rows, said = _read_input(path, allow_partial)
         notes += said
         run_dir = str(path) if path.is_dir() else ""
-        keys = [tuple(k) for k in rows.grid[:, NIGHT_AT].tolist()]
-        mine: dict[tuple[str, ...], list[int]] = {}
-        for i, key in enumerate(keys):
-            mine.setdefault(key, []).append(i)
-        order = np.array([i for positions in mine.values() for i in positions], dtype=np.intp)
-        table = _typed(rows, order)
+        mine: dict[tuple[str, ...], list[int]] = {}  # this input's rows by night, in their order
+        for i, key in enumerate(rows.grid[:, NIGHT_AT].tolist()):
+            mine.setdefault(tuple(key), []).append(i)
+        table = _typed(rows, np.array([i for at in mine.values() for i in at], dtype=np.intp))
         start = 0
-        for key, positions in mine.items():
-            group = groups.get(key)  # type: ignore[call-overload]
-            if group is None:
-                group = groups.setdefault(key, _Group([], [], [], [], []))  # type: ignore[arg-type]
-            group.parts.append(table.slice(start, len(positions)))
-            group.sources += [rows.sources[i] for i in positions]
-            for name, out in (("started_at", group.started), ("torch_version", group.versions),
-                              ("torch_git", group.gits)):  # fmt: skip
-                out += rows.column(name)[positions].tolist()
+        for key, at in mine.items():
+            group = groups.setdefault(key, _Group())
+            group.parts.append(table.slice(start, len(at)))
+            group.sources += [rows.sources[i] for i in at]
+            group.started += rows.column("started_at")[at].tolist()
+            group.versions += rows.column("torch_version")[at].tolist()
+            group.gits += rows.column("torch_git")[at].tolist()
             group.run_dir = run_dir
-            start += len(positions)
+            start += len(at)
     kinds, _ = build_kinds(sorted({key[1] for key in groups}), matrix, matrix_explicit)
     nights = []
     for (run_id, build, device, gpu_name), group in groups.items():

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import duckdb
@@ -32,7 +33,6 @@ import pyarrow.parquet as pq
 from suite.errors import UsageError
 from suite.history.cache import CACHE_FILE, CACHE_SCHEMA, CACHE_TABLE, ChangeCache
 from suite.history.changes import Rule
-from suite.history.ingest import Night
 from suite.history.schema import (
     FORMAT,
     SCHEMA_VERSION,
@@ -43,6 +43,9 @@ from suite.history.schema import (
     missing_columns,
 )
 from suite.results import OK, slug
+
+if TYPE_CHECKING:  # a reader of the store needs none of the CSV reader's imports
+    from suite.history.ingest import Night
 
 DEFAULT_STORE = Path("results") / "history.duckdb"
 META = "history_meta"
