@@ -18,7 +18,7 @@ import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -308,7 +308,8 @@ class DuckDbStore(Store):
                 if not nights:
                     con.commit()
             except BaseException:
-                con.rollback()
+                with suppress(duckdb.TransactionException):  # between two runs none is open: the last stands
+                    con.rollback()
                 raise
         return results
 
