@@ -325,8 +325,9 @@ def history_calibrate(session: nox.Session) -> None:
 @nox.session(name="history-scale", python=MERGE_PYTHON)
 @one_line_errors
 def history_scale(session: nox.Session) -> None:
-    """A generated year of nights (full profile, three builds, two GPUs) ingested night by night,
-    then `history report` timed (`-- --nights N --store URL`)."""
+    """A generated year of nights (full profile, three builds, two GPUs) backfilled night by night
+    in one `history ingest`, `history report` timed twice, the night after (ingest, verdict,
+    report), and the year one run per call (`-- --nights N --work DIR --reuse --store URL --no-per-night`)."""
     session.install(*HISTORY_PACKAGES)
     session.run("python", "-m", "suite.history.scale", *session.posargs)
 

@@ -190,15 +190,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         from suite.history.trends import trends
 
     store = open_store(args.store)
+    rule = Rule()
     con = store.connect()
     try:
         pts = points(con, _filters(args))
+        cache = store.change_cache(con, rule)  # the change points of series that have not changed
     finally:
         con.close()
-    rule = Rule()
-    changes = all_changes(pts, rule)
+    changes = all_changes(pts, rule, cache)
     trend = trends(pts, changes) if not args.changes_only else trends(pts.iloc[:0], changes)
     _write(render(store.url, pts, changes, trend, rule, trends_too=not args.changes_only), args.output)
+    store.keep_changes(cache)  # for the next reader; a store that cannot be written now is left as it is
     return 0
 
 

@@ -16,13 +16,11 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from suite.errors import UsageError
@@ -113,13 +111,16 @@ NAMES: tuple[str, ...] = tuple(BY_NAME)
 NUMBER_AT = [i for i, name in enumerate(NAMES) if BY_NAME[name].kind != TEXT]
 TEXT_AT = [i for i, name in enumerate(NAMES) if BY_NAME[name].kind == TEXT]
 CELL_AT = [NAMES.index(c) for c in CELL_COLUMNS]
+NAME_AT = {name: i for i, name in enumerate(NAMES)}
+NUMBER_POS = {name: j for j, name in enumerate(NUMBER_NAMES)}
+NIGHT_AT = [NAMES.index(c) for c in ("run_id", "build", "device", "gpu_name")]
 
 
-def _numbers(text: np.ndarray, sources: Sequence[str]) -> dict[str, pa.Array]:
-    """Every number column of the contract as Arrow values (null: empty), parsed in one call. The
-    merge's reader has checked the contract's and the measured columns; the rest are checked here,
-    as strictly: a value that is not a number refuses the input."""
-    value = parse_numbers(text)
+def _numbers(text: np.ndarray, sources: Sequence[str], value: np.ndarray) -> dict[str, pa.Array]:
+    """Every number column of the contract as Arrow values (null: empty); `value`: `text` parsed
+    (suite.report.load.parse_numbers). The merge's reader has checked the contract's and the
+    measured columns; the rest are checked here, as strictly: a value that is not a number
+    refuses the input."""
     empty = text == ""
     out = {}
     for j, name in enumerate(NUMBER_NAMES):
@@ -141,12 +142,11 @@ def _numbers(text: np.ndarray, sources: Sequence[str]) -> dict[str, pa.Array]:
     return out
 
 
-def _night_date(rows: Sequence[Row], run_id: str, override: date | None, where: str) -> date:
+def _night_date(started: Sequence[str], run_id: str, override: date | None, where: str) -> date:
     if override is not None:
         return override
     stamps = []
-    for _, h, v in rows:
-        text = h.get(v, "started_at")
+    for text in started:
         if text:
             try:
                 stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -176,31 +176,75 @@ class _Header:
         at = {name: i for i, name in enumerate(header) if name != "source"}  # a dict keeps the last
         self.at = at
         self.names = [at.get(name, -1) for name in NAMES]
-        self.whole = itemgetter(*self.names) if -1 not in self.names else None
-        self.missing = [name for name in NAMES if name not in at]
+        self.missing = {name for name in NAMES if name not in at}
         self.extras = sorted((name, i) for name, i in at.items() if name not in BY_NAME)
 
-    def get(self, values: Sequence[str], name: str) -> str:
-        i = self.at.get(name, -1)
-        return values[i] if i >= 0 else ""
 
-    def contract(self, values: Sequence[str]) -> list[str]:
-        """The row's values in NAMES' order, "" where the file has no such column."""
-        if self.whole is not None:
-            return list(self.whole(values))
-        return [values[i] if i >= 0 else "" for i in self.names]
+@dataclass(frozen=True)
+class _Block:
+    """Rows read under one header: each row's file:line and its values as written (stripped),
+    one row of `values` (object strings, the header's columns) each."""
+
+    header: _Header
+    sources: list[str]
+    values: np.ndarray
+
+    def contract(self) -> np.ndarray:
+        """The rows' values in NAMES' order, "" where the header has no such column."""
+        if not self.header.missing:
+            return self.values[:, self.header.names]
+        padded = np.empty((len(self.values), self.values.shape[1] + 1), dtype=object)
+        padded[:, :-1] = self.values
+        padded[:, -1] = ""  # where NAMES' position is -1
+        return padded[:, self.header.names]
+
+    def extras(self) -> list[str]:
+        """Each row's columns this suite does not know, as JSON ("" if none)."""
+        if not self.header.extras:
+            return [""] * len(self.values)
+        pairs = self.header.extras
+        return [json.dumps({name: v[i] for name, i in pairs}, sort_keys=True) for v in self.values.tolist()]
 
 
-# a row read: its file:line, its file's columns, its values as written (stripped)
-Row = tuple[str, _Header, list[str]]
+class _Rows:
+    """An input's rows as written: `grid`, each row's values in NAMES' order (object strings, ""
+    where its file has no such column); the number columns parsed once (`number`)."""
+
+    def __init__(self, blocks: Sequence[_Block]) -> None:
+        self.blocks = list(blocks)
+        parts = [b.contract() for b in self.blocks]
+        self.grid: np.ndarray = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        self.sources = [s for b in self.blocks for s in b.sources]
+        self._numbers: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.grid)
+
+    def column(self, name: str) -> np.ndarray:
+        return self.grid[:, NAME_AT[name]]
+
+    @property
+    def numbers(self) -> np.ndarray:
+        """The number columns (NUMBER_NAMES) parsed: NaN where empty or not a number."""
+        if self._numbers is None:
+            self._numbers = parse_numbers(self.grid[:, NUMBER_AT])
+        return self._numbers
+
+    def number(self, name: str) -> np.ndarray:
+        return self.numbers[:, NUMBER_POS[name]]
 
 
-def _read_clean(files: Sequence[Path]) -> list[Row] | None:
+def _block(header: _Header, sources: list[str], values: list[list[str]]) -> _Block:
+    grid = np.empty((len(values), len(values[0]) if values else 0), dtype=object)
+    grid[:] = values
+    return _Block(header, sources, grid)
+
+
+def _read_clean(files: Sequence[Path]) -> _Rows | None:
     """Every row of the files, when the merge's reader would take every one of them as it is:
     each file read cleanly, no row with a problem, no cell twice; else None (the merge's reader
     then gives its account: the problems, the rows superseded)."""
-    out: list[Row] = []
-    blocks: list[tuple[int, int, _Header]] = []  # each file's rows: where they start and end
+    blocks = []
     for path in files:
         try:
             result = read_rows(path, as_lists=True)
@@ -208,30 +252,20 @@ def _read_clean(files: Sequence[Path]) -> list[Row] | None:
             return None
         if result.problems or not result.values:
             return None
-        header = _Header(result.header)
-        start = len(out)
-        for values, line in zip(result.values, result.lines, strict=True):
-            out.append((f"{path}:{line}", header, [v.strip() for v in values]))
-        blocks.append((start, len(out), header))
-
-    def column(name: str) -> np.ndarray:
-        col = np.empty(len(out), dtype=object)
-        for start, end, header in blocks:
-            i = header.at.get(name, -1)
-            col[start:end] = [v[i] for _, _, v in out[start:end]] if i >= 0 else ""
-        return col
-
-    if row_problems(column, len(out)):
+        values = [[v.strip() for v in row] for row in result.values]
+        blocks.append(_block(_Header(result.header), [f"{path}:{line}" for line in result.lines], values))
+    rows = _Rows(blocks)
+    if row_problems(rows.column, len(rows), rows.number):
         return None
-    batch = pd.to_numeric(pd.Series(column("batch_size"), dtype=object)).to_numpy(float).astype(int)
-    cells = [tuple(h.get(v, c) for c in CELL_COLUMNS) for _, h, v in out]
+    batch = rows.number("batch_size").astype(int)
+    cells = rows.grid[:, CELL_AT].tolist()
     at = CELL_COLUMNS.index("batch_size")
-    if len({(*c[:at], int(b), *c[at + 1 :]) for c, b in zip(cells, batch, strict=True)}) < len(out):
+    if len({(*c[:at], int(b), *c[at + 1 :]) for c, b in zip(cells, batch, strict=True)}) < len(rows):
         return None  # a cell twice: the merge's reader picks one and says so
-    return out
+    return rows
 
 
-def _read_input(path: Path, allow_partial: bool) -> tuple[list[Row], list[str]]:
+def _read_input(path: Path, allow_partial: bool) -> tuple[_Rows, list[str]]:
     """A run folder's (or CSV file's) rows as written, each with its file:line, once checked by
     the merge's reader; what was accepted but is worth a line."""
     files = find_csvs([path])
@@ -248,42 +282,58 @@ def _read_input(path: Path, allow_partial: bool) -> tuple[list[Row], list[str]]:
         raise UsageError("", f"{problems[0]}{more}; nothing was stored")
     notes = [p for p in loaded.skipped if PARTIAL in p] + [f"superseded: {s}" for s in loaded.superseded]
     headers: dict[tuple[str, ...], _Header] = {}
-    rows: list[Row] = []
+    runs: list[tuple[_Header, list[str], list[list[str]]]] = []  # rows in order, by runs of one header
     for source in loaded.frame["source"]:
         raw = {k: v for k, v in loaded.raw[source].items() if k != "source"}
         names = tuple(raw)
         header = headers.get(names) or headers.setdefault(names, _Header(names))
-        rows.append((source, header, list(raw.values())))
-    return rows, notes
+        if not runs or runs[-1][0] is not header:
+            runs.append((header, [], []))
+        runs[-1][1].append(source)
+        runs[-1][2].append(list(raw.values()))
+    if not runs:
+        raise UsageError(str(path), "no rows to ingest; nothing was stored")
+    return _Rows([_block(*run) for run in runs]), notes
 
 
-def _typed_rows(rows: Sequence[Row]) -> pa.Table:
-    """The contract's columns typed, each row's extras as JSON, its key and its digest."""
-    values = [h.contract(v) for _, h, v in rows]  # one pass over every row
-    grid = np.array(values, dtype=object).reshape(len(rows), len(NAMES))
-    data: dict[str, pa.Array] = _numbers(grid[:, NUMBER_AT], [source for source, _, _ in rows])
-    absent = {name for _, h, _ in rows for name in h.missing}
+def _typed(rows: _Rows, order: np.ndarray) -> pa.Table:
+    """The rows (in `order`) as the store's contract columns typed, each row's extras as JSON,
+    its key and its digest."""
+    grid = rows.grid[order]
+    sources = [rows.sources[i] for i in order]
+    data: dict[str, pa.Array] = _numbers(grid[:, NUMBER_AT], sources, rows.numbers[order])
+    block_of = np.repeat(np.arange(len(rows.blocks)), [len(b.values) for b in rows.blocks])[order]
     for i in TEXT_AT:  # a column the CSV lacks (an older suite's): NULL, not empty
         name = NAMES[i]
-        if name in absent:
-            data[name] = pa.array(
-                [None if name in h.missing else r[i] for (_, h, _), r in zip(rows, values, strict=True)],
-                pa.string(),
-            )
-        else:
-            data[name] = pa.array(grid[:, i], pa.string())
-    extras = [
-        json.dumps({name: v[i] for name, i in h.extras}, sort_keys=True) if h.extras else ""
-        for _, h, v in rows
-    ]
+        lacking = [k for k, b in enumerate(rows.blocks) if name in b.header.missing]
+        column = grid[:, i]
+        if lacking:
+            column = column.copy()
+            column[np.isin(block_of, lacking)] = None
+        data[name] = pa.array(column, pa.string())
+    extras = [e for b in rows.blocks for e in b.extras()]
+    extras = [extras[i] for i in order]
     data["extra"] = pa.array(extras, pa.string())
-    data["row_key"] = pa.array(["\x1f".join([v[i] for i in CELL_AT]) for v in values], pa.string())
+    data["row_key"] = pa.array(["\x1f".join(cell) for cell in grid[:, CELL_AT].tolist()], pa.string())
     digests = [
         hashlib.sha256("\x1f".join([*v, extra]).encode()).hexdigest()[:20]
-        for v, extra in zip(values, extras, strict=True)
+        for v, extra in zip(grid.tolist(), extras, strict=True)
     ]
     data["row_digest"] = pa.array(digests, pa.string())
     return pa.table(data)
+
+
+@dataclass
+class _Group:
+    """One night's rows as read, from one or more inputs: typed parts and what the night is
+    told by (its rows' start times, torch version and commit, where they came from)."""
+
+    parts: list[pa.Table] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+    gits: list[str] = field(default_factory=list)
+    run_dir: str = ""
 
 
 def read_run(
@@ -296,32 +346,37 @@ def read_run(
     now: datetime | None = None,
 ) -> RunRead:
     """Every night in the inputs (run folders or raw CSVs); UsageError (one line, exit 2) if any
-    file or row is not a clean result, before anything is stored."""
+    file or row is not a clean result, before anything is stored. Each input is read, checked
+    and typed in turn (a backfill of many run folders holds their Arrow tables, not their text)."""
     stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).replace(tzinfo=None)
     notes: list[str] = []
-    groups: dict[tuple[str, str, str, str], list[Row]] = {}
-    run_dirs: dict[tuple[str, str, str, str], str] = {}
+    groups: dict[tuple[str, ...], _Group] = {}  # (run_id, build, device, gpu_name): a night
     for path in inputs:  # each its own run: one row per cell within it, as the merge reads a run
         rows, said = _read_input(path, allow_partial)
         notes += said
         run_dir = str(path) if path.is_dir() else ""
-        for row in rows:
-            _, h, v = row
-            key = (h.get(v, "run_id"), h.get(v, "build"), h.get(v, "device"), h.get(v, "gpu_name"))
-            groups.setdefault(key, []).append(row)
-            run_dirs[key] = run_dir
+        mine: dict[tuple[str, ...], list[int]] = {}  # this input's rows by night, in their order
+        for i, key in enumerate(rows.grid[:, NIGHT_AT].tolist()):
+            mine.setdefault(tuple(key), []).append(i)
+        table = _typed(rows, np.array([i for at in mine.values() for i in at], dtype=np.intp))
+        start = 0
+        for key, at in mine.items():
+            group = groups.setdefault(key, _Group())
+            group.parts.append(table.slice(start, len(at)))
+            group.sources += [rows.sources[i] for i in at]
+            group.started += rows.column("started_at")[at].tolist()
+            group.versions += rows.column("torch_version")[at].tolist()
+            group.gits += rows.column("torch_git")[at].tolist()
+            group.run_dir = run_dir
+            start += len(at)
     kinds, _ = build_kinds(sorted({key[1] for key in groups}), matrix, matrix_explicit)
-    members = [m for group in groups.values() for m in group]  # night by night
-    sources = [source for source, _, _ in members]
-    table = _typed_rows(members)
-    nights, start = [], 0
+    nights = []
     for (run_id, build, device, gpu_name), group in groups.items():
-        n = len(group)
-        mine = members[start : start + n]
+        n = len(group.sources)
         if not run_id:
-            raise UsageError(sources[start], "field run_id: empty; a night needs its run id")
-        day = _night_date(mine, run_id, night_date, sources[start].rsplit(":", 1)[0])
-        version = _most_common([h.get(v, "torch_version") for _, h, v in mine])
+            raise UsageError(group.sources[0], "field run_id: empty; a night needs its run id")
+        day = _night_date(group.started, run_id, night_date, group.sources[0].rsplit(":", 1)[0])
+        version = _most_common(group.versions)
         kind = kinds.get(build, "release")
         gpu = gpu_label(device, gpu_name)
         nid = night_id(run_id, build, device, gpu_name)
@@ -331,12 +386,12 @@ def read_run(
             "build_kind": pa.array([kind] * n, pa.string()),
             "build_line": pa.array([build_line(kind, version)] * n, pa.string()),
             "gpu": pa.array([gpu] * n, pa.string()),
-            "run_dir": pa.array([run_dirs[(run_id, build, device, gpu_name)]] * n, pa.string()),
+            "run_dir": pa.array([group.run_dir] * n, pa.string()),
             "run_page": pa.array([run_page] * n, pa.string()),
             "ingested_at": pa.array([stamp] * n, pa.timestamp("us")),
             "torch_date": pa.array([torch_date(version)] * n, pa.date32()),
         }
-        part = table.slice(start, n)
+        part = group.parts[0] if len(group.parts) == 1 else pa.concat_tables(group.parts).combine_chunks()
         data = {c: night_values[c] if c in night_values else part.column(c) for c in column_names()}
         nights.append(
             Night(
@@ -350,10 +405,9 @@ def read_run(
                 build_kind=kind,
                 build_line=build_line(kind, version),
                 torch_version=version,
-                torch_git=_most_common([h.get(v, "torch_git") for _, h, v in mine]),
+                torch_git=_most_common(group.gits),
                 rows=pa.table(data),
             )
         )
-        start += n
     nights.sort(key=lambda n: (n.date, n.gpu, n.build))
     return RunRead(nights=tuple(nights), notes=tuple(notes))

@@ -64,12 +64,15 @@ def view(
     by `filters` (gpu, build_line, build, model, task, batch_size, mode, dtype, scenario: a value
     or a list; since, until: dates). `pages_dir`: where the history page will be written, for the
     relative links to each night's run page."""
-    con = open_store(store).connect()
+    history = open_store(store)
+    con = history.connect()
     try:
         pts = points(con, filters)
+        cache = history.change_cache(con, rule or Rule())
     finally:
         con.close()
-    changes = all_changes(pts, rule)
+    changes = all_changes(pts, cache.rule, cache)
+    history.keep_changes(cache)
     changes = changes[changes["confirmed"]].reset_index(drop=True)
     pts["run_page"] = _run_pages(pts, Path(pages_dir) if pages_dir is not None else None)
     return HistoryView(points=pts, changes=changes)

@@ -1,14 +1,27 @@
 """The history at scale (a benchmark, not a test): `python -m suite.history.scale [--nights 365]
-[--store PATH|URL] [--work DIR]`, or `nox -s history-scale`.
+[--work DIR] [--reuse]`, or `nox -s history-scale`.
 
 Generates a year of nights of the full profile's size (108 cells: the committed smoke run's 36
 rows at batch sizes 1, 4 and 16) for three builds on two GPUs, 648 rows a night, each night moved
-by noise from the suite's own repeat runs (suite.history.synth); then ingests them night by night
-into a fresh store, one `read_run` + `ingest` call per night in this process (as the nightly
-workflow ingests one run a night), and prints the total (wall and CPU seconds: on a shared
-machine the CPU time says what an idle one would take) and the slowest night; then times `python -m
-suite history report` on the full store, as a user runs it (a new process: imports included), and
-the same report computed in this process. Goals (issue 25): ingest < 60 s in all, report < 5 s.
+by noise from the suite's own repeat runs (suite.history.synth), and one night more. Then, each
+step as a user or the nightly workflow runs it (`python -m suite history ...`, a new process:
+imports included), timed in wall and CPU seconds (user + system, every thread: `getrusage` of
+the child; on a shared machine the CPU time says what an idle one would take), with the 1-minute
+load before and after:
+
+1. the year's backfill: `history ingest` of its run folders in one call into a fresh DuckDB file:
+   night by night in date order, each run's nights read, merged with what is stored and
+   committed in a transaction of their own, as the nightly ingests one run a night;
+2. `history report` on the year, twice: the first reader after a backfill finds every series'
+   change points and keeps them in the store; the second finds them kept;
+3. the night after, as the nightly workflow and then a user run it: `history ingest` of that
+   night's run, `history verdict` (the night judged; every series that gained a night searched
+   again, and kept), then `history report`;
+4. the year ingested again into a second store one run per call in this process (`read_run` +
+   `Store.ingest`, the store opened, written and checkpointed per night: the nightly's ingest
+   without its process start), for comparison with the suite before the backfill existed.
+
+Goals (issue 25): the year ingested in under a minute, the report in under 5 s.
 """
 
 from __future__ import annotations
@@ -25,13 +38,9 @@ from datetime import date
 from pathlib import Path
 
 from suite.history.calibrate import DEFAULT_REPEATS, noise_pool
-from suite.history.changes import Rule
 from suite.history.ingest import read_run
-from suite.history.report import render
-from suite.history.series import all_changes, points
 from suite.history.store import open_store
 from suite.history.synth import Build, History, full_profile_template
-from suite.history.trends import trends
 
 SMOKE = Path("results") / "2026-11-21-cpu-amd-epyc-smoke" / "raw" / "current__cpu.csv"
 BUILDS = (
@@ -42,81 +51,102 @@ BUILDS = (
 GPUS = (("cuda", "NVIDIA H100 80GB HBM3"), ("cuda", "NVIDIA A100-SXM4-80GB"))
 
 
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def timed(what: str, args: list[str], extra: str = "") -> subprocess.CompletedProcess[str]:
+    """Run `python -m suite history ARGS` and print its wall and CPU seconds and the load."""
+    before_load = load()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "suite", "history", *args], capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    if proc.returncode != 0:
+        print(proc.stdout, proc.stderr, file=sys.stderr, sep="\n")
+        raise SystemExit(f"`python -m suite history {args[0]} ...` failed (exit {proc.returncode})")
+    print(
+        f"{what}: {wall:.1f} s wall, {cpu:.1f} s CPU{extra}; 1-minute load {before_load:.1f} before, "
+        f"{load():.1f} after",
+        flush=True,
+    )
+    return proc
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m suite.history.scale", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--nights", type=int, default=365)
-    parser.add_argument("--store", default=None, help="default: a DuckDB file in the work folder")
     parser.add_argument(
-        "--work", type=Path, default=None, help="where the generated runs go (default: a temp dir)"
+        "--work", type=Path, default=None, help="where the generated runs and stores go (default: a temp dir)"
     )
     parser.add_argument("--reuse", action="store_true", help="the work folder's generated runs, if there")
+    parser.add_argument("--store", default=None, help="the store (path or URL; default: a fresh DuckDB file)")
+    parser.add_argument("--no-per-night", action="store_true", help="leave out step 4")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="history-scale-"))
-    runs_dir, store_url = work / "runs", args.store or str(work / "history.duckdb")
-    if args.store is None:
-        Path(store_url).unlink(missing_ok=True)
-    load0 = os.getloadavg()[0]
+    runs_dir, per_night = work / "runs", work / "per-night.duckdb"
+    url = args.store or str(work / "history.duckdb")
+    name = Path(url).name if "://" not in url else url
+    for path in (per_night, *([Path(url)] if args.store is None else [])):
+        for leftover in (path, path.with_name(path.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+    load0 = load()
     started = time.perf_counter()
     template = full_profile_template(SMOKE)
     runs = sorted(runs_dir.glob("synthetic-*")) if args.reuse and runs_dir.is_dir() else []
-    if len(runs) != args.nights:
+    if len(runs) != args.nights + 1:
         shutil.rmtree(runs_dir, ignore_errors=True)
         noise = noise_pool(DEFAULT_REPEATS).deviations
-        runs = History(template, BUILDS, GPUS, date(2026, 1, 1), args.nights, noise).write(runs_dir)
+        history = History(template, BUILDS, GPUS, date(2026, 1, 1), args.nights + 1, noise)
+        runs = history.write(runs_dir)
+    year, after = runs[:-1], runs[-1]
+    size = len(BUILDS) * len(GPUS) * len(template)
     print(
-        f"generated {len(runs)} nights x {len(BUILDS)} builds x {len(GPUS)} GPUs x {len(template)} cells"
-        f" = {len(runs) * len(BUILDS) * len(GPUS) * len(template)} rows"
-        f" in {time.perf_counter() - started:.0f} s ({runs_dir})",
+        f"{len(year)} nights x {len(BUILDS)} builds x {len(GPUS)} GPUs x {len(template)} cells = "
+        f"{len(year) * size} rows, and a night after: generated in {time.perf_counter() - started:.0f} s "
+        f"({runs_dir}); {os.cpu_count()} cores, 1-minute load {load0:.1f}",
         flush=True,
     )
-    store = open_store(store_url)
-    load1 = os.getloadavg()[0]
-    total, slowest, rows = 0.0, (0.0, ""), 0
-    cpu = time.process_time()
-    for run in runs:
+    timed(
+        f"1. `python -m suite history ingest --store {name} RUN...` of {len(year)} run folders "
+        f"({len(year) * size} rows), night by night",
+        ["ingest", "--store", url, *map(str, year)],
+    )
+    for which in ("first (finds and keeps every series' change points)", "again (finds them kept)"):
+        timed(f"2. `python -m suite history report --store {name}`, {which}", ["report", "--store", url])
+    timed(f"3. the night after: `python -m suite history ingest --store {name} {after.name}`", [
+        "ingest", "--store", url, str(after),
+    ])  # fmt: skip
+    timed(f"   `python -m suite history verdict {after.name} --store {name}`", [
+        "verdict", str(after), "--store", url, "-o", os.devnull,
+    ])  # fmt: skip
+    proc = timed(f"   `python -m suite history report --store {name}`", ["report", "--store", url])
+    print(f"   (the report: {proc.stdout.splitlines()[2] if len(proc.stdout.splitlines()) > 2 else ''})")
+    if args.no_per_night:
+        print(f"(the work folder: {work})")
+        return 0
+    target = open_store(str(per_night))
+    load1, cpu, total, slowest, rows = load(), time.process_time(), 0.0, (0.0, ""), 0
+    for run in year:
         t = time.perf_counter()
-        results = store.ingest(read_run([run]).nights)
+        results = target.ingest(read_run([run]).nights)
         took = time.perf_counter() - t
         total += took
         rows += sum(r.added for r in results)
         slowest = max(slowest, (took, run.name))
     cpu = time.process_time() - cpu
     print(
-        f"ingest, night by night: {len(runs)} nights, {rows} rows in {total:.1f} s wall, {cpu:.1f} s CPU "
-        f"({total / len(runs) * 1000:.0f} ms a night, slowest {slowest[0] * 1000:.0f} ms: {slowest[1]}); "
-        f"1-minute load {load1:.1f} before, {os.getloadavg()[0]:.1f} after ({os.cpu_count()} cores)",
+        f"4. one run per call in this process (`read_run` + `Store.ingest`, {per_night.name}): {len(year)} "
+        f"nights, {rows} rows in {total:.1f} s wall, {cpu:.1f} s CPU ({total / len(year) * 1000:.0f} ms a "
+        f"night, slowest {slowest[0] * 1000:.0f} ms: {slowest[1]}); 1-minute load {load1:.1f} before, "
+        f"{load():.1f} after",
         flush=True,
     )
-    load2 = os.getloadavg()[0]
-    t = time.perf_counter()
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cmd = [sys.executable, "-m", "suite", "history", "report", "--store", store_url, "-o", os.devnull]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    cli = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cli_cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
-    if proc.returncode != 0:
-        print(proc.stderr, file=sys.stderr)
-        return 1
-    t, cpu = time.perf_counter(), time.process_time()
-    con = store.connect()
-    pts = points(con)
-    con.close()
-    changes = all_changes(pts, Rule())
-    series = trends(pts, changes)
-    text = render(store_url, pts, changes, series, Rule())
-    inside, inside_cpu = time.perf_counter() - t, time.process_time() - cpu
-    print(
-        f"history report: {cli:.1f} s wall, {cli_cpu:.1f} s CPU as `python -m suite history report` (a new "
-        f"process, imports included); {inside:.1f} s wall, {inside_cpu:.1f} s CPU in this process; "
-        f"{len(pts)} points, {len(series)} series, "
-        f"{len(changes)} change points, {len(text) // 1024} KiB of Markdown; 1-minute load {load2:.1f} "
-        f"before, {os.getloadavg()[0]:.1f} after",
-        flush=True,
-    )
-    print(f"(load when generating: {load0:.1f}; the work folder: {work})")
+    print(f"(the work folder: {work})")
     return 0
 
 

@@ -17,8 +17,11 @@ from datetime import date
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from suite.errors import UsageError
+from suite.history.cache import ChangeCache
 from suite.history.changes import Rule, Shift, detect
 from suite.results import OK
 
@@ -97,18 +100,35 @@ def points(con: duckdb.DuckDBPyConnection, filters: Mapping[str, object] | None 
         where.append(f"{name} IN ({marks})")
         params += [int(v) if name == "batch_size" else str(v) for v in values]
     sql = f"SELECT * FROM ({_POINTS_SQL})" + (f" WHERE {' AND '.join(where)}" if where else "")
-    sql += f" ORDER BY {', '.join(TRACK_KEY)}, date, ingested_at, run_id"
     try:
         # through Arrow: half the cost of .df() (the string columns)
-        frame = con.sql(sql, params=params).to_arrow_table().to_pandas()
+        table = con.sql(sql, params=params).to_arrow_table()
     except duckdb.Error as exc:
         raise UsageError("history", f"cannot read the store ({str(exc).splitlines()[0]})") from None
+    # in series then night order: the rows sorted here, by their ranks (sort_order), in pandas
+    frame = table.to_pandas().take(sort_order(table, (*TRACK_KEY, "date", "ingested_at", "run_id")))
     frame["batch_size"] = frame["batch_size"].astype("int64")
     frame["date"] = frame["date"].astype("datetime64[ns]")
     for col in ("median_ms", "median_ci_low_ms", "median_ci_high_ms", "speedup", "speedup_ci_low",
                 "speedup_ci_high", "compile_s"):  # fmt: skip
         frame[col] = frame[col].astype(float)
     return frame.reset_index(drop=True)
+
+
+def sort_order(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """The rows' positions in the order of `ORDER BY keys` (each ascending, NULLs last, text by
+    its bytes, as DuckDB orders them), ties in the table's order: each key's distinct values are
+    sorted (a few hundred, not a row each) and the rows by their ranks (a third of DuckDB's sort
+    of a year of points by eight text columns)."""
+    ranks = []
+    for key in reversed(keys):
+        column = pc.dictionary_encode(table.column(key).combine_chunks())
+        distinct = column.dictionary.to_numpy(zero_copy_only=False)
+        rank = np.empty(len(distinct) + 1, dtype=np.int64)
+        rank[np.argsort(distinct, kind="stable")] = np.arange(len(distinct))
+        rank[-1] = len(distinct)  # NULL
+        ranks.append(rank[column.indices.fill_null(len(distinct)).to_numpy()])
+    return np.lexsort(ranks) if ranks and len(table) else np.arange(len(table))
 
 
 def usable_mask(pts: pd.DataFrame, metric: str) -> np.ndarray:
@@ -155,18 +175,30 @@ def groups(pts: pd.DataFrame, key: Sequence[str]) -> list[np.ndarray]:
     return list(pts.groupby(list(key), sort=False, dropna=False).indices.values())
 
 
-def find_changes(pts: pd.DataFrame, rule: Rule) -> list[Found]:
-    """Every change point of every track and metric; positions refer to `pts`."""
+def series_name(key: Sequence[object], metric: str) -> str:
+    """A track's figure, named (the change points' cache keeps one entry per name)."""
+    return "\x1f".join([*(str(k) for k in key), metric])
+
+
+def find_changes(pts: pd.DataFrame, rule: Rule, cache: ChangeCache | None = None) -> list[Found]:
+    """Every change point of every track and metric; positions refer to `pts`. `cache`: the
+    store's change points (suite.history.cache), for `rule`: a series it holds is not searched."""
+    if cache is not None and cache.rule != rule:
+        raise ValueError("the cache holds another rule's change points")
     out = []
-    tracks = groups(pts, TRACK_KEY)
+    tracks = pts.groupby(list(TRACK_KEY), sort=False, dropna=False).indices if len(pts) else {}
     for metric in METRICS:
         mask = usable_mask(pts, metric)
         values = pts[metric].to_numpy(float)
-        for rows in tracks:
+        for key, rows in tracks.items():
             nights = rows[mask[rows]]
             if len(nights) < rule.min_nights:
                 continue
-            for shift in detect(values[nights], rule):
+            figures = values[nights]
+            found = (
+                detect(figures, rule) if cache is None else cache.detect(series_name(key, metric), figures)
+            )
+            for shift in found:
                 out.append(
                     Found(
                         metric, shift, int(nights[shift.at - 1]), int(nights[shift.at]), shift.confirmed(rule)
@@ -231,7 +263,11 @@ def change_rows(pts: pd.DataFrame, found: Sequence[Found]) -> pd.DataFrame:
     return frame
 
 
-def all_changes(pts: pd.DataFrame, rule: Rule | None = None) -> pd.DataFrame:
-    """Every change point of every track (confirmed and pending), in track then date order."""
-    found = sorted(find_changes(pts, rule or Rule()), key=lambda f: (f.bad, METRICS.index(f.metric)))
+def all_changes(
+    pts: pd.DataFrame, rule: Rule | None = None, cache: ChangeCache | None = None
+) -> pd.DataFrame:
+    """Every change point of every track (confirmed and pending), in track then date order;
+    `cache`: as find_changes takes it."""
+    rule = rule or (cache.rule if cache is not None else Rule())
+    found = sorted(find_changes(pts, rule, cache), key=lambda f: (f.bad, METRICS.index(f.metric)))
     return change_rows(pts, found)

@@ -17,10 +17,11 @@ import io
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import duckdb
@@ -30,7 +31,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from suite.errors import UsageError
-from suite.history.ingest import Night
+from suite.history.cache import CACHE_FILE, CACHE_SCHEMA, CACHE_TABLE, ChangeCache
+from suite.history.changes import Rule
 from suite.history.schema import (
     FORMAT,
     SCHEMA_VERSION,
@@ -41,6 +43,9 @@ from suite.history.schema import (
     missing_columns,
 )
 from suite.results import OK, slug
+
+if TYPE_CHECKING:  # a reader of the store needs none of the CSV reader's imports
+    from suite.history.ingest import Night
 
 DEFAULT_STORE = Path("results") / "history.duckdb"
 META = "history_meta"
@@ -118,6 +123,30 @@ class Store(ABC):
     def version(self) -> int: ...
 
     @abstractmethod
+    def _stored_changes(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]: ...
+
+    @abstractmethod
+    def _write_changes(self, entries: pa.Table) -> None: ...
+
+    def change_cache(self, con: duckdb.DuckDBPyConnection, rule: Rule) -> ChangeCache:
+        """The change points the store keeps (suite.history.cache), for `rule`; `con`: a
+        connection of `connect()`."""
+        return ChangeCache(rule, self._stored_changes(con))
+
+    def keep_changes(self, cache: ChangeCache) -> bool:
+        """Keep the change points `cache` found (one entry per series: those of the series they
+        replace go); False where the store cannot be written now (another writer holds it, a
+        read-only copy): the next reader finds them again."""
+        entries = cache.table()
+        if not entries.num_rows:
+            return True
+        try:
+            self._write_changes(entries)
+        except (UsageError, duckdb.Error, OSError, pa.ArrowException):
+            return False
+        return True
+
+    @abstractmethod
     def migrate(self) -> int:
         """Bring the store to this suite's schema; the version it was at."""
 
@@ -141,6 +170,13 @@ class DuckDbStore(Store):
 
     @contextmanager
     def _open(self, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        con = self._connect(write)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def _connect(self, write: bool) -> duckdb.DuckDBPyConnection:
         if not write and not self.path.exists():
             raise UsageError(
                 str(self.path), "no history here yet: `python -m suite history ingest RUN_DIR` makes one"
@@ -156,12 +192,9 @@ class DuckDbStore(Store):
             raise UsageError(str(self.path), _duck_problem(exc)) from None
         except duckdb.Error as exc:
             raise UsageError(str(self.path), f"not a DuckDB history ({_first(exc)})") from None
-        try:
-            if write:  # a writer on one thread: an ingest's few hundred rows gain nothing from two
-                con.execute("SET threads = 1")
-            yield con
-        finally:
-            con.close()
+        if write:  # a writer on one thread: an ingest's few hundred rows gain nothing from two
+            con.execute("SET threads = 1")
+        return con
 
     def _meta(self, con: duckdb.DuckDBPyConnection) -> int | None:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -209,53 +242,96 @@ class DuckDbStore(Store):
         return before
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        version = self.version()
-        if version < SCHEMA_VERSION:
-            self.migrate()
+        con = self._connect(write=False)  # one open where the store is at this suite's version
         try:
-            con = duckdb.connect(str(self.path), read_only=True)
-        except duckdb.Error as exc:
-            raise UsageError(self.url, _duck_problem(exc)) from None
-        _refuse_newer(self.url, self._meta(con) or 0)
+            version = self._meta(con) or 0
+        except BaseException:
+            con.close()
+            raise
+        if version < SCHEMA_VERSION:
+            con.close()
+            self.migrate()
+            try:
+                con = duckdb.connect(str(self.path), read_only=True)
+            except duckdb.Error as exc:
+                raise UsageError(self.url, _duck_problem(exc)) from None
+            version = self._meta(con) or 0
+        _refuse_newer(self.url, version)
         present = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE rows)").fetchall()]
         con.execute(view_sql(present))
         return con
 
-    def ingest(self, nights: Sequence[Night]) -> list[NightResult]:
+    def _stored_changes(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        try:
+            return dict(con.execute(f"SELECT digest, shifts FROM {CACHE_TABLE}").fetchall())
+        except duckdb.CatalogException:  # none kept yet
+            return {}
+
+    def _write_changes(self, entries: pa.Table) -> None:
         with self._open(write=True) as con:
             con.begin()
             try:
-                self._prepare(con)
-                results = self._write_nights(con, nights)
+                columns = ", ".join(f"{f.name} VARCHAR" for f in CACHE_SCHEMA)
+                con.execute(f"CREATE TABLE IF NOT EXISTS {CACHE_TABLE} ({columns})")
+                con.register("fresh_changes", entries)
+                con.execute(f"DELETE FROM {CACHE_TABLE} WHERE series IN (SELECT series FROM fresh_changes)")
+                con.execute(f"INSERT INTO {CACHE_TABLE} SELECT series, digest, shifts FROM fresh_changes")
+                con.unregister("fresh_changes")
                 con.commit()
             except BaseException:
                 con.rollback()
                 raise
+
+    def ingest(self, nights: Sequence[Night]) -> list[NightResult]:
+        """Each run's nights in a transaction of their own, run by run in date order, over one
+        connection; every night's date checked against the store first (a night keeps one date),
+        so that a refusal changes nothing."""
+        with self._open(write=True) as con:
+            con.begin()
+            try:
+                self._prepare(con)
+                # every night stored, and its date: one scan (a night's stored rows are read
+                # only where it is stored, to merge with; a new night's are none)
+                dates = dict(
+                    con.execute("SELECT night_id, any_value(date) FROM rows GROUP BY night_id").fetchall()
+                )
+                for night in nights:
+                    if night.night_id in dates and dates[night.night_id] != night.date:
+                        raise UsageError(night.label, _moved(dates[night.night_id]))
+                results = []
+                for i, run in enumerate(by_run(nights)):
+                    if i:
+                        con.begin()
+                    results += self._write_nights(con, run, dates)
+                    con.commit()
+                    dates.update((n.night_id, n.date) for n in run)
+                if not nights:
+                    con.commit()
+            except BaseException:
+                with suppress(duckdb.TransactionException):  # between two runs none is open: the last stands
+                    con.rollback()
+                raise
         return results
 
-    def _write_nights(self, con: duckdb.DuckDBPyConnection, nights: Sequence[Night]) -> list[NightResult]:
-        """Every night of an ingest in one read of what is stored and one insert."""
-        if not nights:
-            return []
-        ids = [n.night_id for n in nights]
-        dates: dict[str, object] = {}
+    def _write_nights(
+        self, con: duckdb.DuckDBPyConnection, nights: Sequence[Night], dates: Mapping[str, object]
+    ) -> list[NightResult]:
+        """Some nights in one read of what is stored of them and one insert."""
+        ids = [n.night_id for n in nights if n.night_id in dates]
         stored: dict[str, dict[str, tuple[str, str, str]]] = {}
-        # one scan (a semi-join on the ids: a fraction of list_contains' cost on a year of rows)
-        for nid, day, k, d, s, t in con.execute(
-            "SELECT night_id, date, row_key, row_digest, status, started_at FROM rows "
-            "WHERE night_id IN (SELECT unnest(?))",
-            [ids],
-        ).fetchall():
-            dates[nid] = day
-            stored.setdefault(nid, {})[k] = (d, s, t)
+        if ids:  # a semi-join on the ids: a fraction of list_contains' cost on a year of rows
+            for nid, k, d, s, t in con.execute(
+                "SELECT night_id, row_key, row_digest, status, started_at FROM rows "
+                "WHERE night_id IN (SELECT unnest(?))",
+                [ids],
+            ).fetchall():
+                stored.setdefault(nid, {})[k] = (d, s, t)
         results, parts, replaced = [], [], []
         for night in nights:
-            if night.night_id in dates and dates[night.night_id] != night.date:
-                raise UsageError(night.label, _moved(dates[night.night_id]))
             write, replace, unchanged = plan_merge(stored.get(night.night_id, {}), night.rows)
             replaced += [(night.night_id, key) for key in replace]
             if write:
-                parts.append(night.rows.take(write))
+                parts.append(night.rows if len(write) == night.rows.num_rows else night.rows.take(write))
             results.append(NightResult(night.label, len(write) - len(replace), len(replace), unchanged))
         if replaced:
             gone = pa.table({"night_id": [n for n, _ in replaced], "row_key": [k for _, k in replaced]})
@@ -270,6 +346,15 @@ class DuckDbStore(Store):
             con.execute("INSERT INTO rows BY NAME SELECT * FROM incoming_rows")
             con.unregister("incoming_rows")
         return results
+
+
+def by_run(nights: Sequence[Night]) -> list[list[Night]]:
+    """The nights by run (`run_id`), each run's in their order, the runs in order of their first
+    night (read_run gives nights in date order: a backfill is written night by night)."""
+    runs: dict[str, list[Night]] = {}
+    for night in nights:
+        runs.setdefault(night.run_id, []).append(night)
+    return list(runs.values())
 
 
 def _first(exc: BaseException) -> str:
@@ -428,6 +513,29 @@ class ParquetStore(Store):
             raise UsageError(self.url, f"cannot read its Parquet files ({_first(exc)})") from None
         con.execute(view_sql(present))
         return con
+
+    def _stored_changes(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        path = self._path(CACHE_FILE)
+        try:
+            if not self.fs.exists(path):
+                return {}
+            table = self._read(path)
+        except (UsageError, OSError):
+            return {}
+        if not set(CACHE_SCHEMA.names) <= set(table.column_names):
+            return {}
+        return dict(zip(table.column("digest").to_pylist(), table.column("shifts").to_pylist(), strict=True))
+
+    def _write_changes(self, entries: pa.Table) -> None:
+        path = self._path(CACHE_FILE)
+        kept = self._read(path) if self.fs.exists(path) else None
+        if kept is not None and set(CACHE_SCHEMA.names) <= set(kept.column_names):
+            kept = kept.select(CACHE_SCHEMA.names).cast(CACHE_SCHEMA)
+            kept = kept.filter(pc.invert(pc.is_in(kept.column("series"), entries.column("series"))))
+            entries = pa.concat_tables([kept, entries])
+        buf = io.BytesIO()
+        pq.write_table(entries, buf)
+        self._put(path, buf.getvalue())
 
     def ingest(self, nights: Sequence[Night]) -> list[NightResult]:
         self.migrate()

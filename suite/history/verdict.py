@@ -103,7 +103,9 @@ def _failing_lines(v: NightVerdict) -> list[str]:
 def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -> Verdict:
     rule = rule or Rule()
     read = read_run([run_dir], allow_partial=True)
-    con = open_store(store).connect()
+    history = open_store(store)
+    change_rule = ChangeRule()
+    con = history.connect()
     try:
         stored = {r[0] for r in con.execute("SELECT DISTINCT night_id FROM history").fetchall()}
         missing = [n.label for n in read.nights if n.night_id not in stored]
@@ -137,10 +139,11 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
             con,
             {"gpu": sorted({n.gpu for n in read.nights}), "build": sorted({n.build for n in read.nights})},
         )
+        cache = history.change_cache(con, change_rule)
     finally:
         con.close()
-    change_rule = ChangeRule()
-    changes = all_changes(pts, change_rule)
+    changes = all_changes(pts, change_rule, cache)
+    history.keep_changes(cache)  # the night's series, searched once: the next report reads them
     newest = max(n.date for n in read.nights)
     recent = changes[changes["first_bad_date"] >= pd.Timestamp(newest - timedelta(days=RECENT_DAYS))]
     regressing = [is_regression(m, c) for m, c in zip(recent["metric"], recent["change_pct"], strict=True)]

@@ -151,22 +151,28 @@ def _row_problems(frame: pd.DataFrame) -> pd.Series:
     return problem
 
 
-def row_problems(column: Callable[[str], np.ndarray], n: int) -> dict[int, str]:
+def row_problems(
+    column: Callable[[str], np.ndarray], n: int, parsed: Callable[[str], np.ndarray] | None = None
+) -> dict[int, str]:
     """The first problem of each row that has one (its position: the message), checked column by
     column in this order: required text, numbers (then > 0), the batch size, required on ok
-    rows, choices; `column(name)`: that column's values as written (stripped), n of them. Each
-    check is one vectorized mask (every number column parsed in one `to_numeric` call: a night of
-    the full profile on six builds and GPUs is read in milliseconds, suite.history ingests a year
-    of them); the messages are made for the flagged rows alone."""
+    rows, choices; `column(name)`: that column's values as written (stripped), n of them;
+    `parsed(name)`: a number column as `parse_numbers` gives it, where the caller has parsed it
+    already (else every number column is parsed here, in one call). Each check is one
+    vectorized mask (a night of the full profile on six builds and GPUs is read in
+    milliseconds, suite.history ingests a year of them); the messages are made for the flagged
+    rows alone."""
     checks: list[tuple[np.ndarray, Callable[[int], str]]] = []
     for col in REQUIRED_TEXT:
         checks.append((column(col) == "", lambda i, c=col: f"field {c}: empty"))
-    raw = np.empty((n, len(NUMERIC_COLUMNS)), dtype=object)
-    for j, col in enumerate(NUMERIC_COLUMNS):
-        raw[:, j] = column(col)
-    number = parse_numbers(raw)
-    for j, col in enumerate(NUMERIC_COLUMNS):
-        text, value = raw[:, j], number[:, j]
+    if parsed is None:
+        raw = np.empty((n, len(NUMERIC_COLUMNS)), dtype=object)
+        for j, col in enumerate(NUMERIC_COLUMNS):
+            raw[:, j] = column(col)
+        number = parse_numbers(raw)
+        parsed = {col: number[:, j] for j, col in enumerate(NUMERIC_COLUMNS)}.__getitem__
+    for col in NUMERIC_COLUMNS:
+        text, value = column(col), parsed(col)
         bad = (text != "") & ~np.isfinite(value)
         if col in NONFINITE_COLUMNS:  # measured so (suite.results.format_cell): `nan`, `inf`
             bad &= ~np.isin(text, NONFINITE_WORDS)
@@ -175,7 +181,7 @@ def row_problems(column: Callable[[str], np.ndarray], n: int) -> dict[int, str]:
             with np.errstate(invalid="ignore"):
                 low = (text != "") & (value <= 0)
             checks.append((low, lambda i, c=col, t=text: f"field {c}: {t[i]} is not > 0"))
-    batch = pd.to_numeric(pd.Series(column("batch_size"), dtype=object), errors="coerce").to_numpy(float)
+    batch = parsed("batch_size")
     with np.errstate(invalid="ignore"):
         bad_batch = np.isnan(batch) | (batch < 1) | (batch != np.round(batch))
     checks.append((bad_batch, lambda i: "field batch_size: not a positive integer"))
@@ -208,8 +214,13 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def parse_numbers(raw: np.ndarray) -> np.ndarray:
-    """pandas' number parsing (`to_numeric`, NaN where not a number) of a 2-D block of strings."""
-    number = pd.to_numeric(pd.Series(raw.ravel(order="F")), errors="coerce").to_numpy(float)
+    """pandas' number parsing (`to_numeric`, NaN where not a number) of a 2-D block of strings;
+    an empty string is NaN without being parsed (most of a row's columns are empty)."""
+    flat = raw.ravel(order="F")
+    given = flat != ""
+    number = np.full(flat.shape, np.nan)
+    if given.any():  # an object array, not a Series: no string dtype made on the way
+        number[given] = np.asarray(pd.to_numeric(flat[given], errors="coerce"), dtype=float)
     return number.reshape(raw.shape, order="F")
 
 
