@@ -2,7 +2,8 @@
 how the slow tests are grouped under pytest-xdist.
 
 The smoke run (`suite run --profile smoke`: in CI every architecture eager and four of them
-compiled, 19 cells; SUITE_SMOKE_E2E=full: the profile's 36, see tests/support/__init__.py) is
+compiled, ResNet in reduce-overhead too, 17 cells; SUITE_SMOKE_E2E=full: the profile's 25, see
+tests/support/__init__.py) is
 the costliest thing the tests do, so it runs once per session whoever asks for it:
 tests/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist (`nox -s tests`: `-n 3
 --dist loadgroup`) every test that uses it is put in one xdist_group, so one worker runs them

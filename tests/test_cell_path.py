@@ -21,7 +21,7 @@ from suite.results import key_of, read_rows
 from suite.run import cell_path, launch, runner
 from suite.run.launch import ROWS, RunPaths
 from suite.spec import Cell, Filters, expand, load_matrix
-from suite.spec.cost import estimate_seconds
+from suite.spec.cost import CPU_RATES, Rates, estimate_seconds, format_duration
 from suite.spec.shard import assign
 from suite.stats import breakeven_calls
 
@@ -183,9 +183,12 @@ def test_repository_profiles(tmp_path: Path) -> None:
     m = load_matrix(REPO / "matrix.yaml")
     smoke = expand(m, "smoke", "x", Filters(scenarios=("inference", "dynamic-batch")))
     compiled = [c for c in smoke if c.scenario == "inference" and c.mode != "eager"]
-    assert compiled and all(c.compile_cost and c.settings.compile_cache == "cold" for c in compiled)
+    # the smoke profile is bench-local's first run on a CPU: no compile-cost processes, but cold
+    # caches, so that `--compile-cost` can add them
+    assert compiled and all(not c.compile_cost and c.settings.compile_cache == "cold" for c in compiled)
     assert {c.served for c in smoke if c.dynamic} == {(1, 4, 16, 1)}
-    assert len([c for c in smoke if c.dynamic]) == 12 * 2 * 3  # models x compiled modes x settings
+    # (every model's default + ResNet's reduce-overhead) x settings
+    assert len([c for c in smoke if c.dynamic]) == (12 + 1) * 3
     cost = expand(m, "compile-cost", "x")
     assert {c.dynamic for c in cost if c.dynamic} == {"static", "auto", "marked"}
     assert all(c.compile_cost for c in cost if c.scenario == "inference" and c.mode != "eager")
@@ -193,6 +196,26 @@ def test_repository_profiles(tmp_path: Path) -> None:
 
 
 # --- cost model and shards ----------------------------------------------------------------------
+
+
+def test_plan_estimates_with_the_rates_of_the_device_it_plans_for(capsys: pytest.CaptureFixture[str]) -> None:
+    """A CPU's start-up and compile are a few times shorter than the GPU model's constants (which
+    made `plan` twice too high on this CPU) and its forwards far longer; the shards do not move."""
+    m = load_matrix(REPO / "matrix.yaml")
+    smoke = expand(m, "smoke", "x")
+    eager = next(c for c in smoke if c.mode == "eager")
+    compiled = next(c for c in smoke if c.mode == "default")
+    assert estimate_seconds(eager, "cpu") < estimate_seconds(eager, "cuda") / 2
+    assert estimate_seconds(compiled, "cpu") < estimate_seconds(compiled, "cuda") / 2
+    full = next(c for c in expand(m, "full", "x") if c.mode == "eager" and c.batch_size == 16)
+    timed = estimate_seconds(full, "cpu") - CPU_RATES.startup_s
+    assert timed > estimate_seconds(full, "cuda")  # 300 full-size forwards at 16 images on 2 cores
+    for device, word in (("cpu", "CPU"), ("cuda", "GPU")):
+        assert main(["plan", "--profile", "smoke", "--models", "ViT", "--device", device]) == 0
+        total = format_duration(sum(estimate_seconds(c, device) for c in smoke if c.model.name == "ViT"))
+        assert f"estimated total {total} on a {word} " in capsys.readouterr().out
+    with pytest.raises(ValueError, match="every rate must be positive"):
+        Rates(startup_s=0.0, compile_base_s=1.0, forward_s_per_m_params_image=1.0)
 
 
 def test_the_cost_model_counts_the_extra_processes_and_the_compiles(tmp_path: Path) -> None:

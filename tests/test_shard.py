@@ -163,5 +163,5 @@ def test_plan_shows_the_shard_and_every_shards_estimate(capsys: pytest.CaptureFi
 
 
 def test_plan_says_when_a_shard_is_empty(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "--profile", "smoke", "--models", "ViT", "--shard", "9/9"]) == 0
+    assert main(["plan", "--profile", "smoke", "--models", "ResNet", "--shard", "9/9"]) == 0
     assert "shard 9/9: 0 of the 3 cell(s)" in capsys.readouterr().out

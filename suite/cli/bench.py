@@ -24,16 +24,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     cells = request.cells(profile, build)
     shard = request.shard
     preflight.check_inputs(request.matrix, profile, request.filters, cells)
-    costs = [estimate_seconds(c) for c in cells]
-    if request.device == "cuda":  # `run` stops here (its probe finds no GPU); a plan is still worth seeing
-        no_gpu = no_nvidia_gpu()
-        if no_gpu is not None:
-            print(
-                f"suite plan: warning: --device cuda: this machine has no NVIDIA GPU ({no_gpu}): "
-                "`suite run --device cuda` would stop here before the first cell (exit 2); "
-                "the cells below are those of a GPU machine",
-                file=sys.stderr,
-            )
+    # the estimate's rates: a GPU's for --device cuda, a CPU's for --device cpu; with --device auto,
+    # whichever this machine has (as `run` would find)
+    no_gpu = no_nvidia_gpu() if request.device != "cpu" else "--device cpu"
+    rates = "cuda" if request.device == "cuda" or no_gpu is None else "cpu"
+    costs = [estimate_seconds(c, rates) for c in cells]
+    if request.device == "cuda" and no_gpu is not None:  # `run` stops here; a plan is still worth seeing
+        print(
+            f"suite plan: warning: --device cuda: this machine has no NVIDIA GPU ({no_gpu}): "
+            "`suite run --device cuda` would stop here before the first cell (exit 2); "
+            "the cells below are those of a GPU machine",
+            file=sys.stderr,
+        )
     print(f"profile {profile}: {len(cells)} cell(s), build {build}")
     shown = range(len(cells))
     if shard:
@@ -63,7 +65,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     ]
     print("\n".join(aligned(header, rows, right={"#", "bs", "iters", "est"})))
     total = sum(costs)
-    print(f"estimated total {format_duration(total)} (suite/spec/cost.py: a rough model; the ratios count)")
+    print(
+        f"estimated total {format_duration(total)} on a {'GPU' if rates == 'cuda' else 'CPU'} "
+        "(suite/spec/cost.py: a rough model; the ratios count)"
+    )
     if shard:
         loads = [sum(costs[i] for i in part) for part in shards]
         mean = sum(loads) / len(shards)  # the parent shard's cells when nested (i/n,k/m)

@@ -1,11 +1,12 @@
 """An estimate of how long one cell takes, in seconds: for balancing shards and for the ETA.
 
-This is a rough model of what the worker does, not a measurement. The constants are of
-the order an A100-class GPU shows for the guide's models (a cold `torch.compile` takes
-tens of seconds, max-autotune several minutes); on another device every cell scales by
-roughly the same factor, so the *ratios* between cells, which are all that sharding and
-the runner's ETA use, still hold. Only the cell's matrix data is read (never the running
-device), so every machine computes the same figures and therefore the same shards.
+This is a rough model of what the worker does, not a measurement. Its rates come in two
+sets: a GPU's (GPU_RATES, of the order an A100-class GPU shows for the guide's models: a cold
+`torch.compile` takes tens of seconds, max-autotune several minutes) and a 2-core CPU's
+(CPU_RATES, read off this project's own runs), which `plan` uses for `--device cpu` or a machine
+without an NVIDIA GPU. Sharding and the runner's ETA use the GPU's rates whatever the device:
+they need only the *ratios* between cells, and read only the cell's matrix data (never the
+running device), so every machine computes the same shards.
 
     seconds = startup + load + compile + forwards * seconds per forward
 
@@ -17,12 +18,34 @@ cell the forwards at each batch size it serves and the compiles its `dynamic` se
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from suite.spec.model import DYNAMIC_BATCH, STOP_CI, Cell
 from suite.spec.warmup import warmup_calls
 
-STARTUP_S = 15.0  # child process, torch + transformers imports, model build, inputs
+
+@dataclass(frozen=True)
+class Rates:
+    """What a kind of device takes for the parts of a cell that differ most between devices."""
+
+    startup_s: float  # child process, torch + transformers imports, model build, inputs
+    compile_base_s: float  # a cold compile of the smallest graph
+    forward_s_per_m_params_image: float  # compute of one forward, per million parameters and image
+
+    def __post_init__(self) -> None:
+        if min(self.startup_s, self.compile_base_s, self.forward_s_per_m_params_image) <= 0:
+            raise ValueError(f"{self}: every rate must be positive")
+
+
+# compute: ViT-base (86 M) x 16 images ~ 28 ms
+GPU_RATES = Rates(startup_s=15.0, compile_base_s=30.0, forward_s_per_m_params_image=2e-5)
+# A 2-core CPU (this project's AMD EPYC VM): in `nox -s bench-local` of 2026-11-21
+# (results/2026-11-21-cpu-amd-epyc-smoke, load 1.0-1.4) an eager smoke cell took 2.4 s (torch
+# 2.0.1) to 4.8 s (torch 2.13) and a compiled one 17-23 s on average, most of it the compile;
+# full-size ResNet-50 (25.6 M) eager at batch 1 took 42-44 ms here (docs/trust.md).
+CPU_RATES = Rates(startup_s=4.0, compile_base_s=16.0, forward_s_per_m_params_image=1.5e-3)
+RATES = {"cuda": GPU_RATES, "cpu": CPU_RATES}
+
 LOAD_S_PER_M_PARAMS = 0.02  # weights read from the cache and moved to the device
 UNKNOWN_PARAMS_M = 100.0  # a model without `params_m` (custom configs): a ViT-base-sized guess
 SHRUNK_PARAMS_M = 1.0  # smoke models are shrunk to a few layers of width 64
@@ -32,9 +55,6 @@ FORWARD_OVERHEAD_S = 0.004  # kernel launches of one forward, whatever its size
 # compile about twice a forward's (AOTAutograd compiles the backward graph as well).
 TRAIN_STEP_FORWARDS = 3.0
 TRAIN_COMPILE_FACTOR = 2.0
-FORWARD_S_PER_M_PARAMS_IMAGE = 2e-5  # compute: ViT-base (86 M) x 16 images ~ 28 ms
-
-COMPILE_BASE_S = 30.0  # a cold compile of the smallest graph (dynamo + inductor + triton)
 COMPILE_S_PER_M_PARAMS = 0.3  # bigger models have more layers, so bigger graphs
 # Compile cost of each mode relative to `default`; a mode not named here counts as default.
 COMPILE_FACTOR: dict[str, float] = {
@@ -93,18 +113,20 @@ def forwards(cell: Cell) -> int:
     return eager_warmup + compiled_warmup + 2 * timed_calls(cell) + 4  # + eager, first compiled, 2 accuracy
 
 
-def _forward_s(size: float, batch_size: int) -> float:
-    return FORWARD_OVERHEAD_S + FORWARD_S_PER_M_PARAMS_IMAGE * size * batch_size
+def _forward_s(size: float, batch_size: int, rates: Rates) -> float:
+    return FORWARD_OVERHEAD_S + rates.forward_s_per_m_params_image * size * batch_size
 
 
-def estimate_seconds(cell: Cell) -> float:
-    """Expected wall time of one cell, all its processes (an estimate; see the module docstring)."""
+def estimate_seconds(cell: Cell, device_type: str = "cuda") -> float:
+    """Expected wall time of one cell, all its processes, on a device of `device_type` ("cuda" or
+    "cpu": RATES) (an estimate; see the module docstring)."""
+    rates = RATES[device_type]
     size = params_m(cell)
-    startup_s = STARTUP_S + LOAD_S_PER_M_PARAMS * size
-    compile_s = COMPILE_FACTOR.get(cell.mode, 1.0) * (COMPILE_BASE_S + COMPILE_S_PER_M_PARAMS * size)
+    startup_s = rates.startup_s + LOAD_S_PER_M_PARAMS * size
+    compile_s = COMPILE_FACTOR.get(cell.mode, 1.0) * (rates.compile_base_s + COMPILE_S_PER_M_PARAMS * size)
     if cell.scenario == DYNAMIC_BATCH:
-        return startup_s + _dynamic_seconds(cell, size, compile_s)
-    forward_s = _forward_s(size, cell.batch_size)
+        return startup_s + _dynamic_seconds(cell, size, compile_s, rates)
+    forward_s = _forward_s(size, cell.batch_size, rates)
     if cell.scenario == "train":
         forward_s *= TRAIN_STEP_FORWARDS
         compile_s *= TRAIN_COMPILE_FACTOR
@@ -125,12 +147,12 @@ def estimate_seconds(cell: Cell) -> float:
     return seconds
 
 
-def _dynamic_seconds(cell: Cell, size: float, compile_s: float) -> float:
+def _dynamic_seconds(cell: Cell, size: float, compile_s: float, rates: Rates) -> float:
     """A dynamic-batch cell after startup: at each batch size a compiled cell's forwards (warm-up,
     interleaved timing, accuracy), the return to the first size, and its compiles."""
     one = replace(cell, batch_sizes=(), dynamic="", scenario="inference")
-    seconds = sum(forwards(one) * _forward_s(size, b) for b in cell.batch_sizes)
-    seconds += RETURN_FORWARDS * _forward_s(size, cell.batch_sizes[0])
+    seconds = sum(forwards(one) * _forward_s(size, b, rates) for b in cell.batch_sizes)
+    seconds += RETURN_FORWARDS * _forward_s(size, cell.batch_sizes[0], rates)
     compiles = len(cell.batch_sizes) if cell.dynamic == "static" else SYMBOLIC_COMPILES
     return seconds + compiles * compile_s
 
