@@ -95,6 +95,22 @@ def test_merge_and_compare_without_pandas_say_what_to_install(
     assert not (tmp_path / "tables").exists()
 
 
+def test_merge_without_pyarrow_says_so_before_writing_anything(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The merge writes the samples as Parquet: a virtualenv with pandas and matplotlib but no
+    pyarrow (an earlier `nox -s merge`'s, before it installed pyarrow) gets one line, not
+    pandas' traceback from the middle of the merge (seen in `nox -s bench-local`, 2026-11-25)."""
+    from suite.cli import main
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` fails as if absent
+    assert main(["merge", str(SMOKE_RUN), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pyarrow: not installed in this Python" in err
+    assert "pip install pandas matplotlib pyarrow" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_history_html_without_pandas_says_what_to_install(host: Path, tmp_path: Path) -> None:
     line = one_line(suite(host, "history", "html", str(tmp_path / "h")), "history")
     assert (

@@ -13,18 +13,18 @@ from collections.abc import Iterator, Sequence
 from suite.errors import UsageError
 
 TORCH = ("torch",)
-REPORT = ("pandas", "matplotlib")
+REPORT = ("pandas", "matplotlib", "pyarrow")
 TORCH_HINT = (
     "run it with a build's Python (`.nox/build-current/bin/python -m suite env`, made by "
     "`nox -s bench-local`), or `pip install torch transformers` into this one"
 )
 MERGE_HINT = (
     "use `nox -s merge -- RUN_DIR` (it keeps a virtualenv with them in .nox/merge), "
-    "or `pip install pandas matplotlib` into this one"
+    "or `pip install pandas matplotlib pyarrow` into this one"
 )
 COMPARE_HINT = (
     "use the Python of the merge's virtualenv (`.nox/merge/bin/python -m suite compare ...`, "
-    "made by `nox -s merge`), or `pip install pandas matplotlib` into this one"
+    "made by `nox -s merge`), or `pip install pandas matplotlib pyarrow` into this one"
 )
 
 
@@ -40,8 +40,7 @@ def needs(verb: str, modules: Sequence[str], hint: str) -> Iterator[None]:
             top = "pandas"
         if top not in modules:
             raise
+        named = f"{', '.join(modules[:-1])} and {modules[-1]}" if len(modules) > 1 else modules[0]
         raise UsageError(
-            top,
-            f"not installed in this Python ({sys.executable}); `suite {verb}` needs "
-            f"{' and '.join(modules)}: {hint}",
+            top, f"not installed in this Python ({sys.executable}); `suite {verb}` needs {named}: {hint}"
         ) from None

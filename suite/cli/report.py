@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -21,6 +22,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
     with needs("merge", REPORT, MERGE_HINT):
         from suite.report.load import default_out, find_csvs
         from suite.report.publish import run_merge
+
+        # tables/samples.parquet: a missing pyarrow is one line before anything is written
+        importlib.import_module("pyarrow")
 
     find_csvs(args.inputs)  # missing inputs are reported before anything else
     out = args.out or default_out(args.inputs)

@@ -17,7 +17,9 @@ IMPORT_LINTER = "import-linter==2.16"
 LINT_TOOLS = [RUFF, HADOLINT, ACTIONLINT, IMPORT_LINTER]
 # The history (issue 25, suite/history): the store (DuckDB, pyarrow, fsspec) and the change-point
 # library, pinned like the linters: a new release must not change what a stored history reads as.
-HISTORY_PINS = ["duckdb==2.0.1", "pyarrow==26.0.1", "fsspec==2026.9.0", "ruptures==1.1.10"]
+# pyarrow: the merge's too (tables/samples.parquet)
+PYARROW = "pyarrow==26.0.1"
+HISTORY_PINS = ["duckdb==2.0.1", PYARROW, "fsspec==2026.9.0", "ruptures==1.1.10"]
 # The tests run hadolint and actionlint too (tests/test_images.py, test_workflows.py);
 # nox: the container tests run the real sessions against a fake docker; pytest-xdist: two
 # workers (pytest < 9.2: under 9.2, xdist 3.8's --dist loadgroup ignores xdist_group,
@@ -38,13 +40,14 @@ TEST_EXTRAS = [
     PLAYWRIGHT,
     *HISTORY_PINS,  # the history's tests use the real DuckDB, pyarrow and ruptures (issue 25)
 ]
-# What the merge needs (host side): pandas and matplotlib for the tables and plots. The pages'
-# plotly.js is vendored (suite/report/pages/assets.py: version and checksum), so nothing more.
-MERGE_PACKAGES = ["pandas", "matplotlib", "pyyaml"]
+# What the merge needs (host side): pandas and matplotlib for the tables and plots, pyarrow for the
+# samples' Parquet file. The pages' plotly.js is vendored (suite/report/pages/assets.py: version and
+# checksum), so nothing more.
+MERGE_PACKAGES = ["pandas", "matplotlib", "pyyaml", PYARROW]
 # The pages' screenshot and benchmark sessions: the merge's packages and a browser driver.
 PAGES_PACKAGES = [*MERGE_PACKAGES, PLAYWRIGHT]
 # `nox -s history` and `bisect`'s host Python (scipy: ruptures' and the rank test's)
-HISTORY_PACKAGES = [*MERGE_PACKAGES, "scipy", *HISTORY_PINS]
+HISTORY_PACKAGES = [*MERGE_PACKAGES, "scipy", *(p for p in HISTORY_PINS if p != PYARROW)]
 
 # The measuring core's tests: what must hold in every build's environment, not only the
 # current one (the host-side merge tests need pandas, which the images do not carry).

@@ -206,17 +206,18 @@ def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: Selec
 def merge(
     runner: Runner, posargs: Sequence[str], root: Path, python: Path, install: Callable[..., object]
 ) -> None:
-    """`nox -s merge`: the run folders checked first, pandas and matplotlib installed in the
+    """`nox -s merge`: the run folders checked first, pandas, matplotlib and pyarrow installed in the
     session's virtualenv (kept between runs: `--offline` installs nothing and uses what an
     earlier merge installed), then this checkout's `suite merge`, whose exit status is the
     session's (2 for bad input, as the README says, not nox's 1)."""
     args, offline = merge_args(posargs, root / "results")
-    if not (offline and has_modules(python, ["pandas", "matplotlib", "yaml"])):
+    if not (offline and has_modules(python, ["pandas", "matplotlib", "yaml", "pyarrow"])):
         if offline:
             raise UsageError(
                 "--offline",
-                "the merge's virtualenv has no pandas and matplotlib, and installing them needs the network: "
-                "run `nox -s merge` once online (the virtualenv is kept), or drop --offline",
+                "the merge's virtualenv has no pandas and matplotlib (or no pyarrow), and installing "
+                "them needs the network: run `nox -s merge` once online (the virtualenv is kept), "
+                "or drop --offline",
             )
         install(*MERGE_PACKAGES)
     run_suite(runner, [str(python), "-m", "suite", "merge", *args])
