@@ -11,23 +11,21 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from datetime import date
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from support.history import nightly_history
 
 import suite.history.cache as cache_module
 from suite.cli import main
 from suite.history.cache import CACHE_FILE, CACHE_TABLE, ChangeCache
-from suite.history.calibrate import TRUST, noise_pool
 from suite.history.changes import Rule
 from suite.history.ingest import read_run
 from suite.history.series import all_changes, find_changes, points
 from suite.history.store import DuckDbStore, open_store
-from suite.history.synth import Build, History, Step, template_rows
 
 REPO = Path(__file__).resolve().parent.parent
 NIGHTS = 20
@@ -39,21 +37,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """20 nights of six real cells (ViT, ResNet, DETR; eager and default) for stable and a nightly
     on one GPU's name, the nightly's compiled ResNet 10% slower from night 9 on: a run folder a
     night, a CSV per build."""
-    template = template_rows(
-        REPO / TRUST / "gate" / "aa" / "rep-1" / "raw" / "current__cpu.csv",
-        models=("ViT", "ResNet", "DETR"),
-        modes=("eager", "default"),
-    )
-    history = History(
-        template,
-        [Build("stable", "2.0.1+cu118"), Build("nightly-current", "2.15.0.dev{date}+cu130")],
-        [("cuda", "NVIDIA H100 80GB HBM3")],
-        date(2026, 12, 1),
-        NIGHTS,
-        noise_pool([REPO / TRUST / "gate" / "aa"]).deviations,
-        steps=[Step(9, 1.10, models=("ResNet",), modes=("default",), builds=("nightly-current",))],
-        seed=7,
-    )
+    history = nightly_history(NIGHTS, 9, seed=7)
     return history.write(tmp_path_factory.mktemp("backfill") / "runs")
 
 

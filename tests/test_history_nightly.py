@@ -8,19 +8,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import date
 from pathlib import Path
 
 import pytest
 from support import nightly_script
+from support.history import nightly_history
 
 from suite.cli import main
 from suite.errors import UsageError
-from suite.history.calibrate import TRUST, noise_pool
 from suite.history.ingest import read_run
 from suite.history.issues import LABEL, sync_issues
 from suite.history.store import open_store
-from suite.history.synth import Build, History, Step, template_rows
 from suite.history.verdict import verdict
 
 nightly = nightly_script()
@@ -33,21 +31,7 @@ def nights(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path]:
     """18 nights of stable and a nightly on one GPU; the nightly's compiled ResNet 10% slower from
     night 10 on (its new level held 8 nights: confirmed; at p < 0.0001 the rank test needs about
     that many on each side)."""
-    template = template_rows(
-        REPO / TRUST / "gate" / "aa" / "rep-1" / "raw" / "current__cpu.csv",
-        models=("ViT", "ResNet", "DETR"),
-        modes=("eager", "default"),
-    )
-    history = History(
-        template,
-        [Build("stable", "2.0.1+cu118"), Build("nightly-current", "2.15.0.dev{date}+cu130")],
-        [("cuda", "NVIDIA H100 80GB HBM3")],
-        date(2026, 12, 1),
-        NIGHTS,
-        noise_pool([REPO / TRUST / "gate" / "aa"]).deviations,
-        steps=[Step(STEP, 1.10, models=("ResNet",), modes=("default",), builds=("nightly-current",))],
-        seed=5,
-    )
+    history = nightly_history(NIGHTS, STEP, seed=5)
     root = tmp_path_factory.mktemp("nightly")
     runs = history.write(root / "runs")
     # every night but the last, as earlier workflow runs left them; the last one: by the CLI below
@@ -77,6 +61,9 @@ def test_the_verdict_judges_the_night_against_the_night_before_and_stable(
 
 def test_one_issue_per_cell_opened_then_told_nothing_twice(nights: tuple[list[Path], Path]) -> None:
     runs, store = nights
+    # the last night, as the first test ingests it (idempotent): under xdist this test may run
+    # on a worker of its own, with the module's store as the fixture left it
+    assert main(["history", "ingest", str(runs[-1]), "--store", str(store)]) == 0
     regressions = verdict(runs[-1], store).regressions
     calls: list[tuple[list[str], str | None]] = []
     listed: list[dict[str, object]] = []
