@@ -55,10 +55,14 @@ def median_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, flo
     interval [x_(k), x_(n-k+1)] (1-based) covers the true median with probability
     >= `confidence`. With too few samples for that (n < 6), the full range.
     """
-    n = len(xs)
-    if n == 0:
+    if len(xs) == 0:
         raise ValueError("median_ci of no samples")
-    s = sorted(xs)
+    return median_ci_of_sorted(sorted(xs), confidence)
+
+
+def median_ci_of_sorted(s: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """median_ci of samples already in ascending order (a list or a sorted array): no sort."""
+    n = len(s)
     k = median_ci_rank(n, confidence)
     return (s[k - 1], s[n - k]) if k else (s[0], s[-1])
 

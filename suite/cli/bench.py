@@ -26,8 +26,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     preflight.check_inputs(request.matrix, profile, request.filters, cells)
     # the estimate's rates: a GPU's for --device cuda, a CPU's for --device cpu; with --device auto,
     # whichever this machine has (as `run` would find)
-    no_gpu = no_nvidia_gpu() if request.device != "cpu" else "--device cpu"
-    rates = "cuda" if request.device == "cuda" or no_gpu is None else "cpu"
+    no_gpu = None if request.device == "cpu" else no_nvidia_gpu()
+    on_gpu = request.device == "cuda" or (request.device != "cpu" and no_gpu is None)
+    rates = "cuda" if on_gpu else "cpu"
     costs = [estimate_seconds(c, rates) for c in cells]
     if request.device == "cuda" and no_gpu is not None:  # `run` stops here; a plan is still worth seeing
         print(
@@ -66,7 +67,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print("\n".join(aligned(header, rows, right={"#", "bs", "iters", "est"})))
     total = sum(costs)
     print(
-        f"estimated total {format_duration(total)} on a {'GPU' if rates == 'cuda' else 'CPU'} "
+        f"estimated total {format_duration(total)} on a {'GPU' if on_gpu else 'CPU'} "
         "(suite/spec/cost.py: a rough model; the ratios count)"
     )
     if shard:

@@ -15,20 +15,20 @@ import pandas as pd
 
 from suite.history.series import METRICS, SERIES_KEY, TRACK_KEY, groups, usable_mask
 from suite.results import OK
-from suite.stats import median_ci_rank
+from suite.stats import median_ci_of_sorted
 
 
 def level(values: np.ndarray) -> tuple[float, float, float]:
     """The median of some nights' figures and its 95% CI (NaN if none): `np.median` and
-    `suite.stats.median_ci`, read off one sort of the figures."""
+    `suite.stats.median_ci_of_sorted`, read off one sort of the figures."""
     n = len(values)
     if n == 0:
         return math.nan, math.nan, math.nan
     s = np.sort(values)
     mid = n // 2
     median = float(s[mid]) if n % 2 else float((s[mid - 1] + s[mid]) / 2)  # np.median's mean of two
-    k = median_ci_rank(n)
-    return (median, float(s[k - 1]), float(s[n - k])) if k else (median, float(s[0]), float(s[-1]))
+    low, high = median_ci_of_sorted(s)
+    return median, float(low), float(high)
 
 
 def trends(pts: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
