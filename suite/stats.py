@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -219,3 +220,46 @@ def hierarchical_ratio_ci(
         ratios.append(median(top) / median(bottom))
     alpha = 1.0 - confidence
     return percentile(ratios, 100 * alpha / 2), percentile(ratios, 100 * (1 - alpha / 2))
+
+
+# --- Where another run's median should fall (issue 27, docs/intervals.md) ---------------------
+#
+# A run's log median = the cell's level + the run's own level shift (what moves between runs: the
+# host's speed, where the heap and code land, a neighbour's load; variance tau^2, the same for every
+# run of the cell on one machine) + the sampling error of its median (variance se^2, which the
+# row's CI of the median measures). Another run of the same cell then differs from this one by
+# both runs' shifts and both runs' errors: its log median lies within
+# z * sqrt(2 * (se^2 + tau^2)) of this one's, 95% of the time for z = 1.96. tau is the machine's:
+# measured by repeating cells (`between_run_variance` below, `nox -s coverage`), then a setting.
+
+
+def z_of(confidence: float) -> float:
+    """The two-sided normal quantile of a confidence (1.96 for 0.95)."""
+    return statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def log_se(low: float, high: float, confidence: float = 0.95) -> float:
+    """The standard error, on the log scale, that a `confidence` interval [low, high] implies."""
+    if not 0 < low <= high:
+        raise ValueError(f"log_se of the interval [{low}, {high}]")
+    return (math.log(high) - math.log(low)) / (2 * z_of(confidence))
+
+
+def rerun_interval(
+    center: float, low: float, high: float, tau: float, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Where another run's median of the cell should fall, `confidence` of the time: `center`
+    (this run's median) with its CI [low, high] and the machine's between-run log sd `tau`."""
+    half = z_of(confidence) * math.sqrt(2 * (log_se(low, high, confidence) ** 2 + tau**2))
+    return center * math.exp(-half), center * math.exp(half)
+
+
+def between_run_variance(runs: Sequence[tuple[float, float, float]], confidence: float = 0.95) -> float:
+    """tau^2 from one cell's repeated runs, each (median, CI low, CI high): the variance of their
+    log medians less the mean of their own squared standard errors (the method-of-moments estimate
+    of a random-effects model's between-study variance), at least 0. Needs two runs."""
+    if len(runs) < 2:
+        raise ValueError("between_run_variance needs two or more runs")
+    logs = [math.log(m) for m, _, _ in runs]
+    within = mean([log_se(lo, hi, confidence) ** 2 for _, lo, hi in runs])
+    return max(0.0, stdev(logs) ** 2 - within)

@@ -121,11 +121,14 @@ def test_the_cost_model_counts_each_further_process() -> None:
 
 
 def test_coverage_counts_medians_inside_the_other_repetitions_intervals() -> None:
-    from suite.run.repeat import CellSpread, coverage, render_coverage
+    from suite.run.coverage import count, measure
+    from suite.run.repeat import CellSpread
 
     medians = (10.0, 10.2, 11.0)
     intervals = ((9.9, 10.3), (10.1, 10.4), (10.8, 11.2))
-    assert coverage(medians, intervals) == (1, 6)  # 10.2 inside the 1st's; 10.0 and 11.0 in no other
+    pairs = [(i, j) for i in range(3) for j in range(3) if i != j]
+    tally = count(medians, lambda i, j: intervals[j], pairs)
+    assert (tally.hits, tally.pairs) == (1, 6)  # 10.2 inside the 1st's; 10.0 and 11.0 in no other
     cell = CellSpread({"model": "M", "batch_size": "1", "mode": "eager"}, medians, (), (), (), intervals)
-    assert cell.coverage == (1, 6)
-    assert render_coverage([cell], 3)[-1] == "all cells: 1 of 6 pairs inside (16.7%)"
+    (measured,), _ = measure([cell])
+    assert str(measured.ci) == "1 / 6 (16.7%)"

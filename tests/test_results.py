@@ -167,7 +167,10 @@ def test_column_groups_come_from_the_one_table() -> None:
         "e2e_eager_median_ms", "e2e_speedup", "e2e_speedup_ci95_low", "e2e_speedup_ci95_high",
     )  # fmt: skip
     # the stopping rule, per row; processes per cell
-    issue_27 = ("calls", "stop_reason", "timed_s", "processes", "process_spread_pct", "warm_compile_s")
+    issue_27 = (
+        "calls", "stop_reason", "timed_s", "processes", "process_spread_pct", "warm_compile_s",
+        "run_noise_pct", "rerun95_low_ms", "rerun95_high_ms",
+    )  # fmt: skip
     assert tuple(results.TIMING_COLUMNS) == (*contract, *compile_cost, *issue_29, *issue_28, *issue_27)
     # a dynamic-batch cell owes one row per (setting, batch size): `dynamic` is in both keys
     assert results.KEY_COLUMNS == (

@@ -24,7 +24,9 @@ from suite.cli.args import (
     add_selection_args,
     compile_threshold,
     count,
+    held_out,
     noise_z,
+    run_noise_pct,
     threshold,
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
@@ -33,7 +35,7 @@ from suite.cli.gpustudy import add_parser as add_gpu_study
 from suite.cli.history import add_html_verb
 from suite.cli.history_store import add_history_parser
 from suite.cli.mark import add_mark_args, cmd_mark
-from suite.cli.repeat import cmd_repeat
+from suite.cli.repeat import cmd_coverage, cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.errors import UsageError
 from suite.redact import RedactingStream
@@ -73,7 +75,21 @@ def build_parser() -> Parser:
     )
     add_selection_args(p)
     p.add_argument("--times", type=count("--times"), default=3, help="repetitions (default: %(default)s)")
+    p.add_argument(
+        "--hold-out",
+        type=held_out,
+        default=0,
+        help="coverage: keep the last N repetitions out of the between-run noise and test them against "
+        "it (default: %(default)s)",
+    )
     p.set_defaults(func=cmd_repeat)
+
+    p = sub.add_parser(
+        "coverage", help="the coverage table of a finished repeat's intervals (and the machine's noise)"
+    )
+    p.add_argument("folder", type=Path, help="a repeat's run folder (its rep-<i>/ folders)")
+    p.add_argument("--hold-out", type=held_out, default=0, help="the last N repetitions held out")
+    p.set_defaults(func=cmd_coverage)
 
     p = sub.add_parser("env", help="print the environment (torch, CUDA, GPU, driver, versions)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
@@ -122,6 +138,13 @@ def build_parser() -> Parser:
         help="a slower median must also clear this many robust standard deviations of the two runs' "
         "drift, measured on their matched cells; 0: the threshold alone (default: 4)",
     )
+    p.add_argument(
+        "--run-noise-pct",
+        type=run_noise_pct,
+        default=None,
+        help="the machine's between-run noise of a median, percent, for rows that carry none (runs from "
+        "before issue 27): their medians are then judged against it instead of the noise floor",
+    )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)
 
@@ -131,6 +154,13 @@ def build_parser() -> Parser:
     p.add_argument("--aa", nargs="+", type=Path, required=True, help="two or more runs of the same cells")
     p.add_argument(
         "--slowed", nargs="*", type=Path, default=[], help="runs made with SUITE_FAULT=slow:<factor>"
+    )
+    p.add_argument(
+        "--run-noise-pct",
+        type=run_noise_pct,
+        default=None,
+        help="the machine's between-run noise of a median, percent, for rows that carry none (runs from "
+        "before issue 27): their medians are then judged against it instead of the noise floor",
     )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)

@@ -341,6 +341,18 @@ def bounded(flag: str, low: float, high: float, rule: str) -> Callable[[str], fl
 threshold = bounded("--threshold", 0, 1, "a fraction in [0, 1), e.g. 0.05 for 5%")
 compile_threshold = bounded("--compile-threshold", 0, 100, "a fraction >= 0, e.g. 0.25 for 25%")
 noise_z = bounded("--noise-z", 0, 100, "a number >= 0, e.g. 4 (0: no noise floor)")
+run_noise_pct = bounded("--run-noise-pct", 0, 100, "a percentage from 0 to 100, e.g. 5")
+
+
+def held_out(text: str) -> int:
+    """--hold-out: how many of the last repetitions to keep apart, an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError("--hold-out", f"{text!r} is not an integer") from None
+    if value < 0:
+        raise UsageError("--hold-out", f"must be >= 0, got {text}")
+    return value
 
 
 def count(flag: str) -> Callable[[str], int]:

@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 from suite.cli.args import request_of
+from suite.errors import UsageError
 from suite.redact import redact
-from suite.run import preflight, repeat, runner
+from suite.results import read_rows
+from suite.run import coverage, preflight, repeat, runner
 
 
 def cmd_repeat(args: argparse.Namespace) -> int:
@@ -33,9 +35,29 @@ def cmd_repeat(args: argparse.Namespace) -> int:
         f"{args.times} repetitions, {cells[0].settings.iterations} iterations per cell"
     )
     lines = repeat.render(spreads, environment.device_type, title, load)
-    lines += ["", *repeat.render_coverage(spreads, cells[0].settings.processes)]  # issue 27
+    processes, device = cells[0].settings.processes, environment.device_type
+    lines += ["", *coverage.render(spreads, processes, device, args.hold_out)]  # issue 27
     text = "\n".join(lines)
     print(text)
     (folder / "repeat.md").write_text(redact(text) + "\n", encoding="utf-8")
     print(f"written to {folder / 'repeat.md'}", file=sys.stderr)
+    return 0
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    """The coverage table of a finished (or partly finished) repeat, from its rows alone."""
+    folder: Path = args.folder
+    reps = sorted((d for d in folder.glob("rep-*") if d.name[4:].isdigit()), key=lambda d: int(d.name[4:]))
+    if not reps:
+        raise UsageError(str(folder), "no rep-<i> folders: not a repeat's run folder")
+    spreads = repeat.collect(reps)
+    rows = [r for rep in reps for csv in sorted((rep / "raw").glob("*.csv")) for r in read_rows(csv).rows]
+    devices = sorted({r.get("device", "") for r in rows} - {""})
+    processes = max((int(r.get("processes") or 1) for r in rows), default=1)
+    lines = [
+        f"{folder.name}: {len(reps)} repetitions",
+        "",
+        *coverage.render(spreads, processes, devices[0] if devices else "cpu", args.hold_out),
+    ]
+    print("\n".join(lines))
     return 0

@@ -81,6 +81,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rule = replace(rule, compile_threshold=args.compile_threshold)
     if args.noise_z is not None:
         rule = replace(rule, noise_z=args.noise_z)
+    if args.run_noise_pct is not None:
+        rule = replace(rule, run_noise_pct=args.run_noise_pct)
     result = compare(base, new, rule.threshold, rule)
     text = render(result, [args.base], [args.new], base, new)
     if args.output:
@@ -107,7 +109,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise UsageError(str(path), "no such file or folder")
     if len(args.aa) < 2:
         raise UsageError("--aa", "needs two or more runs of the same cells")
-    text = calibration(args.aa, args.slowed)
+    text = calibration(args.aa, args.slowed, args.run_noise_pct)
     print(text, end="")
     if args.output:
         args.output.write_text(text, encoding="utf-8")

@@ -22,7 +22,7 @@ from suite.compare.rule import FAILING_VERDICTS, NOISE_Z, SUSPECT, Comparison, R
 from suite.report.load import Loaded, load
 
 THRESHOLDS = (0.02, 0.05, 0.10)
-NOISE_ZS = (0.0, NOISE_Z)  # without the noise floor, and with compare's default
+NOISE_ZS = (0.0, 3.0, NOISE_Z)  # without the noise floor or between-run noise, then two z
 
 
 @dataclass
@@ -44,6 +44,8 @@ class Tally:
     untouched_flagged: int = 0
     aa_floors: list[float] = field(default_factory=list)  # the noise floor of each comparison
     slowed_floors: list[float] = field(default_factory=list)
+    judged_on_noise: int = 0  # cell-compares judged against the rows' between-run noise (issue 27)
+    judged: int = 0
 
     def floor_text(self) -> str:
         """The floors the comparisons measured: A/A (the drift alone), and against the slowed runs
@@ -55,8 +57,13 @@ class Tally:
             seen = [f for f in floors if f > 0]
             return f"{min(seen):.1%}-{max(seen):.1%}" if seen else "none measured"
 
+        if self.judged and self.judged_on_noise == self.judged:
+            return f"{self.rule.noise_z:g} sd of the between-run noise (every cell)"
         text = f"{self.rule.noise_z:g} sd: A/A {span(self.aa_floors)}"
-        return text + (f", slowed {span(self.slowed_floors)}" if self.slowed_comparisons else "")
+        text += f", slowed {span(self.slowed_floors)}" if self.slowed_comparisons else ""
+        if self.judged_on_noise:
+            text += f"; {self.judged_on_noise} of {self.judged} cell compares on the between-run noise"
+        return text
 
 
 def _mode(cmp: Comparison, key: tuple[str, ...]) -> str:
@@ -65,8 +72,14 @@ def _mode(cmp: Comparison, key: tuple[str, ...]) -> str:
 
 def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule) -> Tally:
     t = Tally(rule)
+
+    def judged(cmp: Comparison) -> Comparison:
+        t.judged += len(cmp.changes)
+        t.judged_on_noise += cmp.rerun_cells
+        return cmp
+
     for i, j in permutations(range(len(aa)), 2):
-        cmp = compare(aa[i], aa[j], rule.threshold, rule)
+        cmp = judged(compare(aa[i], aa[j], rule.threshold, rule))
         t.aa_floors.append(cmp.noise.bound(rule.noise_z))
         t.aa_comparisons += 1
         t.aa_failed += cmp.failed
@@ -75,7 +88,7 @@ def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule) -> Tally:
         t.aa_suspect += cmp.count(SUSPECT)
     for base in aa:
         for new in slowed:
-            cmp = compare(base, new, rule.threshold, rule)
+            cmp = judged(compare(base, new, rule.threshold, rule))
             t.slowed_floors.append(cmp.noise.bound(rule.noise_z))
             t.slowed_comparisons += 1
             t.slowed_failed += cmp.failed
@@ -162,12 +175,16 @@ def render(tallies: Sequence[Tally], aa: Sequence[Path], slowed: Sequence[Path],
     return "\n".join(lines) + "\n"
 
 
-def calibration(aa_runs: Sequence[Path], slowed_runs: Sequence[Path]) -> str:
+def calibration(
+    aa_runs: Sequence[Path], slowed_runs: Sequence[Path], run_noise_pct: float | None = None
+) -> str:
     """The report: every rule of THRESHOLDS x NOISE_ZS over the A/A and slowed runs, then how far
-    apart the A/A runs are."""
+    apart the A/A runs are. `run_noise_pct`: the between-run noise for rows that carry none
+    (compare --run-noise-pct)."""
     aa = [load([p]) for p in aa_runs]
     slowed = [load([p]) for p in slowed_runs]
+    base = replace(Rule(), run_noise_pct=run_noise_pct)
     tallies = [
-        tally(aa, slowed, replace(Rule(), threshold=th, noise_z=z)) for z in NOISE_ZS for th in THRESHOLDS
+        tally(aa, slowed, replace(base, threshold=th, noise_z=z)) for z in NOISE_ZS for th in THRESHOLDS
     ]
     return render(tallies, aa_runs, slowed_runs, spreads(aa))

@@ -109,6 +109,18 @@ def verdict_line(cmp: Comparison) -> str:
 
 
 def _noise_text(cmp: Comparison) -> str:
+    text = _floor_text(cmp)
+    if cmp.rerun_cells and cmp.rule.noise_z > 0:
+        text += (
+            f" {cmp.rerun_cells} of {len(cmp.changes)} cell(s) carry the machine's between-run noise "
+            f"(`run_noise_pct`): their medians are judged against {cmp.rule.noise_z:g} standard deviations "
+            "of new / base where nothing changed (both runs' noise and both CIs) instead of the floor, "
+            "and their interval is that ratio's 95% one."
+        )
+    return text
+
+
+def _floor_text(cmp: Comparison) -> str:
     noise, z = cmp.noise, cmp.rule.noise_z
     if z <= 0:
         return "no noise floor (--noise-z 0): medians are judged against the threshold alone."

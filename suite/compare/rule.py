@@ -30,6 +30,7 @@ from suite.report.load import Loaded
 from suite.report.moved import Side, SpeedupSplit
 from suite.report.study import Measurement, measurement_of, ratio_interval
 from suite.results import CELL_COLUMNS, FAILED_STATUSES, STATUS_WORDS
+from suite.stats import log_se, z_of
 
 # A cell across two runs; the build is added when a run holds several builds.
 MATCH_COLUMNS: tuple[str, ...] = tuple(c for c in CELL_COLUMNS if c != "build")
@@ -64,6 +65,7 @@ NOISE_Z = 4.0
 NOISE_MIN_CELLS = 8  # fewer healthy cells in common: too few to tell noise from change, no floor
 # median absolute deviation -> standard deviation, for normal noise (1.4826...)
 MAD_TO_SD = 1 / statistics.NormalDist().inv_cdf(0.75)
+Z95 = z_of(0.95)
 SECTIONS: tuple[tuple[str, str], ...] = (
     (REGRESSION, "Regressions (slower beyond the threshold and the noise floor, interval above 1)"),
     (
@@ -98,6 +100,9 @@ class Rule:
     compile_threshold: float = COMPILE_THRESHOLD
     compile_floor_s: float = COMPILE_FLOOR_S
     noise_z: float = NOISE_Z
+    # the machine's between-run noise (percent) for rows that carry none (runs from before issue 27,
+    # a device not yet measured): `compare --run-noise-pct`; None: such rows get the noise floor
+    run_noise_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,8 @@ class Comparison:
     threshold: float
     rule: Rule = Rule()
     noise: NoiseFloor = NoiseFloor()
+    # cells whose medians were judged against the rows' between-run noise, not the floor
+    rerun_cells: int = 0
 
     @property
     def median_bound(self) -> float:
@@ -199,14 +206,32 @@ def compile_change(base: Measurement, new: Measurement, rule: Rule) -> bool:
     return n / b > 1 + rule.compile_threshold and n - b > rule.compile_floor_s
 
 
+def between_run_sd(base: Measurement, new: Measurement, fallback_pct: float | None = None) -> float | None:
+    """The log-scale standard deviation of new / base where nothing changed, when both rows carry
+    the machine's between-run noise (issue 27, docs/intervals.md; `fallback_pct` for a row that
+    carries none): both medians' sampling errors (from their CIs) and both runs' level shifts.
+    None when either lacks a figure."""
+    figures = [base.ci_low_ms, base.ci_high_ms, new.ci_low_ms, new.ci_high_ms]
+    pcts = [fallback_pct if m.run_noise_pct is None else m.run_noise_pct for m in (base, new)]
+    if None in pcts or any(not f or f <= 0 for f in figures):
+        return None
+    taus = [math.log1p(pct / 100) for pct in pcts]  # type: ignore[operator]
+    ses = [log_se(lo, hi) for lo, hi in ((base.ci_low_ms, base.ci_high_ms), (new.ci_low_ms, new.ci_high_ms))]
+    return math.sqrt(sum(t * t for t in taus) + sum(e * e for e in ses))
+
+
 def judge(
     base: Measurement, new: Measurement, threshold: float, rule: Rule | None = None, floor: float = 0.0
 ) -> tuple[str, float | None, float | None, float | None]:
     """The verdict for one cell, with the ratio new/base and its interval when both are ok.
-    `floor`: the runs' noise floor (NoiseFloor.bound); a median is judged against the threshold
-    or the floor, whichever is higher, the paired speed-up against the threshold alone."""
+    A median is judged against the threshold or its noise, whichever is higher: where both rows
+    carry the machine's between-run noise, `noise_z` standard deviations of it (`between_run_sd`;
+    the interval is then the ratio's 95% one under no change); else `floor`, the runs' noise floor
+    (NoiseFloor.bound), and the interval from the two CIs. The paired speed-up is judged against
+    the threshold alone."""
     rule = rule or Rule(threshold=threshold)
-    bound = max(threshold, floor)
+    sd = between_run_sd(base, new, rule.run_noise_pct) if rule.noise_z > 0 else None
+    bound = max(threshold, floor if sd is None else math.expm1(rule.noise_z * sd))
     if base.ok and new.status in FAILED_STATUSES:
         return NEWLY_FAILING, None, None, None
     if new.ok and base.status in FAILED_STATUSES:
@@ -215,6 +240,8 @@ def judge(
         return NOT_COMPARABLE, None, None, None
     ratio = new.median_ms / base.median_ms
     low, high = ratio_interval(new, base)
+    if sd is not None:
+        low, high = ratio * math.exp(-Z95 * sd), ratio * math.exp(Z95 * sd)
     if new.accuracy_failed and not base.accuracy_failed:
         return ACCURACY_REGRESSION, ratio, low, high
     pair = speedup_change(base, new)
@@ -271,6 +298,9 @@ def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = Non
         threshold=threshold,
         rule=rule,
         noise=noise,
+        rerun_cells=sum(between_run_sd(c.base, c.new, rule.run_noise_pct) is not None for c in changes)
+        if rule.noise_z > 0
+        else 0,
     )
 
 

@@ -370,6 +370,15 @@ TABLE: tuple[Column, ...] = (
         "process_spread_pct", "%", "max / min - 1 of the processes' own medians, in percent", positive=False
     ),
     _extra_timed("warm_compile_s", "s", "median compile of the 2nd..kth processes, on the first's caches"),
+    # issue 27: where another run's median should fall (suite.run.rerun, docs/intervals.md)
+    _extra_timed(
+        "run_noise_pct",
+        "%",
+        "the machine's between-run noise the rerun interval adds (the run_noise_pct setting)",
+        positive=False,
+    ),
+    _extra_timed("rerun95_low_ms", "ms", "where another run's median should fall, 95%: low"),
+    _extra_timed("rerun95_high_ms", "ms", "where another run's median should fall, 95%: high"),
     Column("process_note", contract=False, doc="a process of the cell that gave no samples, and why"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}

@@ -20,13 +20,21 @@ from dataclasses import replace
 from typing import Any
 
 from suite.measure.compile_cost import COLUMN_OF_PHASE, LABEL_OF_PHASE, MEGACACHE, MEGACACHE_ENV, WARM
-from suite.run import launch, pooled
+from suite.run import launch, pooled, rerun
 from suite.run.launch import SAMPLES, WorkerJob, WorkerResult
 from suite.stats import breakeven_calls, median
 
 
 def run_cell(job: WorkerJob) -> WorkerResult:
-    """The rows of one cell (`job`: its own process), with the wall seconds of all its processes."""
+    """The rows of one cell (`job`: its own process), with the wall seconds of all its processes;
+    an ok row gets its rerun interval (suite.run.rerun) from its figures, however many processes."""
+    result = _run_cell(job)
+    for row in result.rows:
+        row.update(rerun.fields(row, job.cell.settings.run_noise, job.device_type))
+    return result
+
+
+def _run_cell(job: WorkerJob) -> WorkerResult:
     cell, paths = job.cell, job.paths
     k = 1 if cell.batch_sizes else cell.settings.processes  # a dynamic-batch cell: one process
     if not cell.compile_cost and k == 1:

@@ -39,12 +39,8 @@ class CellSpread:
     failed: tuple[str, ...]  # the statuses of the repetitions that did not end ok
     # each ok repetition's 95% CI of its median (ms), in the order of `medians` (issue 27)
     intervals: tuple[tuple[float, float], ...] = ()
-
-    @property
-    def coverage(self) -> tuple[int, int]:
-        """(hits, pairs): over ordered pairs of repetitions i != j, how often repetition i's median
-        lies inside repetition j's 95% interval (issue 27: a 95% interval should hold ~90-97%)."""
-        return coverage(self.medians, self.intervals)
+    # and its rerun interval (suite.run.rerun), where every repetition's row has one
+    reruns: tuple[tuple[float, float], ...] = ()
 
     @property
     def median_spread(self) -> float | None:
@@ -53,19 +49,6 @@ class CellSpread:
     @property
     def speedup_spread(self) -> float | None:
         return spread(self.speedups)
-
-
-def coverage(medians: Sequence[float], intervals: Sequence[tuple[float, float]]) -> tuple[int, int]:
-    """(hits, pairs) over ordered pairs i != j: median i inside interval j."""
-    if len(medians) != len(intervals):
-        return 0, 0
-    hits = pairs = 0
-    for i, m in enumerate(medians):
-        for j, (lo, hi) in enumerate(intervals):
-            if i != j:
-                pairs += 1
-                hits += lo <= m <= hi
-    return hits, pairs
 
 
 def collect(run_dirs: Sequence[Path]) -> list[CellSpread]:
@@ -86,39 +69,19 @@ def collect(run_dirs: Sequence[Path]) -> list[CellSpread]:
                 health=tuple(r.get("health", "") or "—" for r in ok),
                 failed=tuple(r["status"] for r in rows if r["status"] != OK),
                 intervals=_intervals(ok),
+                reruns=_intervals(ok, "rerun95"),
             )
         )
     return out
 
 
-def _intervals(rows: Sequence[dict[str, str]]) -> tuple[tuple[float, float], ...]:
-    """Each row's 95% CI of its median; none at all when a row lacks one."""
-    pairs = [(r.get("ci95_low_ms") or "", r.get("ci95_high_ms") or "") for r in rows]
+def _intervals(rows: Sequence[dict[str, str]], prefix: str = "ci95") -> tuple[tuple[float, float], ...]:
+    """Each row's 95% interval (`ci95`: its CI; `rerun95`: its rerun interval); none at all when a
+    row lacks one."""
+    pairs = [(r.get(f"{prefix}_low_ms") or "", r.get(f"{prefix}_high_ms") or "") for r in rows]
     if not all(lo and hi for lo, hi in pairs):
         return ()
     return tuple((float(lo), float(hi)) for lo, hi in pairs)
-
-
-def render_coverage(cells: Sequence[CellSpread], processes: int) -> list[str]:
-    """Issue 27: each cell's coverage (repetition i's median inside repetition j's 95% interval,
-    i != j) and the total, for the `processes` the repetitions ran with."""
-    lines = [
-        f"Coverage with {processes} process(es) per cell: how often a repetition's median lies inside "
-        "another repetition's 95% interval (target 90-97%)",
-        "",
-        "| processes | model | batch | mode | inside / pairs | coverage |",
-        "|---|---|---|---|---|---|",
-    ]
-    hits = pairs = 0
-    for c in cells:
-        h, n = c.coverage
-        hits, pairs = hits + h, pairs + n
-        share = f"{h / n:.0%}" if n else "—"
-        cell = f"{c.key['model']} | {c.key['batch_size']} | {c.key['mode']}"
-        lines.append(f"| {processes} | {cell} | {h} / {n} | {share} |")
-    total = f"{hits / pairs:.1%}" if pairs else "—"
-    lines += ["", f"all cells: {hits} of {pairs} pairs inside ({total})"]
-    return lines
 
 
 def _pct(value: float | None) -> str:

@@ -23,6 +23,7 @@ from suite.spec.model import (
     PARITY_MAX_EPS_LIMIT,
     PARITY_SETTINGS,
     PRECISION,
+    RUN_NOISE_DEVICES,
     SCENARIOS,
     STOP_RULES,
     TASKS,
@@ -31,6 +32,7 @@ from suite.spec.model import (
     Matrix,
     ModelSpec,
     Profile,
+    RunNoise,
     Selection,
     SettingError,
     Settings,
@@ -74,6 +76,8 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
             out[key] = value
     if r.has("parity_max_eps"):
         out["parity_max_eps"] = r.float("parity_max_eps", maximum=PARITY_MAX_EPS_LIMIT)
+    if r.has("run_noise_pct"):
+        out["run_noise"] = _run_noise(r.sub("run_noise_pct"), base.run_noise)
     if r.has("image"):
         img = r.sub("image")
         url = img.raw("url", base.image.url) or ""
@@ -86,6 +90,21 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         img.done()
         out["image"] = ImageSpec(url=url, path=path)
     return out
+
+
+def _run_noise(r: Reader, base: RunNoise) -> RunNoise:
+    """`run_noise_pct: {cpu: 5.0, cuda: ~}`: percent per device type, null for not measured; a
+    device left out keeps `base`'s."""
+    if not isinstance(r.data, Mapping):
+        r.fail(f"must be a mapping of {' / '.join(RUN_NOISE_DEVICES)} to percent, got {kind(r.data)}")
+    out: dict[str, float | None] = {}
+    for device in RUN_NOISE_DEVICES:
+        if r.has(device):
+            out[device] = None if r.raw(device) is None else r.float(device, positive=False, maximum=100.0)
+            if out[device] is not None and out[device] < 0:  # type: ignore[operator]
+                r.fail(f"must be from 0 to 100 (percent), got {out[device]}", device)
+    r.done()
+    return replace(base, **out)
 
 
 def _dynamic_batch_sizes(r: Reader) -> tuple[int, ...]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -80,6 +81,36 @@ class ImageSpec:
 
     url: str = ""
     path: str = ""
+
+
+@dataclass(frozen=True)
+class RunNoise:
+    """How far a cell's median moves between runs on this machine beyond what the run itself
+    shows (tau, a percentage of the median), per device type: what a row's rerun interval adds to
+    its CI (suite.stats.rerun_interval, docs/intervals.md). None: not measured on this kind of
+    device, so rows get no rerun interval. `nox -s coverage` measures it."""
+
+    cpu: float | None = None
+    cuda: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in RUN_NOISE_DEVICES:
+            pct = getattr(self, name)
+            ok = pct is None or (
+                not isinstance(pct, bool) and isinstance(pct, (int, float)) and 0 <= pct <= 100
+            )
+            if not ok:
+                raise SettingError(
+                    ("run_noise_pct",), f"{name}: must be from 0 to 100 (percent), got {pct!r}"
+                )
+
+    def tau(self, device_type: str) -> float | None:
+        """The log-scale standard deviation for `device_type` ("cpu" or "cuda"), None if unmeasured."""
+        pct = getattr(self, device_type, None) if device_type in RUN_NOISE_DEVICES else None
+        return None if pct is None else math.log1p(pct / 100)
+
+
+RUN_NOISE_DEVICES: tuple[str, ...] = ("cpu", "cuda")
 
 
 class SettingError(ValueError):
@@ -169,9 +200,15 @@ class Settings:
     # worker processes a cell is timed in (suite.run.cell_path): the first cold (its compile is
     # compile_s), the others warm on its compile caches; the row's figures pool all of them
     processes: int = 1
+    # the machine's between-run noise, per device type (a rerun interval's second part)
+    run_noise: RunNoise = field(default_factory=RunNoise)
 
     def __post_init__(self) -> None:
         _choice("dtype", self.dtype, DTYPES)
+        if not isinstance(self.run_noise, RunNoise):
+            raise SettingError(
+                ("run_noise_pct",), f"must be a mapping of cpu/cuda to percent, got {self.run_noise!r}"
+            )
         for name in PARITY_SETTINGS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
