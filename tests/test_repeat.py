@@ -74,8 +74,12 @@ def test_repeat_runs_the_cells_n_times_and_prints_the_spreads(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr[-3000:]
     for i in (1, 2):
         assert len(list((tmp_path / "rr" / f"rep-{i}" / "raw").glob("*.csv"))) == 1
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(("| TinyViT ", "| TinyResNet "))]
+    spread, coverage = proc.stdout.split("Coverage with 1 process(es) per cell")
+    lines = [ln for ln in spread.splitlines() if ln.startswith(("| TinyViT ", "| TinyResNet "))]
     assert len(lines) == 2
+    # and the coverage of their intervals, with the machine's between-run noise it measured
+    assert len([ln for ln in coverage.splitlines() if ln.startswith(("| TinyViT ", "| TinyResNet "))]) == 2
+    assert "`run_noise_pct: {cpu: " in coverage
     for line in lines:
         cols = [c.strip() for c in line.strip("|").split("|")]
         medians = [float(m) for m in cols[3].split(", ")]

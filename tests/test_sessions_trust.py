@@ -72,6 +72,7 @@ def test_coverage_repeats_the_cells_with_one_process_then_three(ran, tmp_path: P
     reports = trust.coverage(_runner(), ["--run-id", "c", "--out", str(tmp_path), "--models", "ResNet"], ROOT)
     (one, _), (three, _) = ran
     for cmd, k in ((one, "1"), (three, "3")):
-        assert cmd[cmd.index("--processes") + 1] == k and cmd[cmd.index("--times") + 1] == "10"
+        assert cmd[cmd.index("--processes") + 1] == k and cmd[cmd.index("--times") + 1] == "11"
+        assert cmd[cmd.index("--hold-out") + 1] == "1" and "--no-compile-cost" in cmd
         assert cmd[-2:] == ["--models", "ResNet"]  # the user's flags last: they win
     assert reports == [tmp_path / "c-k1" / "repeat.md", tmp_path / "c-k3" / "repeat.md"]

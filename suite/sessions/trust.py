@@ -31,11 +31,16 @@ GATE = ["--profile", "smoke", "--iterations", "100", "--no-compile-cost"]
 GATE_AA = [*GATE, "--times", "3"]
 GATE_SLOWED = [*GATE, "--times", "2"]
 SLOW_FAULT = "slow:1.2"
-# Issue 27's coverage: the same full-size cells 10 times, once with one process per cell and
-# once with COVERAGE_PROCESSES; each repetition's median against the others' 95% intervals. The
-# fixed count, so both k time the same calls per process. `-- --models ... --times N` narrow it.
-COVERAGE = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "100", "--stop-rule", "fixed"]
-COVERAGE_TIMES = "10"
+# Issue 27's coverage: the same full-size cells 11 times (10, and one held out), once with one
+# process per cell and once with COVERAGE_PROCESSES; each repetition's median against the others'
+# 95% intervals, and the machine's between-run noise to set as run_noise_pct. The fixed count, so
+# both k time the same calls per process. `-- --models ... --times N --hold-out H` narrow it.
+COVERAGE = [
+    *FULL_SIZE, "--modes", "eager,default", "--iterations", "100", "--stop-rule", "fixed",
+    "--no-compile-cost",
+]  # fmt: skip
+COVERAGE_TIMES = "11"
+COVERAGE_HOLD_OUT = "1"
 COVERAGE_PROCESSES = (1, 3)
 
 
@@ -61,15 +66,20 @@ def coverage(runner: Runner, posargs: Sequence[str], root: Path) -> list[Path]:
     `<out>/<run-id>-k<k>/repeat.md` with its coverage table); returns those reports."""
     python, build, args = _python(runner, posargs, root)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    flags = take(args, values=["--run-id", "--out", "--times"])
+    flags = take(args, values=["--run-id", "--out", "--times", "--hold-out"])
     run_id = flags["--run-id"] or f"coverage-{stamp}"
     out = Path(flags["--out"] or root / "results")
-    times = flags["--times"] or COVERAGE_TIMES
+    times = [
+        "--times",
+        flags["--times"] or COVERAGE_TIMES,
+        "--hold-out",
+        flags["--hold-out"] or COVERAGE_HOLD_OUT,
+    ]
     reports = []
     for k in COVERAGE_PROCESSES:
         one = f"{run_id}-k{k}"
         base = [python, "-m", "suite", "repeat", "--build", build, "--out", str(out), "--run-id", one]
-        run_suite(runner, [*base, *COVERAGE, "--times", times, "--processes", str(k), *args])
+        run_suite(runner, [*base, *COVERAGE, *times, "--processes", str(k), *args])
         reports.append(out / one / "repeat.md")
     return reports
 
