@@ -188,3 +188,16 @@ def test_the_coverage_verb_reads_a_repeat_folder(tmp_path: Path, capsys) -> None
     assert main(["coverage", str(tmp_path / "nothing")]) == 2
     assert "no rep-<i> folders" in capsys.readouterr().err
     assert main(["coverage", str(tmp_path / "cov"), "--hold-out", "-1"]) == 2
+
+
+def test_a_cell_carries_its_run_noise_to_its_worker() -> None:
+    from dataclasses import replace
+
+    from suite.spec.model import Cell, ModelSpec, Settings
+
+    model = ModelSpec(name="M", task="Image Classification", model_type="vit", config={})
+    settings = Settings(weights="random", run_noise=RunNoise(cpu=4.5))
+    c = Cell(build="b", model=model, batch_size=1, mode="eager", scenario="inference", settings=settings)
+    assert Cell.from_json(c.to_json()).settings.run_noise == RunNoise(cpu=4.5)
+    with pytest.raises(SettingError, match="run_noise_pct"):
+        replace(settings, run_noise={"cpu": 4.5})

@@ -427,6 +427,7 @@ class Cell:
             **{
                 **raw["settings"],
                 "image": ImageSpec(**raw["settings"]["image"]),
+                "run_noise": RunNoise(**raw["settings"].get("run_noise", {})),
                 "dynamic_batch_sizes": tuple(raw["settings"].get("dynamic_batch_sizes", ())),
             }
         )
