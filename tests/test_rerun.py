@@ -199,5 +199,5 @@ def test_a_cell_carries_its_run_noise_to_its_worker() -> None:
     settings = Settings(weights="random", run_noise=RunNoise(cpu=4.5))
     c = Cell(build="b", model=model, batch_size=1, mode="eager", scenario="inference", settings=settings)
     assert Cell.from_json(c.to_json()).settings.run_noise == RunNoise(cpu=4.5)
-    with pytest.raises(SettingError, match="run_noise_pct"):
+    with pytest.raises(SettingError, match="cpu/cuda to percent"):
         replace(settings, run_noise={"cpu": 4.5})
