@@ -121,7 +121,7 @@ def test_the_cost_model_counts_each_further_process() -> None:
 
 
 def test_coverage_counts_medians_inside_the_other_repetitions_intervals() -> None:
-    from suite.run.coverage import count, measure
+    from suite.run.coverage import Series, count, measure
     from suite.run.repeat import CellSpread
 
     medians = (10.0, 10.2, 11.0)
@@ -130,5 +130,5 @@ def test_coverage_counts_medians_inside_the_other_repetitions_intervals() -> Non
     tally = count(medians, lambda i, j: intervals[j], pairs)
     assert (tally.hits, tally.pairs) == (1, 6)  # 10.2 inside the 1st's; 10.0 and 11.0 in no other
     cell = CellSpread({"model": "M", "batch_size": "1", "mode": "eager"}, medians, (), (), (), intervals)
-    (measured,), _ = measure([cell])
+    (measured,), _ = measure([Series.medians(cell)])
     assert str(measured.ci) == "1 / 6 (16.7%)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,14 +16,14 @@ from support.rows import cell as row_of
 from support.rows import write_by_build
 
 from suite.cli import main
-from suite.compare.rule import REGRESSION, UNCHANGED, Rule, judge
+from suite.compare.rule import LESS_SPEEDUP, REGRESSION, UNCHANGED, Rule, judge
 from suite.report.study import Measurement
 from suite.results import RowWriter
 from suite.run import rerun
-from suite.run.coverage import measure, render
+from suite.run.coverage import Series, measure, render
 from suite.run.repeat import CellSpread, collect
 from suite.spec.load import load_matrix
-from suite.spec.model import RunNoise, SettingError
+from suite.spec.model import RunNoise, SettingError, Settings
 from suite.stats import between_run_variance, log_se, rerun_interval, z_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +83,7 @@ def test_coverage_of_the_ci_is_low_and_of_the_rerun_interval_near_95_percent() -
     # its noise taken from the other repetitions only, holds it about 95% of the time
     ci = rr = held = pairs = held_pairs = 0
     for seed in range(20):
-        measured, t2 = measure(spreads(seed, 0.05), hold_out=1)
+        measured, t2 = measure([Series.medians(c) for c in spreads(seed, 0.05)], hold_out=1)
         assert t2 is not None and 0.02 < math.sqrt(t2) < 0.09
         for cc in measured:
             ci += cc.ci.hits
@@ -108,7 +109,8 @@ def test_coverage_of_the_ci_is_low_and_of_the_rerun_interval_near_95_percent() -
 
 def test_the_coverage_table_names_the_noise_to_set() -> None:
     text = "\n".join(render(spreads(1, 0.05), processes=1, device_type="cpu", hold_out=1))
-    assert "| model | batch | mode | CI of the median |" in text
+    assert text.startswith("Coverage of the median with 1 process(es) per cell")
+    assert "| model | batch | mode | CI | rerun interval, rows' own |" in text
     assert "| all | | |" in text
     assert "`run_noise_pct: {cpu: " in text and "from all but the last 1 (1 process(es) per cell)" in text
 
@@ -136,21 +138,28 @@ def test_run_noise_pct_is_a_setting_per_device_type(tmp_path: Path, capsys) -> N
 
 def test_an_ok_row_gets_its_rerun_interval_where_the_noise_is_measured() -> None:
     row = {"status": "ok", "median_ms": 100.0, "ci95_low_ms": 99.0, "ci95_high_ms": 101.0}
-    got = rerun.fields(row, RunNoise(cpu=5.0), "cpu")
+    noisy = Settings(run_noise=RunNoise(cpu=5.0))
+    got = rerun.fields(row, noisy, "cpu")
     assert got["run_noise_pct"] == 5.0
     assert got["rerun95_low_ms"] < 99.0 and got["rerun95_high_ms"] > 101.0
     assert (got["rerun95_low_ms"], got["rerun95_high_ms"]) == rerun_interval(100, 99, 101, math.log(1.05))
-    assert rerun.fields(row, RunNoise(cpu=5.0), "cuda") == {}  # not measured there
-    assert rerun.fields({**row, "status": "error"}, RunNoise(cpu=5.0), "cpu") == {}
-    assert rerun.fields({**row, "ci95_low_ms": None}, RunNoise(cpu=5.0), "cpu") == {}
+    assert rerun.fields(row, noisy, "cuda") == {}  # not measured there
+    assert rerun.fields({**row, "status": "error"}, noisy, "cpu") == {}
+    assert rerun.fields({**row, "ci95_low_ms": None}, noisy, "cpu") == {}
+    # a compiled row's paired speed-up gets its own, with its own noise
+    paired = {**row, "speedup": 1.2, "speedup_ci95_low": 1.19, "speedup_ci95_high": 1.21}
+    both = rerun.fields(paired, replace(noisy, speedup_noise=RunNoise(cpu=2.0)), "cpu")
+    assert both["speedup_noise_pct"] == 2.0
+    assert (both["speedup_rerun95_low"], both["speedup_rerun95_high"]) == rerun_interval(
+        1.2, 1.19, 1.21, math.log(1.02)
+    )
+    assert "speedup_noise_pct" not in rerun.fields(paired, noisy, "cpu")
 
 
 BASE = Measurement("ok", "", 10, 10, 9.9, 10.1, None, None, None, "pass", None, "x", health="ok")
 
 
 def test_compare_judges_a_median_against_the_runs_between_run_noise() -> None:
-    from dataclasses import replace
-
     slower = replace(BASE, mean_ms=11.5, median_ms=11.5, ci_low_ms=11.4, ci_high_ms=11.6)
     assert judge(BASE, slower, 0.05)[0] == REGRESSION  # the CIs alone: 15% slower
     noisy = (replace(BASE, run_noise_pct=7.0), replace(slower, run_noise_pct=7.0))
@@ -191,9 +200,7 @@ def test_the_coverage_verb_reads_a_repeat_folder(tmp_path: Path, capsys) -> None
 
 
 def test_a_cell_carries_its_run_noise_to_its_worker() -> None:
-    from dataclasses import replace
-
-    from suite.spec.model import Cell, ModelSpec, Settings
+    from suite.spec.model import Cell, ModelSpec
 
     model = ModelSpec(name="M", task="Image Classification", model_type="vit", config={})
     settings = Settings(weights="random", run_noise=RunNoise(cpu=4.5))
@@ -201,3 +208,14 @@ def test_a_cell_carries_its_run_noise_to_its_worker() -> None:
     assert Cell.from_json(c.to_json()).settings.run_noise == RunNoise(cpu=4.5)
     with pytest.raises(SettingError, match="cpu/cuda to percent"):
         replace(settings, run_noise={"cpu": 4.5})
+
+
+def test_a_fallen_speed_up_must_clear_its_between_run_noise() -> None:
+    base = replace(BASE, speedup=1.10, speedup_low=1.09, speedup_high=1.11)
+    fell = replace(BASE, speedup=0.95, speedup_low=0.94, speedup_high=0.96)  # 1.158x less
+    assert judge(base, fell, 0.05)[0] == LESS_SPEEDUP  # the CIs alone
+    noisy = (replace(base, speedup_noise_pct=6.0), replace(fell, speedup_noise_pct=6.0))
+    assert judge(*noisy, 0.05, Rule())[0] == UNCHANGED  # 4 sd of two runs' 6%: about 40%
+    assert judge(*noisy, 0.05, Rule(noise_z=1.0))[0] == LESS_SPEEDUP
+    assert judge(base, fell, 0.05, Rule(speedup_noise_pct=6.0))[0] == UNCHANGED  # the fallback
+    assert judge(base, fell, 0.05, Rule(noise_z=0, speedup_noise_pct=6.0))[0] == LESS_SPEEDUP

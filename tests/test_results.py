@@ -169,7 +169,8 @@ def test_column_groups_come_from_the_one_table() -> None:
     # the stopping rule, per row; processes per cell
     issue_27 = (
         "calls", "stop_reason", "timed_s", "processes", "process_spread_pct", "warm_compile_s",
-        "run_noise_pct", "rerun95_low_ms", "rerun95_high_ms",
+        "run_noise_pct", "rerun95_low_ms", "rerun95_high_ms", "speedup_noise_pct", "speedup_rerun95_low",
+        "speedup_rerun95_high",
     )  # fmt: skip
     assert tuple(results.TIMING_COLUMNS) == (*contract, *compile_cost, *issue_29, *issue_28, *issue_27)
     # a dynamic-batch cell owes one row per (setting, batch size): `dynamic` is in both keys

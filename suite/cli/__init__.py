@@ -145,6 +145,12 @@ def build_parser() -> Parser:
         help="the machine's between-run noise of a median, percent, for rows that carry none (runs from "
         "before issue 27): their medians are then judged against it instead of the noise floor",
     )
+    p.add_argument(
+        "--speedup-noise-pct",
+        type=run_noise_pct,
+        default=None,
+        help="the same for the paired speed-up: a fall in it must then also clear --noise-z of it",
+    )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)
 
@@ -161,6 +167,12 @@ def build_parser() -> Parser:
         default=None,
         help="the machine's between-run noise of a median, percent, for rows that carry none (runs from "
         "before issue 27): their medians are then judged against it instead of the noise floor",
+    )
+    p.add_argument(
+        "--speedup-noise-pct",
+        type=run_noise_pct,
+        default=None,
+        help="the same for the paired speed-up: a fall in it must then also clear --noise-z of it",
     )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)

@@ -83,6 +83,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rule = replace(rule, noise_z=args.noise_z)
     if args.run_noise_pct is not None:
         rule = replace(rule, run_noise_pct=args.run_noise_pct)
+    if args.speedup_noise_pct is not None:
+        rule = replace(rule, speedup_noise_pct=args.speedup_noise_pct)
     result = compare(base, new, rule.threshold, rule)
     text = render(result, [args.base], [args.new], base, new)
     if args.output:
@@ -109,7 +111,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise UsageError(str(path), "no such file or folder")
     if len(args.aa) < 2:
         raise UsageError("--aa", "needs two or more runs of the same cells")
-    text = calibration(args.aa, args.slowed, args.run_noise_pct)
+    text = calibration(args.aa, args.slowed, args.run_noise_pct, args.speedup_noise_pct)
     print(text, end="")
     if args.output:
         args.output.write_text(text, encoding="utf-8")

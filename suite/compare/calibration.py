@@ -176,14 +176,17 @@ def render(tallies: Sequence[Tally], aa: Sequence[Path], slowed: Sequence[Path],
 
 
 def calibration(
-    aa_runs: Sequence[Path], slowed_runs: Sequence[Path], run_noise_pct: float | None = None
+    aa_runs: Sequence[Path],
+    slowed_runs: Sequence[Path],
+    run_noise_pct: float | None = None,
+    speedup_noise_pct: float | None = None,
 ) -> str:
     """The report: every rule of THRESHOLDS x NOISE_ZS over the A/A and slowed runs, then how far
-    apart the A/A runs are. `run_noise_pct`: the between-run noise for rows that carry none
-    (compare --run-noise-pct)."""
+    apart the A/A runs are. `run_noise_pct`, `speedup_noise_pct`: the between-run noises for rows
+    that carry none (compare --run-noise-pct, --speedup-noise-pct)."""
     aa = [load([p]) for p in aa_runs]
     slowed = [load([p]) for p in slowed_runs]
-    base = replace(Rule(), run_noise_pct=run_noise_pct)
+    base = replace(Rule(), run_noise_pct=run_noise_pct, speedup_noise_pct=speedup_noise_pct)
     tallies = [
         tally(aa, slowed, replace(base, threshold=th, noise_z=z)) for z in NOISE_ZS for th in THRESHOLDS
     ]

@@ -117,6 +117,12 @@ def _noise_text(cmp: Comparison) -> str:
             "of new / base where nothing changed (both runs' noise and both CIs) instead of the floor, "
             "and their interval is that ratio's 95% one."
         )
+    if cmp.speedup_noise_cells and cmp.rule.noise_z > 0:
+        text += (
+            f" {cmp.speedup_noise_cells} compiled cell(s) carry the between-run noise of their paired "
+            f"speed-up (`speedup_noise_pct`): a fall in it must also clear {cmp.rule.noise_z:g} standard "
+            "deviations of that noise and of both CIs."
+        )
     return text
 
 

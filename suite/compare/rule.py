@@ -103,6 +103,7 @@ class Rule:
     # the machine's between-run noise (percent) for rows that carry none (runs from before issue 27,
     # a device not yet measured): `compare --run-noise-pct`; None: such rows get the noise floor
     run_noise_pct: float | None = None
+    speedup_noise_pct: float | None = None  # the same for the paired speed-up
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,8 @@ class Comparison:
     noise: NoiseFloor = NoiseFloor()
     # cells whose medians were judged against the rows' between-run noise, not the floor
     rerun_cells: int = 0
+    # compiled cells whose paired speed-up was judged against its between-run noise
+    speedup_noise_cells: int = 0
 
     @property
     def median_bound(self) -> float:
@@ -206,18 +209,35 @@ def compile_change(base: Measurement, new: Measurement, rule: Rule) -> bool:
     return n / b > 1 + rule.compile_threshold and n - b > rule.compile_floor_s
 
 
-def between_run_sd(base: Measurement, new: Measurement, fallback_pct: float | None = None) -> float | None:
-    """The log-scale standard deviation of new / base where nothing changed, when both rows carry
-    the machine's between-run noise (issue 27, docs/intervals.md; `fallback_pct` for a row that
-    carries none): both medians' sampling errors (from their CIs) and both runs' level shifts.
-    None when either lacks a figure."""
-    figures = [base.ci_low_ms, base.ci_high_ms, new.ci_low_ms, new.ci_high_ms]
-    pcts = [fallback_pct if m.run_noise_pct is None else m.run_noise_pct for m in (base, new)]
-    if None in pcts or any(not f or f <= 0 for f in figures):
+def _noise_sd(
+    intervals: Sequence[tuple[float | None, float | None]], pcts: Sequence[float | None]
+) -> float | None:
+    """sqrt of the sum of the two runs' squared log standard errors (from their 95% CIs) and
+    squared between-run noises (percent); None when a figure is missing."""
+    if None in pcts or any(not lo or not hi or lo <= 0 or hi < lo for lo, hi in intervals):
         return None
     taus = [math.log1p(pct / 100) for pct in pcts]  # type: ignore[operator]
-    ses = [log_se(lo, hi) for lo, hi in ((base.ci_low_ms, base.ci_high_ms), (new.ci_low_ms, new.ci_high_ms))]
+    ses = [log_se(lo, hi) for lo, hi in intervals]  # type: ignore[arg-type]
     return math.sqrt(sum(t * t for t in taus) + sum(e * e for e in ses))
+
+
+def between_run_sd(base: Measurement, new: Measurement, fallback_pct: float | None = None) -> float | None:
+    """The log-scale standard deviation of new / base medians where nothing changed, when both rows
+    carry the machine's between-run noise (issue 27, docs/intervals.md; `fallback_pct` for a row
+    that carries none): both medians' sampling errors (from their CIs) and both runs' level
+    shifts. None when either lacks a figure."""
+    return _noise_sd(
+        [(m.ci_low_ms, m.ci_high_ms) for m in (base, new)],
+        [fallback_pct if m.run_noise_pct is None else m.run_noise_pct for m in (base, new)],
+    )
+
+
+def speedup_noise_sd(base: Measurement, new: Measurement, fallback_pct: float | None = None) -> float | None:
+    """The same for base / new paired speed-ups (`speedup_noise_pct`)."""
+    return _noise_sd(
+        [(m.speedup_low, m.speedup_high) for m in (base, new)],
+        [fallback_pct if m.speedup_noise_pct is None else m.speedup_noise_pct for m in (base, new)],
+    )
 
 
 def judge(
@@ -245,7 +265,12 @@ def judge(
     if new.accuracy_failed and not base.accuracy_failed:
         return ACCURACY_REGRESSION, ratio, low, high
     pair = speedup_change(base, new)
-    if pair is not None and pair[0] > 1 + threshold and pair[1] > 1:  # paired: drift cancels
+    s_sd = speedup_noise_sd(base, new, rule.speedup_noise_pct) if rule.noise_z > 0 else None
+    if pair is not None and (
+        pair[0] > 1 + threshold and pair[1] > 1  # paired: drift inside a process cancels
+        if s_sd is None
+        else pair[0] > 1 + max(threshold, math.expm1(rule.noise_z * s_sd))  # and between runs: its noise
+    ):
         return LESS_SPEEDUP, ratio, low, high
     slower = low is not None and ratio > 1 + bound and low > 1
     compile_slower = compile_change(base, new, rule)
@@ -290,6 +315,7 @@ def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = Non
         return (*key[:bs], int(key[bs]), *key[bs + 1 :])
 
     changes.sort(key=lambda c: order(c.key))
+    judged = changes if rule.noise_z > 0 else []  # --noise-z 0: no noise judges anything
     return Comparison(
         changes=tuple(changes),
         only_base=tuple(sorted(b.keys() - n.keys(), key=order)),
@@ -298,9 +324,10 @@ def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = Non
         threshold=threshold,
         rule=rule,
         noise=noise,
-        rerun_cells=sum(between_run_sd(c.base, c.new, rule.run_noise_pct) is not None for c in changes)
-        if rule.noise_z > 0
-        else 0,
+        rerun_cells=sum(between_run_sd(c.base, c.new, rule.run_noise_pct) is not None for c in judged),
+        speedup_noise_cells=sum(
+            speedup_noise_sd(c.base, c.new, rule.speedup_noise_pct) is not None for c in judged
+        ),
     )
 
 

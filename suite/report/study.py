@@ -122,6 +122,7 @@ class Measurement:
     compile_note: str = ""
     # issue 27: the machine's between-run noise of the median the run was given (run_noise_pct)
     run_noise_pct: float | None = None
+    speedup_noise_pct: float | None = None  # and of the paired speed-up (speedup_noise_pct)
     # issue 29's columns (compile phases, CUDA graphs, energy: suite.report.tables.phases, energy),
     # by column name: numbers as floats (None where empty), notes as text
     more: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
@@ -232,6 +233,7 @@ def measurement_of(r: Any) -> Measurement:
         **{name: _num(getattr(r, name, None)) for name in COMPILE_COST_FIGURES},
         compile_note=str(getattr(r, "compile_note", "") or ""),
         run_noise_pct=_extra(r, "run_noise_pct"),
+        speedup_noise_pct=_extra(r, "speedup_noise_pct"),
         more=more_of(r),
     )
 

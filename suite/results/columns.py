@@ -379,6 +379,14 @@ TABLE: tuple[Column, ...] = (
     ),
     _extra_timed("rerun95_low_ms", "ms", "where another run's median should fall, 95%: low"),
     _extra_timed("rerun95_high_ms", "ms", "where another run's median should fall, 95%: high"),
+    _extra_timed(
+        "speedup_noise_pct",
+        "%",
+        "the machine's between-run noise the speed-up's rerun interval adds (speedup_noise_pct)",
+        positive=False,
+    ),
+    _extra_timed("speedup_rerun95_low", "x", "where another run's paired speed-up should fall, 95%: low"),
+    _extra_timed("speedup_rerun95_high", "x", "where another run's paired speed-up should fall, 95%: high"),
     Column("process_note", contract=False, doc="a process of the cell that gave no samples, and why"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}

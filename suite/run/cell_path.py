@@ -30,7 +30,7 @@ def run_cell(job: WorkerJob) -> WorkerResult:
     an ok row gets its rerun interval (suite.run.rerun) from its figures, however many processes."""
     result = _run_cell(job)
     for row in result.rows:
-        row.update(rerun.fields(row, job.cell.settings.run_noise, job.device_type))
+        row.update(rerun.fields(row, job.cell.settings, job.device_type))
     return result
 
 

@@ -41,6 +41,9 @@ class CellSpread:
     intervals: tuple[tuple[float, float], ...] = ()
     # and its rerun interval (suite.run.rerun), where every repetition's row has one
     reruns: tuple[tuple[float, float], ...] = ()
+    # the paired speed-up's 95% CI and rerun interval, in the order of `speedups`
+    speedup_intervals: tuple[tuple[float, float], ...] = ()
+    speedup_reruns: tuple[tuple[float, float], ...] = ()
 
     @property
     def median_spread(self) -> float | None:
@@ -61,24 +64,29 @@ def collect(run_dirs: Sequence[Path]) -> list[CellSpread]:
     out = []
     for key, rows in per_cell.items():
         ok = [r for r in rows if r["status"] == OK]
+        paired = [r for r in ok if r.get("speedup")]
         out.append(
             CellSpread(
                 key=dict(zip(CELL_COLUMNS, key, strict=True)),
                 medians=tuple(float(r["median_ms"]) for r in ok),
-                speedups=tuple(float(r["speedup"]) for r in ok if r.get("speedup")),
+                speedups=tuple(float(r["speedup"]) for r in paired),
                 health=tuple(r.get("health", "") or "—" for r in ok),
                 failed=tuple(r["status"] for r in rows if r["status"] != OK),
                 intervals=_intervals(ok),
                 reruns=_intervals(ok, "rerun95"),
+                speedup_intervals=_intervals(paired, "speedup_ci95", ""),
+                speedup_reruns=_intervals(paired, "speedup_rerun95", ""),
             )
         )
     return out
 
 
-def _intervals(rows: Sequence[dict[str, str]], prefix: str = "ci95") -> tuple[tuple[float, float], ...]:
-    """Each row's 95% interval (`ci95`: its CI; `rerun95`: its rerun interval); none at all when a
-    row lacks one."""
-    pairs = [(r.get(f"{prefix}_low_ms") or "", r.get(f"{prefix}_high_ms") or "") for r in rows]
+def _intervals(
+    rows: Sequence[dict[str, str]], prefix: str = "ci95", unit: str = "_ms"
+) -> tuple[tuple[float, float], ...]:
+    """Each row's 95% interval (`ci95`: its CI; `rerun95`: its rerun interval; `speedup_ci95`, ...
+    with no unit); none at all when a row lacks one."""
+    pairs = [(r.get(f"{prefix}_low{unit}") or "", r.get(f"{prefix}_high{unit}") or "") for r in rows]
     if not all(lo and hi for lo, hi in pairs):
         return ()
     return tuple((float(lo), float(hi)) for lo, hi in pairs)

@@ -9,20 +9,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from suite.spec.model import RunNoise
+from suite.spec.model import Settings
 from suite.stats import rerun_interval
 
 
-def fields(row: Mapping[str, Any], noise: RunNoise, device_type: str) -> dict[str, Any]:
-    """The rerun columns of an ok row with a median and its CI; {} otherwise."""
-    tau = noise.tau(device_type)
-    figures = [row.get(c) for c in ("median_ms", "ci95_low_ms", "ci95_high_ms")]
-    if (
-        tau is None
-        or row.get("status") != "ok"
-        or any(not isinstance(f, (int, float)) or f <= 0 for f in figures)
-    ):
+def fields(row: Mapping[str, Any], settings: Settings, device_type: str) -> dict[str, Any]:
+    """The rerun columns of an ok row: its median's where it has a CI and the median's noise is
+    measured on `device_type`, its paired speed-up's likewise; {} otherwise."""
+    if row.get("status") != "ok":
         return {}
-    median, low, high = (float(f) for f in figures)  # type: ignore[arg-type]
-    lo, hi = rerun_interval(median, low, high, tau)
-    return {"run_noise_pct": getattr(noise, device_type), "rerun95_low_ms": lo, "rerun95_high_ms": hi}
+    out: dict[str, Any] = {}
+    for noise, (center, low, high), names in (
+        (settings.run_noise, MEDIAN, ("run_noise_pct", "rerun95_low_ms", "rerun95_high_ms")),
+        (
+            settings.speedup_noise,
+            SPEEDUP,
+            ("speedup_noise_pct", "speedup_rerun95_low", "speedup_rerun95_high"),
+        ),
+    ):
+        tau = noise.tau(device_type)
+        figures = [row.get(c) for c in (center, low, high)]
+        if tau is None or not all(isinstance(f, (int, float)) and f > 0 for f in figures):
+            continue
+        lo, hi = rerun_interval(*(float(f) for f in figures), tau)  # type: ignore[arg-type]
+        out.update(zip(names, (getattr(noise, device_type), lo, hi), strict=True))
+    return out
+
+
+MEDIAN = ("median_ms", "ci95_low_ms", "ci95_high_ms")
+SPEEDUP = ("speedup", "speedup_ci95_low", "speedup_ci95_high")
+MEDIAN_COLUMNS = ("run_noise_pct", "rerun95_low_ms", "rerun95_high_ms")
+SPEEDUP_COLUMNS = ("speedup_noise_pct", "speedup_rerun95_low", "speedup_rerun95_high")

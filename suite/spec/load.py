@@ -78,6 +78,8 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["parity_max_eps"] = r.float("parity_max_eps", maximum=PARITY_MAX_EPS_LIMIT)
     if r.has("run_noise_pct"):
         out["run_noise"] = _run_noise(r.sub("run_noise_pct"), base.run_noise)
+    if r.has("speedup_noise_pct"):
+        out["speedup_noise"] = _run_noise(r.sub("speedup_noise_pct"), base.speedup_noise)
     if r.has("image"):
         img = r.sub("image")
         url = img.raw("url", base.image.url) or ""
@@ -93,8 +95,8 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
 
 
 def _run_noise(r: Reader, base: RunNoise) -> RunNoise:
-    """`run_noise_pct: {cpu: 5.0, cuda: ~}`: percent per device type, null for not measured; a
-    device left out keeps `base`'s."""
+    """`run_noise_pct: {cpu: 5.0, cuda: ~}` (or `speedup_noise_pct`): percent per device type, null
+    for not measured; a device left out keeps `base`'s."""
     if not isinstance(r.data, Mapping):
         r.fail(f"must be a mapping of {' / '.join(RUN_NOISE_DEVICES)} to percent, got {kind(r.data)}")
     out: dict[str, float | None] = {}

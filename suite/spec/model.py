@@ -85,10 +85,11 @@ class ImageSpec:
 
 @dataclass(frozen=True)
 class RunNoise:
-    """How far a cell's median moves between runs on this machine beyond what the run itself
-    shows (tau, a percentage of the median), per device type: what a row's rerun interval adds to
-    its CI (suite.stats.rerun_interval, docs/intervals.md). None: not measured on this kind of
-    device, so rows get no rerun interval. `nox -s coverage` measures it."""
+    """How far a cell's figure (its median: `run_noise_pct`; its paired speed-up:
+    `speedup_noise_pct`) moves between runs on this machine beyond what the run itself shows (tau,
+    a percentage), per device type: what a row's rerun interval adds to its CI
+    (suite.stats.rerun_interval, docs/intervals.md). None: not measured on this kind of device, so
+    rows get no rerun interval. `nox -s coverage` measures both."""
 
     cpu: float | None = None
     cuda: float | None = None
@@ -111,6 +112,7 @@ class RunNoise:
 
 
 RUN_NOISE_DEVICES: tuple[str, ...] = ("cpu", "cuda")
+NOISE_SETTINGS: tuple[str, ...] = ("run_noise_pct", "speedup_noise_pct")
 
 
 class SettingError(ValueError):
@@ -202,13 +204,13 @@ class Settings:
     processes: int = 1
     # the machine's between-run noise, per device type (a rerun interval's second part)
     run_noise: RunNoise = field(default_factory=RunNoise)
+    speedup_noise: RunNoise = field(default_factory=RunNoise)  # the same, of the paired speed-up
 
     def __post_init__(self) -> None:
         _choice("dtype", self.dtype, DTYPES)
-        if not isinstance(self.run_noise, RunNoise):
-            raise SettingError(
-                ("run_noise_pct",), f"must be a mapping of cpu/cuda to percent, got {self.run_noise!r}"
-            )
+        for name, noise in zip(NOISE_SETTINGS, (self.run_noise, self.speedup_noise), strict=True):
+            if not isinstance(noise, RunNoise):
+                raise SettingError((name,), f"must be a mapping of cpu/cuda to percent, got {noise!r}")
         for name in PARITY_SETTINGS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
@@ -428,6 +430,7 @@ class Cell:
                 **raw["settings"],
                 "image": ImageSpec(**raw["settings"]["image"]),
                 "run_noise": RunNoise(**raw["settings"].get("run_noise", {})),
+                "speedup_noise": RunNoise(**raw["settings"].get("speedup_noise", {})),
                 "dynamic_batch_sizes": tuple(raw["settings"].get("dynamic_batch_sizes", ())),
             }
         )
