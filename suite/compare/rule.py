@@ -13,9 +13,12 @@ floor (`NoiseFloor`: `noise_z` robust standard deviations of all matched cells' 
 which a real change in a few cells does not inflate), and a cell timed on an unhealthy machine
 (suite.measure.health: busy, steal, throttled, ...) in either run is not judged slower, only
 listed ("suspect"). The paired speed-up (eager / compiled, timed interleaved in one process)
-cancels the machine's drift, so its change is judged against the threshold alone, in every
+cancels the machine's drift inside a run, so its change is judged against the threshold, in every
 cell: a compiled function slowed against its own eager calls fails the gate even on a busy
-machine. Compile time is one sample per cell: its own, wider threshold and a floor in seconds.
+machine. Issue 27: where the rows carry the machine's measured between-run noise
+(`run_noise_pct`, `speedup_noise_pct`; docs/intervals.md), a median and a speed-up must also clear
+`noise_z` standard deviations of it, and the medians' noise floor is not used for those cells.
+Compile time is one sample per cell: its own, wider threshold and a floor in seconds.
 The rates this rule gives on A/A and slowed runs: docs/merge.md, `suite calibrate`.
 """
 
@@ -247,8 +250,9 @@ def judge(
     A median is judged against the threshold or its noise, whichever is higher: where both rows
     carry the machine's between-run noise, `noise_z` standard deviations of it (`between_run_sd`;
     the interval is then the ratio's 95% one under no change); else `floor`, the runs' noise floor
-    (NoiseFloor.bound), and the interval from the two CIs. The paired speed-up is judged against
-    the threshold alone."""
+    (NoiseFloor.bound), and the interval from the two CIs. The paired speed-up's fall is judged
+    against the threshold and its two CIs, and where both rows carry its between-run noise, against
+    `noise_z` standard deviations of that too (`speedup_noise_sd`)."""
     rule = rule or Rule(threshold=threshold)
     sd = between_run_sd(base, new, rule.run_noise_pct) if rule.noise_z > 0 else None
     bound = max(threshold, floor if sd is None else math.expm1(rule.noise_z * sd))
