@@ -82,10 +82,10 @@ def test_regression_exits_1_and_is_reported(tmp_path: Path, capsys):
     assert main(["compare", str(base), str(new), "-o", str(report)]) == 1
     text = report.read_text()
     assert "**REGRESSED: 1 failing change(s) (1 slower, 0 newly failing, 0 accuracy)" in text
-    assert "## Regressions (slower beyond the threshold and the noise (floor or between-run), interval above 1): 1" in text
+    assert "## Regressions (slower beyond the threshold and the noise, interval above 1): 1" in text
     assert "| Image Classification/ViT | 1 | default | NVIDIA A100-SXM4-80GB |" in text
     assert "| 10.000 [9.800, 10.200] | 12.000 [11.800, 12.200] | 1.200x [1.157, 1.245] | +20.0% |" in text
-    assert "## Unchanged (within the threshold or the noise (floor or between-run), or the interval includes 1): 1" in text
+    assert "## Unchanged (within the threshold or the noise, or the interval includes 1): 1" in text
     assert "builds may differ" in text  # one build per run: stable vs nightly are matched
     assert capsys.readouterr().err.startswith("suite compare: REGRESSED: 1 failing change(s)")
 
@@ -96,7 +96,7 @@ def test_improvement_is_reported_without_failing(tmp_path: Path, capsys):
     assert main(["compare", str(base), str(new)]) == 0
     out = capsys.readouterr().out
     assert "**OK: 0 failing change(s)" in out
-    assert "## Improvements (faster beyond the threshold and the noise (floor or between-run), interval below 1): 1" in out
+    assert "## Improvements (faster beyond the threshold and the noise, interval below 1): 1" in out
     assert "| 0.800x [0.775, 0.827] | -20.0% |" in out
 
 

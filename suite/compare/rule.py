@@ -70,7 +70,7 @@ NOISE_MIN_CELLS = 8  # fewer healthy cells in common: too few to tell noise from
 MAD_TO_SD = 1 / statistics.NormalDist().inv_cdf(0.75)
 Z95 = z_of(0.95)
 SECTIONS: tuple[tuple[str, str], ...] = (
-    (REGRESSION, "Regressions (slower beyond the threshold and the noise (floor or between-run), interval above 1)"),
+    (REGRESSION, "Regressions (slower beyond the threshold and the noise, interval above 1)"),
     (
         LESS_SPEEDUP,
         "Less speed-up (compiled slower against its own eager calls: the paired speed-up fell beyond "
@@ -87,11 +87,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
         f"Newly failing (ok in base, {' / '.join(STATUS_WORDS[s] for s in FAILED_STATUSES)} in new)",
     ),
     (ACCURACY_REGRESSION, "Accuracy regressions (compiled output passed in base, fails in new)"),
-    (IMPROVEMENT, "Improvements (faster beyond the threshold and the noise (floor or between-run), interval below 1)"),
+    (IMPROVEMENT, "Improvements (faster beyond the threshold and the noise, interval below 1)"),
     (FIXED, "Fixed (failed in base, ok in new)"),
     (NO_INTERVAL, "Not judged: a median without a CI"),
     (NOT_COMPARABLE, "Not comparable (failed or skipped in both, or skipped in one)"),
-    (UNCHANGED, "Unchanged (within the threshold or the noise (floor or between-run), or the interval includes 1)"),
+    (UNCHANGED, "Unchanged (within the threshold or the noise, or the interval includes 1)"),
 )
 
 
