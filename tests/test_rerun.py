@@ -20,7 +20,7 @@ from suite.compare.rule import LESS_SPEEDUP, REGRESSION, UNCHANGED, Rule, judge
 from suite.report.study import Measurement
 from suite.results import RowWriter
 from suite.run import rerun
-from suite.run.coverage import Series, measure, render
+from suite.run.coverage import Series, Tally, measure, pct, render
 from suite.run.repeat import CellSpread, collect
 from suite.spec.load import load_matrix
 from suite.spec.model import RunNoise, SettingError, Settings
@@ -219,3 +219,16 @@ def test_a_fallen_speed_up_must_clear_its_between_run_noise() -> None:
     assert judge(*noisy, 0.05, Rule(noise_z=1.0))[0] == LESS_SPEEDUP
     assert judge(base, fell, 0.05, Rule(speedup_noise_pct=6.0))[0] == UNCHANGED  # the fallback
     assert judge(base, fell, 0.05, Rule(noise_z=0, speedup_noise_pct=6.0))[0] == LESS_SPEEDUP
+
+
+def test_the_committed_coverage_run_gives_the_documented_figures() -> None:
+    """docs/intervals.md and matrix.yaml's noise come from this folder: recomputed from its rows."""
+    folder = ROOT / "results" / "2026-11-25-cpu-amd-epyc-coverage" / "cov-k1"
+    cells = collect([folder / f"rep-{i}" for i in range(1, 12)])
+    medians, t2 = measure([Series.medians(c) for c in cells], hold_out=1)
+    total = [sum((getattr(m, f) for m in medians), Tally()) for f in ("ci", "held_pairs", "held_out")]
+    assert [str(t) for t in total] == ["41 / 360 (11.4%)", "343 / 360 (95.3%)", "70 / 80 (87.5%)"]
+    speedups, s2 = measure([Series.speedups(c) for c in cells], hold_out=1)
+    assert sum((m.held_pairs for m in speedups), Tally()).hits == 166
+    matrix = load_matrix(ROOT / "matrix.yaml").defaults
+    assert (pct(t2), pct(s2)) == (f"{matrix.run_noise.cpu}%", f"{matrix.speedup_noise.cpu}%")
