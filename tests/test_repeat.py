@@ -74,7 +74,7 @@ def test_repeat_runs_the_cells_n_times_and_prints_the_spreads(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr[-3000:]
     for i in (1, 2):
         assert len(list((tmp_path / "rr" / f"rep-{i}" / "raw").glob("*.csv"))) == 1
-    spread, coverage = proc.stdout.split("Coverage with 1 process(es) per cell")
+    spread, coverage = proc.stdout.split("Coverage of the median with 1 process(es) per cell")
     lines = [ln for ln in spread.splitlines() if ln.startswith(("| TinyViT ", "| TinyResNet "))]
     assert len(lines) == 2
     # and the coverage of their intervals, with the machine's between-run noise it measured
