@@ -10,6 +10,7 @@ SIGPIPE, as other Unix tools).
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import traceback
@@ -40,6 +41,23 @@ from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.errors import UsageError
 from suite.redact import RedactingStream
 from suite.run.crosscheck import DEFAULT_ROUNDS
+
+
+def add_noise_flags(p: argparse.ArgumentParser) -> None:
+    """compare's and calibrate's between-run noise for rows that carry none (issue 27)."""
+    p.add_argument(
+        "--run-noise-pct",
+        type=run_noise_pct,
+        default=None,
+        help="the machine's between-run noise of a median, percent, for rows that carry none (runs from "
+        "before issue 27): their medians are then judged against it instead of the noise floor",
+    )
+    p.add_argument(
+        "--speedup-noise-pct",
+        type=run_noise_pct,
+        default=None,
+        help="the same for the paired speed-up: a fall in it must then also clear --noise-z of it",
+    )
 
 
 def build_parser() -> Parser:
@@ -138,19 +156,7 @@ def build_parser() -> Parser:
         help="a slower median must also clear this many robust standard deviations of the two runs' "
         "drift, measured on their matched cells; 0: the threshold alone (default: 4)",
     )
-    p.add_argument(
-        "--run-noise-pct",
-        type=run_noise_pct,
-        default=None,
-        help="the machine's between-run noise of a median, percent, for rows that carry none (runs from "
-        "before issue 27): their medians are then judged against it instead of the noise floor",
-    )
-    p.add_argument(
-        "--speedup-noise-pct",
-        type=run_noise_pct,
-        default=None,
-        help="the same for the paired speed-up: a fall in it must then also clear --noise-z of it",
-    )
+    add_noise_flags(p)
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)
 
@@ -161,19 +167,7 @@ def build_parser() -> Parser:
     p.add_argument(
         "--slowed", nargs="*", type=Path, default=[], help="runs made with SUITE_FAULT=slow:<factor>"
     )
-    p.add_argument(
-        "--run-noise-pct",
-        type=run_noise_pct,
-        default=None,
-        help="the machine's between-run noise of a median, percent, for rows that carry none (runs from "
-        "before issue 27): their medians are then judged against it instead of the noise floor",
-    )
-    p.add_argument(
-        "--speedup-noise-pct",
-        type=run_noise_pct,
-        default=None,
-        help="the same for the paired speed-up: a fall in it must then also clear --noise-z of it",
-    )
+    add_noise_flags(p)
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)
 

@@ -110,14 +110,14 @@ def verdict_line(cmp: Comparison) -> str:
 
 def _noise_text(cmp: Comparison) -> str:
     text = _floor_text(cmp)
-    if cmp.rerun_cells and cmp.rule.noise_z > 0:
+    if cmp.rerun_cells:
         text += (
             f" {cmp.rerun_cells} of {len(cmp.changes)} cell(s) carry the machine's between-run noise "
             f"(`run_noise_pct`): their medians are judged against {cmp.rule.noise_z:g} standard deviations "
             "of new / base where nothing changed (both runs' noise and both CIs) instead of the floor, "
             "and their interval is that ratio's 95% one."
         )
-    if cmp.speedup_noise_cells and cmp.rule.noise_z > 0:
+    if cmp.speedup_noise_cells:
         text += (
             f" {cmp.speedup_noise_cells} compiled cell(s) carry the between-run noise of their paired "
             f"speed-up (`speedup_noise_pct`): a fall in it must also clear {cmp.rule.noise_z:g} standard "

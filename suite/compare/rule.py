@@ -160,10 +160,22 @@ class Comparison:
     threshold: float
     rule: Rule = Rule()
     noise: NoiseFloor = NoiseFloor()
-    # cells whose medians were judged against the rows' between-run noise, not the floor
-    rerun_cells: int = 0
-    # compiled cells whose paired speed-up was judged against its between-run noise
-    speedup_noise_cells: int = 0
+
+    @property
+    def rerun_cells(self) -> int:
+        """Cells whose medians were judged against the rows' between-run noise, not the floor."""
+        if self.rule.noise_z <= 0:
+            return 0
+        return sum(between_run_sd(c.base, c.new, self.rule.run_noise_pct) is not None for c in self.changes)
+
+    @property
+    def speedup_noise_cells(self) -> int:
+        """Compiled cells whose paired speed-up was judged against its between-run noise."""
+        if self.rule.noise_z <= 0:
+            return 0
+        return sum(
+            speedup_noise_sd(c.base, c.new, self.rule.speedup_noise_pct) is not None for c in self.changes
+        )
 
     @property
     def median_bound(self) -> float:
@@ -319,7 +331,6 @@ def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = Non
         return (*key[:bs], int(key[bs]), *key[bs + 1 :])
 
     changes.sort(key=lambda c: order(c.key))
-    judged = changes if rule.noise_z > 0 else []  # --noise-z 0: no noise judges anything
     return Comparison(
         changes=tuple(changes),
         only_base=tuple(sorted(b.keys() - n.keys(), key=order)),
@@ -328,10 +339,6 @@ def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = Non
         threshold=threshold,
         rule=rule,
         noise=noise,
-        rerun_cells=sum(between_run_sd(c.base, c.new, rule.run_noise_pct) is not None for c in judged),
-        speedup_noise_cells=sum(
-            speedup_noise_sd(c.base, c.new, rule.speedup_noise_pct) is not None for c in judged
-        ),
     )
 
 
