@@ -17,7 +17,7 @@ from typing import Any
 
 from suite.errors import UsageError
 from suite.measure import machine
-from suite.sessions import docker, fleet, floors, images, pergpu
+from suite.sessions import docker, fleet, floors, images, nightly, pergpu
 from suite.sessions.images import Substitutes
 from suite.sessions.posargs import BenchArgs, SelectionCheck, bench_args, merge_target, refuse_rest, take
 from suite.sessions.runner import Runner, load, no_container, pick_builds
@@ -44,6 +44,8 @@ class Build:
     subs: Substitutes = field(default_factory=Substitutes)
     rebuild: bool = False
     no_cache: bool = False
+    # what each build that follows the nightly resolved to (suite.sessions.nightly)
+    resolved: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def check_local_bases(runner: Runner, matrix: Matrix, chosen: Sequence[BuildSpec], root: Path) -> None:
@@ -70,6 +72,8 @@ def ensure_image(
     how = how or Build()
     if not build.container:
         raise no_container(matrix, build)
+    if nightly.follows(build):  # a date not resolved yet (a bisect's): its wheels first
+        build = nightly.pinned(build, nightly.resolve(build, root))
     dockerfile = root / build.container / "Dockerfile"
     if not dockerfile.is_file():
         raise UsageError(f"{matrix.path}: builds.{build.name}.container", f"{dockerfile} does not exist")
@@ -98,9 +102,11 @@ def build_images(runner: Runner, posargs: Sequence[str], root: Path) -> None:
     """`nox -s build [-- --build B1,B2] [--rebuild] [--local-bases] [--torch-from-pypi]`: the
     images of the builds that have a container (or those named)."""
     args = list(posargs)
-    flags = take(args, values=["--build"], switches=["--rebuild"])
+    flags = take(args, values=["--build", "--nightly-date", "--keep"], switches=["--rebuild"])
     how = Build(subs=images.pop_substitutes(args), rebuild=flags["--rebuild"])
-    refuse_rest(args, "build", "--build B1,B2, --rebuild, --local-bases, --torch-from-pypi")
+    usage = "--build B1,B2, --rebuild, --nightly-date D, --keep N, --local-bases, --torch-from-pypi"
+    refuse_rest(args, "build", usage)
+    keep = images.keep_count(flags["--keep"])
     wanted = flags["--build"]
     matrix = load(root)
     chosen = pick_builds(matrix, wanted, [n for n, b in matrix.builds.items() if b.container])
@@ -110,11 +116,17 @@ def build_images(runner: Runner, posargs: Sequence[str], root: Path) -> None:
                 f"{matrix.path}: builds.{spec.name}", "no container to build (a local-only build)"
             )
         images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line now
+    chosen, how.resolved = nightly.resolve_all(chosen, root, flags["--nightly-date"] or "")
+    for name, found in how.resolved.items():
+        runner.log(nightly.describe(name, found))
     docker.check_docker()
     if how.subs.local_bases:
         check_local_bases(runner, matrix, chosen, root)
     for spec in chosen:
         runner.log(f"{spec.name}: {ensure_image(runner, matrix, spec, root, how)}")
+    if keep is not None:
+        for line in images.prune(run_docker, [s.name for s in chosen], keep):
+            runner.log(line)
 
 
 def hf_cache_dir() -> Path:
@@ -166,10 +178,11 @@ def check_names_free(
 
 
 def default_builds(matrix: Matrix, prefix: str) -> list[str]:
-    """bench-stable: the stable builds that have a container; bench-nightly: `nightly`."""
+    """bench-stable: the stable builds that have a container; bench-nightly: the builds that
+    follow tonight's nightly (suite.sessions.nightly)."""
     if prefix == "stable":
         return [n for n, b in matrix.builds.items() if b.kind == "stable" and b.container]
-    return ["nightly"]
+    return nightly.default_builds(matrix)
 
 
 @dataclass
@@ -240,17 +253,18 @@ def bench_containers(
     rows that say why (`verb` runs `suite mark` for them)."""
     args = list(posargs)
     how = Build(subs=images.pop_substitutes(args))
-    containers = take(args, values=["--containers"])["--containers"] or "1"
+    taken = take(args, values=["--containers", "--nightly-date"])
+    containers = taken["--containers"] or "1"
     if not containers.isdigit():
         raise UsageError("--containers", f"{containers!r} is not a whole number")
     bench = bench_args(args, prefix, root)
     matrix = load(root)
     chosen = pick_builds(matrix, bench.builds, default_builds(matrix, prefix))
-    # bench-nightly compares against the stable build, so it also runs whatever stable
-    # cells are missing from this run (the runner skips the cells already recorded).
+    # bench-nightly compares tonight's nightly with the current release (the guide's nightly with
+    # the stable build), so it also runs whatever cells of those are missing from this run (the
+    # runner skips the cells already recorded).
     if prefix == "nightly":
-        stables = [b for b in matrix.builds.values() if b.kind == "stable" and b not in chosen]
-        chosen = stables + chosen
+        chosen = nightly.companions(matrix, chosen) + chosen
     if any(a == "--matrix" or a.startswith("--matrix=") for a in bench.suite_args):
         raise UsageError(
             "--matrix", "the containers read the matrix.yaml built into their image; edit matrix.yaml"
@@ -262,6 +276,10 @@ def bench_containers(
             raise no_container(matrix, spec)
         check(spec, bench)
         images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line
+    # tonight's nightly, once for the whole session (every GPU's container runs the same image)
+    chosen, how.resolved = nightly.resolve_all(chosen, root, taken["--nightly-date"] or "")
+    for name, found in how.resolved.items():
+        runner.log(nightly.describe(name, found))
     slots = machine_slots(runner, device, bench.shard, int(containers))
     opts = docker.run_options(
         bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
@@ -325,6 +343,9 @@ def _bench(
         check_local_bases(runner, matrix, [s for s in chosen if s.name in tags], root)
     check_names_free(opts, [s for s in chosen if s.name in tags], slots)
     prepare_mounts(runner, opts)
+    manifest = nightly.write_manifest(opts.results / opts.run_id, how.resolved)
+    if manifest is not None:
+        runner.log(f"what tonight's nightly resolved to: {manifest}")
     done = Bench(merge=None, tags={}, seconds={})
 
     def cannot_run(spec: BuildSpec, reason: str) -> None:
