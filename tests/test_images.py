@@ -34,11 +34,13 @@ from support.docker import (
     one_error_line,
     runs,
 )
+from support.nightly_index import Night, build_index, serve, wheel_name
 
 from suite.errors import UsageError
 from suite.redact import is_secret_name
 from suite.sessions import docker as containers
 from suite.sessions import images, venv
+from suite.sessions import nightly as following
 from suite.spec import load_matrix
 
 MATRIX = load_matrix(ROOT / "matrix.yaml")
@@ -55,10 +57,12 @@ def fake(tmp_path: Path) -> SimpleNamespace:
 
 
 def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: SimpleNamespace) -> None:
+    """The guide's pair, one name away: `--build nightly` runs it with the stable build."""
     ca = fake.tmp / "proxy-ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r1", "--out", str(fake.out),
-               "--profile", "smoke", "--models", "ViT", "--no-merge", PIP_CERT=str(ca))  # fmt: skip
+    proc = nox(fake, "-s", "bench-nightly", "--", "--build", "nightly", "--run-id", "r1",
+               "--out", str(fake.out), "--profile", "smoke", "--models", "ViT", "--no-merge",
+               PIP_CERT=str(ca))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     seq = [c[:2] for c in calls(fake)]
     assert seq[:2] == [["version", "--format"], ["info", "--format"]]
@@ -126,6 +130,7 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
         "python", "-m", "suite", "run", "--build", "stable", "--device", "cuda",
         "--out", "/results", "--run-id", "r1", "--profile", "smoke", "--models", "ViT",
     ]  # fmt: skip
+    assert not (run_dir / "manifest.json").exists()  # nothing resolved: no nightly followed
     assert json.loads(state.split("=", 1)[1])["uuid"] == "GPU-00000000-0000-0000-0000-000000000000"
     seen = Path(fake.env["FAKE_DOCKER_LOG"] + ".token").read_text().splitlines()
     assert {tuple(json.loads(line)) for line in seen} == {(PLANTED["HF_TOKEN"], "0o600")}
@@ -133,6 +138,69 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
     assert run_dir.is_dir() and (fake.tmp / "hf").is_dir()
     assert "not merged: --no-merge" in proc.stderr
     assert_no_secrets(json.dumps(calls(fake)), proc.stdout, proc.stderr)
+
+
+CUDA13_DRIVER = "580.65.06"  # the CUDA 13.0 builds' floor (release, nightly-current)
+
+
+def pin_resolve(url: str, date: str) -> dict[str, str]:
+    return following.nightly_pin(ROOT).resolve(url, "3.11", date, "nightly-current")
+
+
+def _args(build_call: list[str]) -> dict[str, str]:
+    return dict(build_call[i + 1].split("=", 1) for i, a in enumerate(build_call) if a == "--build-arg")
+
+
+def test_bench_nightly_follows_tonights_nightly_against_the_release(fake: SimpleNamespace) -> None:
+    """By default: the release build, then the nightly resolved once from the index (here a
+    local one of three nights, the newest without its torchvision): its wheels by URL and
+    sha256 in `docker build`, the same image for every container, the night in manifest.json."""
+    nights = [Night("20261124"), Night("20261125", git="e" * 40), Night("20261126", vision="")]
+    hashes = build_index(fake.tmp / "index", nights)
+    with serve(fake.tmp / "index") as url:
+        proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r1", "--out", str(fake.out),
+                   "--profile", "smoke", "--models", "ViT", "--no-merge",
+                   SUITE_NIGHTLY_INDEX=url, FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    builds = [c for c in calls(fake) if c[0] == "build"]
+    assert [_args(c)["BUILD_NAME"] for c in builds] == ["release", "nightly-current"]
+    assert [c[c.index("--build") + 1] for c in runs(fake)] == ["release", "nightly-current"]
+    night = _args(builds[1])
+    torch_file = wheel_name("torch", "2.16.0.dev20261125+cu130")
+    vision_file = wheel_name("torchvision", "0.31.0.dev20261125+cu130")
+    assert night["TORCH_WHEEL_URL"] == f"{url}/files/{torch_file.replace('+', '%2B')}"
+    assert night["TORCH_WHEEL_SHA256"] == hashes[torch_file]
+    assert night["TORCHVISION_WHEEL_SHA256"] == hashes[vision_file]
+    assert (night["TORCH_NIGHTLY_DATE"], night["TORCH_GIT_SHA"]) == ("20261125", "e" * 40)
+    assert (night["TORCH_VERSION"], night["TORCH_INDEX_URL"]) == ("2.16.0", url)  # the index's line
+    tag = builds[1][builds[1].index("--tag") + 1]
+    assert TAG.match(tag).group(1) == "nightly-current" and runs(fake)[1].count(tag) == 1
+    manifest = json.loads((fake.out / "r1" / "manifest.json").read_text())["nightly"]["nightly-current"]
+    assert manifest["date"] == "20261125" and manifest["torch_sha256"] == hashes[torch_file]
+    assert manifest["triton"] == "pytorch-triton==3.6.0+git1234abcd"
+    assert "the torch nightly of 20261125: torch 2.16.0.dev20261125+cu130" in proc.stderr
+
+
+def test_a_pinned_night_gone_from_the_index_is_one_line_before_any_build(fake: SimpleNamespace) -> None:
+    build_index(fake.tmp / "index", [Night("20261124"), Night("20261125")])
+    with serve(fake.tmp / "index") as url:
+        proc = nox(fake, "-s", "bench-nightly", "--", "--nightly-date", "20260901", "--run-id", "r1",
+                   "--out", str(fake.out), "--profile", "smoke", "--models", "ViT",
+                   SUITE_NIGHTLY_INDEX=url, FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
+        assert proc.returncode == 2
+        line = one_error_line(proc)
+        assert "builds.nightly-current" in line and "20260901 is no longer on" in line and "20261125" in line
+        assert not [c for c in calls(fake) if c[0] in ("build", "run")]
+        # the plan step's answer, handed to a shard: no index asked, the same night
+        handed = {"nightly-current": pin_resolve(url, "20261124")}
+    (fake.tmp / "index").rename(fake.tmp / "gone")  # the index is not read again
+    proc = nox(fake, "-s", "build", "--", "--build", "nightly-current",
+               SUITE_NIGHTLY_RESOLVED=json.dumps(handed),
+               SUITE_NIGHTLY_INDEX="http://127.0.0.1:9/none")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (build,) = [c for c in calls(fake) if c[0] == "build"]
+    assert _args(build)["TORCH_WHEEL_URL"] == handed["nightly-current"]["torch_url"]
+    assert _args(build)["TORCH_NIGHTLY_DATE"] == "20261124"
 
 
 def test_existing_images_are_not_rebuilt_and_bench_stable_runs_stable_only(fake: SimpleNamespace) -> None:

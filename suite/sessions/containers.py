@@ -91,6 +91,9 @@ def ensure_image(
     cmd = images.build_command(
         build, root, tag, how.subs, client, ca, images.provenance_args(root), how.no_cache
     )
+    network = os.environ.get(images.BUILD_NETWORK_ENV, "").strip()
+    if network:  # e.g. host: a mirror of the nightly index on this machine's loopback
+        cmd[-1:-1] = ["--network", network]
     started = time.monotonic()
     if run_docker(cmd, runner, env={**os.environ, **images.BUILD_ENV}).returncode != 0:
         runner.error(f"{build.name}: docker build failed (its output is above)")

@@ -54,6 +54,8 @@ LOCAL_BASES_SCRIPT = "containers/local-bases.sh"
 # BuildKit built in and takes DOCKER_BUILDKIT=1.
 BUILDX_REQUIRED_FROM = 23
 BUILD_ENV = {"DOCKER_BUILDKIT": "1"}
+# `docker build --network` (host: RUN steps reach an index mirror on this machine's loopback)
+BUILD_NETWORK_ENV = "SUITE_BUILD_NETWORK"
 
 
 @dataclass(frozen=True)
