@@ -44,8 +44,10 @@ class Build:
     subs: Substitutes = field(default_factory=Substitutes)
     rebuild: bool = False
     no_cache: bool = False
-    # what each build that follows the nightly resolved to (suite.sessions.nightly)
+    # what each build that follows the nightly resolved to (suite.sessions.nightly), and the
+    # night asked for (--nightly-date; empty: each build's own, else the newest)
     resolved: dict[str, dict[str, str]] = field(default_factory=dict)
+    nightly_date: str = ""
 
 
 def check_local_bases(runner: Runner, matrix: Matrix, chosen: Sequence[BuildSpec], root: Path) -> None:
@@ -255,8 +257,8 @@ def bench_containers(
     cells of a build that cannot run, and those a failed container never reached, become
     rows that say why (`verb` runs `suite mark` for them)."""
     args = list(posargs)
-    how = Build(subs=images.pop_substitutes(args))
     taken = take(args, values=["--containers", "--nightly-date"])
+    how = Build(subs=images.pop_substitutes(args), nightly_date=taken["--nightly-date"] or "")
     containers = taken["--containers"] or "1"
     if not containers.isdigit():
         raise UsageError("--containers", f"{containers!r} is not a whole number")
@@ -279,10 +281,6 @@ def bench_containers(
             raise no_container(matrix, spec)
         check(spec, bench)
         images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line
-    # tonight's nightly, once for the whole session (every GPU's container runs the same image)
-    chosen, how.resolved = nightly.resolve_all(chosen, root, taken["--nightly-date"] or "")
-    for name, found in how.resolved.items():
-        runner.log(nightly.describe(name, found))
     slots = machine_slots(runner, device, bench.shard, int(containers))
     opts = docker.run_options(
         bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
@@ -327,6 +325,14 @@ def _bench(
             probe_mark = pergpu.Mark("skipped", verdict.reason, whole, only="eager")
             if verb is not None and mark(spec, probe_mark, count=True) == 0:
                 verdicts[spec.name] = floors.Verdict("none", verdict.reason)
+    # tonight's nightly, once for the whole session (every GPU's container runs the same image),
+    # for the builds this machine can run
+    can = [s for s in chosen if verdicts[s.name].runs != "none"]
+    resolved, how.resolved = nightly.resolve_all(can, root, how.nightly_date)
+    by_name = {s.name: s for s in resolved}
+    chosen = [by_name.get(s.name, s) for s in chosen]
+    for name, found in how.resolved.items():
+        runner.log(nightly.describe(name, found))
     # Every container's command line, checked for secrets before anything runs or is shown.
     tags: dict[str, str] = {}
     commands: dict[str, list[str]] = {}
