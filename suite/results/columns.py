@@ -388,6 +388,11 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("speedup_rerun95_low", "x", "where another run's paired speed-up should fall, 95%: low"),
     _extra_timed("speedup_rerun95_high", "x", "where another run's paired speed-up should fall, 95%: high"),
     Column("process_note", contract=False, doc="a process of the cell that gave no samples, and why"),
+    # issue 36: which wheels ran (the image's, as resolved for the run; torch_git is torch's own)
+    Column("nightly_date", contract=False, doc="the torch nightly's date (YYYYMMDD); empty for a release"),
+    Column("torch_wheel_url", contract=False, doc="the torch wheel the image installed, by URL"),
+    Column("torch_wheel_sha256", contract=False, doc="that wheel's sha256, as checked when installed"),
+    Column("torchvision_version", contract=False, doc="the torchvision that ran"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 
