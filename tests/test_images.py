@@ -269,14 +269,13 @@ def test_no_command_is_privileged_or_runs_as_root(fake: SimpleNamespace) -> None
 
 
 def test_build_session_builds_the_named_images(fake: SimpleNamespace) -> None:
-    proc = nox(fake, "-s", "build", "--", "--build", "nightly-current")
+    proc = nox(fake, "-s", "build", "--", "--build", "release")
     assert proc.returncode == 0, proc.stderr
     (build,) = [c for c in calls(fake) if c[0] == "build"]
     args = dict(build[i + 1].split("=", 1) for i, a in enumerate(build) if a == "--build-arg")
-    assert args["TORCH_NIGHTLY_DATE"] == MATRIX.builds["nightly-current"].build_args["TORCH_NIGHTLY_DATE"]
-    assert args["TORCHVISION_VERSION"] == MATRIX.builds["nightly-current"].build_args["TORCHVISION_VERSION"]
-    assert args["TORCH_INDEX_URL"].startswith("https://download.pytorch.org/whl/nightly/")
-    assert args["PYTHON_VERSION"] == "3.11"
+    for key in ("TORCH_WHEEL_URL", "TORCH_WHEEL_SHA256", "TORCHVISION_WHEEL_URL", "TORCHVISION_WHEEL_SHA256"):
+        assert args[key] == MATRIX.builds["release"].build_args[key]
+    assert args["TORCH_INDEX_URL"] == "https://pypi.org/simple" and args["PYTHON_VERSION"] == "3.11"
 
 
 NO_PROCESS = """
@@ -419,8 +418,8 @@ def test_a_secret_value_in_a_docker_command_is_refused() -> None:
 def test_a_secret_cannot_be_a_build_argument(tmp_path: Path, name: str) -> None:
     text = (ROOT / "matrix.yaml").read_text()
     text = text.replace(
-        '      TORCH_NIGHTLY_DATE: "20260926"\n',
-        f'      TORCH_NIGHTLY_DATE: "20260926"\n      {name}: "hf_abc"\n',
+        '      TORCH_NIGHTLY_DATE: "newest"\n',
+        f'      TORCH_NIGHTLY_DATE: "newest"\n      {name}: "hf_abc"\n',
     )
     (tmp_path / "m.yaml").write_text(text)
     with pytest.raises(UsageError, match=r"build_args.* (looks like a secret|upper case)"):
@@ -510,6 +509,7 @@ def test_every_container_build_has_a_dockerfile_and_a_lock() -> None:
 
 @pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
 def test_dockerfile_follows_the_container_contract(build) -> None:
+    build = as_built(build)
     path = ROOT / build.container / "Dockerfile"
     ins = instructions(path)
     (base,) = [resolved_from(ins)]
@@ -613,14 +613,14 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
         ("    local: false\n    index_url: https://download.pytorch.org/whl/cu118\n",
          "    local: \"no\"\n    index_url: https://download.pytorch.org/whl/cu118\n", "builds.nightly.local",
          "must be true or false"),
-        ('      TORCH_NIGHTLY_DATE: "20260926"\n', "      TORCH_NIGHTLY_DATE: 20260926\n",
+        ('      TORCH_NIGHTLY_DATE: "newest"\n', "      TORCH_NIGHTLY_DATE: 20260926\n",
          "builds.nightly-current.build_args.TORCH_NIGHTLY_DATE", "must be a non-empty string (in quotes)"),
-        ('      TORCH_NIGHTLY_DATE: "20260926"\n', '      TORCH_VERSION: "2.1"\n',
+        ('      TORCH_NIGHTLY_DATE: "newest"\n', '      TORCH_VERSION: "2.1"\n',
          "builds.nightly-current.build_args.TORCH_VERSION", "is set by nox from the build's other fields"),
-        ('      TORCH_NIGHTLY_DATE: "20260926"\n', '      torch_date: "2026"\n',
+        ('      TORCH_NIGHTLY_DATE: "newest"\n', '      torch_date: "2026"\n',
          "builds.nightly-current.build_args.torch_date", "upper case letters"),
         ('    cuda: "13.0"\n', "    cuda: 13.0\n", "builds.nightly-current.cuda", 'in quotes, e.g. "11.8"'),
-        ("    build_args:\n      TORCH_NIGHTLY_DATE: \"20260926\"\n      TORCHVISION_VERSION: \"0.30.0\"\n",
+        ("    build_args:\n      TORCH_NIGHTLY_DATE: \"newest\"\n",
          "    build_args: [x]\n", "builds.nightly-current.build_args", "must be a mapping"),
         ("      TORCHVISION_WHEEL_SHA256: 19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a\n",
          "      TORCHVISION_WHEEL_SHA256: 19CA4AB5\n", "builds.stable.build_args.TORCHVISION_WHEEL_SHA256",
@@ -671,7 +671,25 @@ def test_bench_local_bad_input_is_one_line_exit_2_before_any_virtualenv(
 # --- torchvision (and timm): the DETR family's timm backbone --------------------------------
 
 # torch release -> the torchvision release built with it (pytorch.org "previous versions").
-TORCHVISION_OF = {"2.0.1": "0.15.2", "2.1.0": "0.16.0"}
+TORCHVISION_OF = {"2.0.1": "0.15.2", "2.1.0": "0.16.0", "2.14.1": "0.29.1"}
+NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/cu130"
+# A night as resolve answers it: what a followed nightly build's image is built from.
+SAMPLE_NIGHT = {
+    "date": "20261126",
+    "index": NIGHTLY_INDEX,
+    "torch": "2.16.0.dev20261126+cu130",
+    "torch_url": f"{NIGHTLY_INDEX}/torch-2.16.0.dev20261126%2Bcu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+    "torch_sha256": "a" * 64,
+    "torchvision": "0.31.0.dev20261126+cu130",
+    "torchvision_url": f"{NIGHTLY_INDEX}/torchvision-0.31.0.dev20261126%2Bcu130-cp311-cp311-linux_x86_64.whl",
+    "torchvision_sha256": "b" * 64,
+    "git_sha": "c" * 40,
+}
+
+
+def as_built(build):
+    """The build as its image is built: a followed nightly with the night's wheels."""
+    return following.pinned(build, SAMPLE_NIGHT) if following.follows(build) else build
 
 
 def _wheel(url: str) -> tuple[str, str, str, str]:
@@ -685,38 +703,35 @@ def _wheel(url: str) -> tuple[str, str, str, str]:
 
 @pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
 def test_every_image_gets_the_torchvision_of_its_torch(build) -> None:
-    """By wheel URL + sha256 beside torch's (same index, CUDA and Python), or for a nightly
-    by the same date from the same index; the version is the one built with that torch."""
+    """By wheel URL + sha256 beside torch's (same index, CUDA and Python; PyPI's for the
+    release), a followed nightly's of the same night; the version the one built with that torch."""
+    build = as_built(build)
     args = build.build_args
-    minor = int(build.torch.split(".")[1])
-    if "TORCH_WHEEL_URL" in args:
-        torch = _wheel(args["TORCH_WHEEL_URL"])
-        vision = _wheel(args["TORCHVISION_WHEEL_URL"])
-        assert torch[:2] == ("torch", build.torch) and vision[0] == "torchvision"
-        assert vision[1] == TORCHVISION_OF[build.torch]
-        assert vision[2] == torch[2] == "cu" + build.cuda.replace(".", "")  # the same CUDA build
-        assert vision[3] == torch[3] == "cp" + build.python.replace(".", "")
-        assert args["TORCHVISION_WHEEL_URL"].rsplit("/", 1)[0] == args["TORCH_WHEEL_URL"].rsplit("/", 1)[0]
-        assert re.fullmatch(r"[0-9a-f]{64}", args["TORCHVISION_WHEEL_SHA256"])
-        assert args["TORCHVISION_WHEEL_SHA256"] != args["TORCH_WHEEL_SHA256"]
+    torch = _wheel(args["TORCH_WHEEL_URL"])
+    vision = _wheel(args["TORCHVISION_WHEEL_URL"])
+    assert torch[0] == "torch" and torch[1].split(".dev")[0] == build.torch and vision[0] == "torchvision"
+    if following.follows(MATRIX.builds[build.name]):
+        assert vision[1].split(".dev")[1] == torch[1].split(".dev")[1] == args["TORCH_NIGHTLY_DATE"]
     else:
-        assert "TORCH_NIGHTLY_DATE" in args
-        major, vminor, _ = args["TORCHVISION_VERSION"].split(".")
-        assert (int(major), int(vminor)) == (0, minor + 15)  # torch 2.N pairs with torchvision 0.(N+15)
+        assert vision[1] == TORCHVISION_OF[build.torch]
+    pypi = "files.pythonhosted.org" in args["TORCH_WHEEL_URL"]  # PyPI's wheels carry no local label
+    assert (
+        vision[2] == torch[2] == ("" if pypi else "cu" + build.cuda.replace(".", ""))
+    )  # the same CUDA build
+    assert vision[3] == torch[3] == "cp" + build.python.replace(".", "")
+    if not pypi:
+        assert args["TORCHVISION_WHEEL_URL"].rsplit("/", 1)[0] == args["TORCH_WHEEL_URL"].rsplit("/", 1)[0]
+    assert re.fullmatch(r"[0-9a-f]{64}", args["TORCHVISION_WHEEL_SHA256"])
+    assert args["TORCHVISION_WHEEL_SHA256"] != args["TORCH_WHEEL_SHA256"]
     if build.torch in TORCHVISION_OF:
-        assert TORCHVISION_OF[build.torch].split(".")[1] == str(minor + 15)
-    # ... and the Dockerfile installs it that way
+        assert TORCHVISION_OF[build.torch].split(".")[1] == str(int(build.torch.split(".")[1]) + 15)
+    # ... and the Dockerfile installs it that way: the shared step, the wheel of the arguments by hash
     ins = instructions(ROOT / build.container / "Dockerfile")
     runs_ = " ".join(" ".join(line for kind, line in ins if kind == "RUN").split())  # one space apart
-    if "TORCH_WHEEL_URL" in args:  # the shared step installs the wheel of the arguments by hash
-        assert "containers/common/wheel.sh torchvision" in runs_
-        assert "url=${TORCHVISION_WHEEL_URL:-} sha=${TORCHVISION_WHEEL_SHA256:-}" in runs_
-        assert 'echo "$name @ $url --hash=sha256:$sha"' in runs_
-        assert re.search(r'pip install [^&]*--no-deps --require-hashes -r "/tmp/\$name.txt"', runs_)
-    else:
-        pins = '"torch==${TORCH_VERSION}.dev${TORCH_NIGHTLY_DATE}" '
-        pins += '"torchvision==${TORCHVISION_VERSION}.dev${TORCH_NIGHTLY_DATE}"'
-        assert f'pip install --no-cache-dir --pre {pins} --index-url "${{TORCH_INDEX_URL}}"' in runs_
+    assert "containers/common/wheel.sh torchvision" in runs_
+    assert "url=${TORCHVISION_WHEEL_URL:-} sha=${TORCHVISION_WHEEL_SHA256:-}" in runs_
+    assert 'echo "$name @ $url --hash=sha256:$sha"' in runs_
+    assert re.search(r'pip install [^&]*--no-deps --require-hashes -r "/tmp/\$name.txt"', runs_)
 
 
 def test_the_local_build_has_no_torchvision_to_pair() -> None:
@@ -742,9 +757,9 @@ def test_bench_local_installs_torchvision_like_the_image(
     monkeypatch.setattr(venv, "reachable", lambda url: "torchvision" not in url)
     steps, source = venv.torch_steps(stable, tmp_path)  # both from the index, or both from PyPI
     assert steps == [["torch==2.0.1", "torchvision==0.15.2"]] and source.startswith("PyPI")
+    nightly = as_built(nightly)  # tonight's, as resolved: its wheels by URL, else the night by version
     steps, source = venv.torch_steps(nightly, tmp_path)
-    date, vision = nightly.build_args["TORCH_NIGHTLY_DATE"], nightly.build_args["TORCHVISION_VERSION"]
-    assert steps == [["--pre", f"torch=={nightly.torch}.dev{date}", f"torchvision=={vision}.dev{date}",
+    assert steps == [["--pre", "torch==2.16.0.dev20261126", "torchvision==0.31.0.dev20261126",
                       "--index-url", nightly.index_url]]  # fmt: skip
     assert venv.torch_steps(MATRIX.builds["current"], tmp_path)[0] == [["torch==2.13.0"]]
 
