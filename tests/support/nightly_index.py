@@ -93,15 +93,17 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
         if not (self.ranges and match and path.is_file()):
             super().do_GET()
             return
-        data = path.read_bytes()
+        size = path.stat().st_size
         start, end = match.groups()
         if start:
-            first, last = int(start), min(int(end) if end else len(data) - 1, len(data) - 1)
+            first, last = int(start), min(int(end) if end else size - 1, size - 1)
         else:
-            first, last = max(len(data) - int(end), 0), len(data) - 1
-        part = data[first : last + 1]
+            first, last = max(size - int(end), 0), size - 1
+        with open(path, "rb") as fh:
+            fh.seek(first)
+            part = fh.read(last + 1 - first)
         self.send_response(206)
-        self.send_header("Content-Range", f"bytes {first}-{last}/{len(data)}")
+        self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
         self.send_header("Content-Length", str(len(part)))
         self.end_headers()
         self.wfile.write(part)
