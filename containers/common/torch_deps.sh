@@ -9,6 +9,7 @@
 # is not downloaded again. Then `pip check` and verify_torch.py (check.sh).
 set -euo pipefail
 if [ -s /run/secrets/pip_ca ]; then export PIP_CERT=/run/secrets/pip_ca; fi
+unset PIP_NO_CACHE_DIR  # the image's default; this step keeps its downloads in the cache mount
 version() { python -c "from importlib.metadata import version; print(version('$1'))"; }
 pip install --cache-dir /root/.cache/pip --index-url "${TORCH_INDEX_URL}" \
     "torch==$(version torch)" "torchvision==$(version torchvision)"
