@@ -126,7 +126,7 @@ def check(index: str, torch: str, vision: str, date: str, python: str) -> str:
 ANCHOR = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
 GIT_VERSION = re.compile(r"""^git_version\s*(?::\s*str\s*)?=\s*['"]([0-9a-f]{7,40})['"]""", re.MULTILINE)
 TRITON_REQUIRES = re.compile(
-    r"^Requires-Dist:\s*(pytorch-triton|triton)\s*[=(]=?\s*([^\s;,)]+)", re.MULTILINE
+    r"^Requires-Dist:\s*(pytorch-triton|triton)\s*\(?\s*(==|~=|>=)\s*([^\s;,)]+)", re.MULTILINE
 )
 TAIL = 65536  # bytes read from a wheel's end to find its zip directory
 
@@ -282,7 +282,7 @@ def wheel_facts(url: str, local_file: Path | None = None) -> dict[str, str]:
     meta = next((t for n, t in texts.items() if n.endswith("METADATA")), "")
     git = GIT_VERSION.search(version)
     triton = TRITON_REQUIRES.search(meta)
-    return {"git_sha": git[1] if git else "", "triton": f"{triton[1]}=={triton[2]}" if triton else ""}
+    return {"git_sha": git[1] if git else "", "triton": "".join(triton.groups()) if triton else ""}
 
 
 def index_of(build: str, matrix: Path, given: str | None) -> tuple[str, str]:
