@@ -898,3 +898,33 @@ def test_dockerfile_layers_secrets_and_provenance(build) -> None:
     for key in ("revision", "source", "created", "base.name"):
         assert f"org.opencontainers.image.{key}=" in labels
     assert "COPY containers/probe.py /opt/suite/containers/" in path.read_text()
+
+
+# --- old nights' images: `nox -s build -- --keep N` ---------------------------------------------
+
+
+def test_prune_keeps_the_newest_images_of_each_named_build() -> None:
+    listing = "\n".join(
+        [
+            "nightly-current-aaaaaaaaaaaa\t2026-11-24 03:00:00 +0000 UTC",
+            "nightly-current-bbbbbbbbbbbb\t2026-11-25 03:00:00 +0000 UTC",
+            "nightly-current-cccccccccccc\t2026-11-26 03:00:00 +0000 UTC",
+            "stable-dddddddddddd\t2026-10-01 03:00:00 +0000 UTC",
+            "stable-eeeeeeeeeeee\t2026-10-02 03:00:00 +0000 UTC",
+        ]
+    )
+    seen: list[list[str]] = []
+
+    def docker_run(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, listing if cmd[1:3] == ["image", "ls"] else "", "")
+
+    done = images.prune(docker_run, ["nightly-current"], keep=2)
+    assert seen[1] == ["docker", "image", "rm", "torch-compile-suite:nightly-current-aaaaaaaaaaaa"]
+    assert seen[2] == ["docker", "image", "prune", "--force"]  # the dangling layers; shared ones stay
+    assert done == ["removed 1 old image(s), keeping 2 a build: nightly-current-aaaaaaaaaaaa"]
+    seen.clear()
+    assert images.prune(docker_run, ["stable"], keep=3) == ["no image to prune (at most 3 a build)"]
+    assert [c[2] for c in seen] == ["ls", "prune"]
+    with pytest.raises(UsageError, match="--keep"):
+        images.keep_count("0")
