@@ -53,7 +53,7 @@ DAYS_KEPT = "about 60 days"
 INDEX_ENV = "SUITE_NIGHTLY_INDEX"
 WHEEL = re.compile(
     r"(?P<name>torch|torchvision)-(?P<line>\d+\.\d+\.\d+)\.dev(?P<date>\d{8})(?P<local>(?:%2B|\+)[A-Za-z0-9.]+)?"
-    r"-cp(?P<py>\d+)-cp\d+t?-(?:manylinux[A-Za-z0-9_]*_x86_64|linux_x86_64)\.whl"
+    r"-cp(?P<py>\d+)-cp\d+-(?:manylinux[A-Za-z0-9_.]*_x86_64|linux_x86_64)\.whl"
 )
 
 

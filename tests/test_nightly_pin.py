@@ -228,6 +228,13 @@ def test_the_line_comes_from_the_index_not_the_matrix(tmp_path) -> None:
             "0.41.0.dev20270302+cu130",
         )
         assert pin.resolve(url, "3.12")["date"] == "20270303"
+    # a free-threaded build (cp311t) is another interpreter: never tonight's wheel for 3.11
+    assert (
+        pin.WHEEL.fullmatch(
+            wheel_name("torch", "3.1.0.dev20270304+cu130").replace("cp311-cp311", "cp311-cp311t")
+        )
+        is None
+    )
 
 
 def test_an_index_without_a_complete_night_says_so(tmp_path) -> None:
