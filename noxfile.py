@@ -159,9 +159,10 @@ def bench_nightly(session: nox.Session) -> None:
     `--build nightly` runs with `stable` instead) on this machine's GPU (one container per GPU,
     SUITE_GPUS choosing), each build checked against the driver and GPU before it is built.
 
-    `nox -s bench-nightly -- [--build nightly,nightly-current] [--nightly-date YYYYMMDD] [--shard i/n] [--run-id ID]
-    [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--offline] [--no-merge]
-    [--local-bases] [--torch-from-pypi]`; other arguments go to `python -m suite run`.
+    `nox -s bench-nightly -- [--build nightly,nightly-current] [--nightly-date YYYYMMDD]
+    [--shard i/n] [--run-id ID] [--device cuda|cpu] [--containers N (cpu)] [--profile P]
+    [--offline] [--no-merge] [--local-bases] [--torch-from-pypi]`; other arguments go to
+    `python -m suite run`.
     """
     bench = containers.bench_containers(
         runner(session), session.posargs, ROOT, "nightly", check_selection, verb=suite_verb
