@@ -235,7 +235,7 @@ def test_offline_mode_has_no_network_and_results_as_the_only_writable_mount(fake
         with open(fake.env["FAKE_DOCKER_IMAGES"], "a") as fh:
             fh.write(images.image_tag(MATRIX.builds[spec], ROOT) + "\n")
     proc = nox(fake, "-s", "bench-nightly", "--", "--offline", "--run-id", "r3", "--out", str(fake.out),
-               "--no-merge")  # fmt: skip
+               "--no-merge", "--build", "nightly")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     for run in runs(fake) + runs(fake, "probe"):
         assert run[run.index("--network") + 1] == "none"
@@ -256,10 +256,14 @@ def test_offline_without_the_image_says_so(fake: SimpleNamespace) -> None:
 
 
 def test_no_command_is_privileged_or_runs_as_root(fake: SimpleNamespace) -> None:
-    proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r4", "--out", str(fake.out), "--no-merge",
-               "--build", "nightly,nightly-current", FAKE_SMI_DRIVER="580.65.06")  # fmt: skip
+    build_index(fake.tmp / "index", [Night("20261126")])
+    with serve(fake.tmp / "index") as url:
+        proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r4", "--out", str(fake.out), "--no-merge",
+                   "--build", "nightly,nightly-current", FAKE_SMI_DRIVER="580.65.06",
+                   SUITE_NIGHTLY_INDEX=url)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert {c[c.index("--build") + 1] for c in runs(fake)} == {"stable", "nightly", "nightly-current"}
+    built = {c[c.index("--build") + 1] for c in runs(fake)}
+    assert built == {"stable", "release", "nightly", "nightly-current"}
     for call in calls(fake):
         assert "--privileged" not in call and not any(a.startswith("--privileged") for a in call)
         assert "--cap-add" not in call
@@ -319,7 +323,7 @@ def test_merge_follows_a_full_run(fake: SimpleNamespace, monkeypatch: pytest.Mon
 
     class Session:
         def __init__(self) -> None:
-            self.posargs = ["--run-id", "r5", "--out", str(fake.out), "--models", "ViT"]
+            self.posargs = ["--run-id", "r5", "--out", str(fake.out), "--models", "ViT", "--build", "nightly"]
 
         def log(self, *args: object) -> None:
             pass
@@ -371,7 +375,7 @@ def test_missing_docker_gpu_or_runtime_is_one_line_exit_2(
         env["FAKE_DOCKER_RUNTIMES"] = '{"io.containerd.runc.v2":{},"runc":{}}'
     else:
         env["FAKE_DOCKER_GPU"] = setup
-    args = [] if session == "build" else ["--out", str(fake.out)]
+    args = [] if session == "build" else ["--out", str(fake.out), "--build", "nightly"]
     proc = nox(fake, "-s", session, "--", *args, **env)
     assert proc.returncode == 2, proc.stderr
     line = one_error_line(proc)

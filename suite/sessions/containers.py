@@ -121,10 +121,10 @@ def build_images(runner: Runner, posargs: Sequence[str], root: Path) -> None:
                 f"{matrix.path}: builds.{spec.name}", "no container to build (a local-only build)"
             )
         images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line now
+    docker.check_docker()
     chosen, how.resolved = nightly.resolve_all(chosen, root, flags["--nightly-date"] or "")
     for name, found in how.resolved.items():
         runner.log(nightly.describe(name, found))
-    docker.check_docker()
     if how.subs.local_bases:
         check_local_bases(runner, matrix, chosen, root)
     for spec in chosen:
