@@ -467,9 +467,12 @@ def instructions(path: Path) -> list[tuple[str, str]]:
             if buf.strip():
                 line = buf.strip()
                 kind = line.split()[0].upper()
-                for script in SHARED_STEP.findall(line) if kind == "RUN" else []:
+                scripts = SHARED_STEP.findall(line) if kind == "RUN" else []
+                for script in scripts:  # and the shared steps those call (locked.sh: check.sh)
                     text = (ROOT / "containers" / "common" / script).read_text().splitlines()
-                    line += " " + " ".join(t.strip() for t in text if not t.lstrip().startswith("#"))
+                    text = [t.strip() for t in text if not t.lstrip().startswith("#")]
+                    line += " " + " ".join(text)
+                    scripts += [s for s in SHARED_STEP.findall(" ".join(text)) if s not in scripts]
                 out.append((kind, line))
             buf = ""
     return out
