@@ -43,6 +43,15 @@ from suite.redact import RedactingStream
 from suite.run.crosscheck import DEFAULT_ROUNDS
 
 
+def add_medians_only_flag(p: argparse.ArgumentParser) -> None:
+    """compare's and calibrate's `--medians-only`: leave the kept samples aside."""
+    p.add_argument(
+        "--medians-only",
+        action="store_true",
+        help="judge every median from the two CIs, even where both runs kept their samples",
+    )
+
+
 def add_noise_flags(p: argparse.ArgumentParser) -> None:
     """compare's and calibrate's between-run noise for rows that carry none (issue 27)."""
     p.add_argument(
@@ -157,6 +166,7 @@ def build_parser() -> Parser:
         "drift, measured on their matched cells; 0: the threshold alone (default: 4)",
     )
     add_noise_flags(p)
+    add_medians_only_flag(p)
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)
 
@@ -168,6 +178,7 @@ def build_parser() -> Parser:
         "--slowed", nargs="*", type=Path, default=[], help="runs made with SUITE_FAULT=slow:<factor>"
     )
     add_noise_flags(p)
+    add_medians_only_flag(p)
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)
 

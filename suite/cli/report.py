@@ -62,14 +62,18 @@ def cmd_merge(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     with needs("compare", REPORT, COMPARE_HINT):
         from suite.compare.markdown import render, verdict_line
-        from suite.compare.rule import Rule, compare
+        from suite.compare.rule import Rule, Samples, compare
+        from suite.compare.samples import groups_of
         from suite.report.load import load
         from suite.report.samples import read_beside, recompute, report_line
 
     base, new = load([args.base]), load([args.new])
+    calls = {"base": read_beside(base.files), "new": read_beside(new.files)}
     # issue 27: each run's medians recomputed from the samples beside it (said after the verdict)
-    found = [(name, recompute(read_beside(x.files), x.frame)) for name, x in (("base", base), ("new", new))]
+    found = [(name, recompute(calls[name], x.frame)) for name, x in (("base", base), ("new", new))]
     samples_lines = [f"suite compare: {name}: {report_line(rows)}" for name, rows in found if rows]
+    # issue 37: where both runs kept a cell's samples, its median is judged from them
+    samples = None if args.medians_only else Samples(groups_of(calls["base"]), groups_of(calls["new"]))
     _warn(
         "compare",
         [f"base: {line}" for line in base.report()[1:]] + [f"new: {line}" for line in new.report()[1:]],
@@ -85,7 +89,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         rule = replace(rule, run_noise_pct=args.run_noise_pct)
     if args.speedup_noise_pct is not None:
         rule = replace(rule, speedup_noise_pct=args.speedup_noise_pct)
-    result = compare(base, new, rule.threshold, rule)
+    result = compare(base, new, rule.threshold, rule, samples)
     text = render(result, [args.base], [args.new], base, new)
     if args.output:
         try:
@@ -98,6 +102,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(text, end="")
     for line in samples_lines:
         print(line, file=sys.stderr)
+    if result.nothing_judged:  # no cell compared like with like: not a pass
+        raise UsageError(f"{args.base} vs {args.new}", verdict_line(result))
     return 1 if result.failed else 0
 
 
