@@ -117,7 +117,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise UsageError(str(path), "no such file or folder")
     if len(args.aa) < 2:
         raise UsageError("--aa", "needs two or more runs of the same cells")
-    text = calibration(args.aa, args.slowed, args.run_noise_pct, args.speedup_noise_pct)
+    text = calibration(args.aa, args.slowed, args.run_noise_pct, args.speedup_noise_pct, args.medians_only)
     print(text, end="")
     if args.output:
         args.output.write_text(text, encoding="utf-8")

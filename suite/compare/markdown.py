@@ -173,7 +173,10 @@ def _interval_text(cmp: Comparison) -> str:
     sampled = cmp.sampled_cells
     text = "- Interval: [new CI low / base CI high, new CI high / base CI low] from each median's 95% CI"
     if not sampled:
-        return text + " (conservative; neither run kept samples of these cells)."
+        return (
+            text
+            + " (conservative; no cell was judged from samples: none kept by both runs, or --medians-only)."
+        )
     return text + (
         f" (conservative), except for the {sampled} cell(s) whose samples both runs kept: there, the "
         "95% bootstrap interval of new / base from the per-call samples (processes, then calls, "

@@ -33,7 +33,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from suite.compare.samples import Groups, Sampled, SampleKey, sampled_ratio
 from suite.compare.settings import SettingDiff, differences, settings_of, unrecorded
@@ -385,10 +385,19 @@ def _index(loaded: Loaded, columns: Sequence[str]) -> dict[tuple[str, ...], _Row
 
 @dataclass(frozen=True)
 class Samples:
-    """Both runs' kept samples (suite.compare.samples.groups_of), where they kept any."""
+    """Both runs' kept samples (suite.compare.samples.groups_of), where they kept any; each
+    cell's bootstrap made once however many rules judge it (calibrate)."""
 
     base: Groups
     new: Groups
+    memo: dict[tuple[SampleKey, SampleKey], Sampled | None] = field(default_factory=dict, compare=False)
+
+    def ratio(self, base: SampleKey, new: SampleKey) -> Sampled | None:
+        """new / base from the two rows' samples (None where either run kept none)."""
+        if (base, new) not in self.memo:
+            groups = self.base.get(base), self.new.get(new)
+            self.memo[base, new] = sampled_ratio(*groups) if groups[0] and groups[1] else None
+        return self.memo[base, new]
 
 
 def compare(
@@ -441,10 +450,7 @@ def _change(
     if apart:
         return CellChange(key, base.build, new.build, bm, nm, None, None, None, SETTINGS_DIFFER, apart)
     rule, noise = how
-    sampled = None
-    if samples is not None and bm.ok and nm.ok:
-        groups = samples.base.get(base.samples), samples.new.get(new.samples)
-        sampled = sampled_ratio(*groups) if groups[0] and groups[1] else None
+    sampled = samples.ratio(base.samples, new.samples) if samples is not None and bm.ok and nm.ok else None
     verdict, ratio, low, high = judge(bm, nm, rule.threshold, rule, noise.bound(rule.noise_z), sampled)
     return CellChange(
         key, base.build, new.build, bm, nm, ratio, low, high, verdict, sampled=sampled is not None

@@ -21,6 +21,7 @@ from suite.results.columns import SETTING_COLUMNS
 
 STOP_RULE = "stop_rule"
 CI_WORDS = ("ci", "max_calls", "max_seconds")  # stop_reason under the CI rule
+MISSING = ("", "nan", "<na>", "none", "nat")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def _text(value: object) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     text = str(value).strip()
-    if not text or text.lower() == "nan":
+    if text.lower() in MISSING:  # pandas' NA and NaN, as a frame or a store gives them
         return ""
     try:
         number = float(text)
