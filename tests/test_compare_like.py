@@ -152,3 +152,44 @@ def test_the_samples_bootstrap() -> None:
     assert several is not None and several.base_calls == 150 and several.new_calls == 80
     assert 1.1 < several.low < several.ratio < several.high < 1.3
     assert sampled_ratio([], same) is None
+
+
+REPO = Path(__file__).resolve().parent.parent
+SMOKE_21 = REPO / "results" / "2026-11-21-cpu-amd-epyc-smoke"  # compile_cache: run
+SMOKE_25 = REPO / "results" / "2026-11-25-cpu-amd-epyc-smoke"  # compile_cache: cold
+
+
+def test_the_committed_smoke_runs_are_not_compared(tmp_path: Path, capsys) -> None:
+    """The two committed smoke runs differ in their compile cache (and the stopping rule): no
+    "slower compile", every cell listed as not comparable, and neither compare nor the history's
+    verdict calls it a regression."""
+    report = tmp_path / "r.md"
+    assert main(["compare", str(SMOKE_21), str(SMOKE_25), "-o", str(report)]) == 2
+    assert "compile_cache run -> cold (50 cell(s))" in capsys.readouterr().err
+    text = report.read_text()
+    assert "Slower compile (beyond" not in text and "REGRESSED" not in text
+    assert "not judged, never a regression): 50" in text
+
+    from suite.history.verdict import verdict
+
+    store = tmp_path / "h.duckdb"
+    for run in (SMOKE_21, SMOKE_25):
+        assert main(["history", "ingest", str(run), "--store", str(store)]) == 0
+    result = verdict(SMOKE_25, store)
+    assert not result.failed
+    previous = [v.against_previous for v in result.nights]
+    assert all(c is not None and c.nothing_judged and not c.failed for c in previous)
+    assert result.markdown.count("**not comparable**: all 25 cells measured under other settings") == 2
+    assert "compile_cache run -> cold" in result.markdown and "slower compile" not in result.markdown
+
+    # in the history, the warm-cache nights are a series of their own: no change point across them
+    from suite.history.series import points
+    from suite.history.store import open_store
+
+    con = open_store(store).connect()
+    try:
+        pts = points(con, {"model": "ResNet (smoke, random weights)", "mode": "default"})
+    finally:
+        con.close()
+    by = dict(zip(pts["date"].dt.day, pts["scenario"], strict=False))
+    assert by == {21: "inference [compile cache run]", 25: "inference"}

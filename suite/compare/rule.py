@@ -2,7 +2,7 @@
 with an interval, the paired speed-up's change and the compile time's, each judged against a
 threshold.
 
-Host side only. The raw CSVs keep each cell's median and its 95% CI, not the samples, so the
+Host side only. The raw CSVs keep each cell's median and its 95% CI, so without samples the
 ratio's interval is built from the two CIs: [new low / base high, new high / base low]. If the
 two runs are independent and each CI covers its true median with probability 0.95, both do with
 probability >= 0.9025, and then the true ratio lies inside. The CIs cover the noise within a
