@@ -143,7 +143,11 @@ def build_parser() -> Parser:
     p.add_argument("--strict", action="store_true", help="exit 2 if any row or file would be skipped")
     p.set_defaults(func=cmd_merge)
 
-    p = sub.add_parser("compare", help="regressions between two runs; exit 1 if a cell regressed")
+    p = sub.add_parser(
+        "compare",
+        help="regressions between two runs, like with like; exit 1 if a cell regressed, 2 if no cell "
+        "was comparable",
+    )
     p.add_argument("base", type=Path, help="the base run folder (or one raw CSV)")
     p.add_argument("new", type=Path, help="the new run folder (or one raw CSV)")
     p.add_argument(
