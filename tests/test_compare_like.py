@@ -47,7 +47,7 @@ def test_values_are_compared_as_written_whatever_their_type() -> None:
     [
         ({"stop_rule": "ci 1%, 10-300 calls, 300 s", "stop_reason": "ci"}, "ci 1%, 10-300 calls, 300 s"),
         ({"stop_reason": "fixed", "iterations": 300, "processes": 3, "status": "ok"}, "fixed, 100 calls"),
-        ({"stop_reason": "max_calls", "iterations": 10, "status": "ok"}, "ci"),
+        ({"stop_reason": "max_calls", "iterations": 10, "status": "ok"}, "ci (limits unrecorded)"),
         ({"iterations": "10", "status": "ok"}, "fixed, 10 calls"),  # before the stopping rule
         ({"status": "error"}, ""),
     ],
@@ -57,9 +57,13 @@ def test_the_stopping_rule_of_older_rows(row: dict, rule: str) -> None:
 
 
 def test_a_ci_rule_whose_limits_were_not_recorded_is_not_a_difference() -> None:
-    old, new = {"stop_rule": "ci"}, {"stop_rule": "ci 1%, 10-300 calls, 300 s"}
+    old = settings_of({"stop_reason": "ci", "status": "ok"})
+    new = settings_of({"stop_rule": "ci 1%, 10-300 calls, 300 s", "status": "ok"})
     assert not differences(old, new)
-    assert differences({"stop_rule": "fixed, 10 calls"}, old)
+    assert [d.text() for d in differences(settings_of({"stop_rule": "fixed, 10 calls"}), old)] == [
+        "stop_rule fixed, 10 calls -> ci (limits unrecorded)"
+    ]
+    assert differences(new, settings_of({"stop_rule": "ci 2%, 10-300 calls, 300 s"}))
 
 
 def test_aa_runs_that_differ_in_one_setting_are_not_judged_and_exit_2(tmp_path: Path, capsys) -> None:
@@ -165,7 +169,9 @@ def test_the_committed_smoke_runs_are_not_compared(tmp_path: Path, capsys) -> No
     verdict calls it a regression."""
     report = tmp_path / "r.md"
     assert main(["compare", str(SMOKE_21), str(SMOKE_25), "-o", str(report)]) == 2
-    assert "compile_cache run -> cold (50 cell(s))" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "compile_cache run -> cold (50 cell(s))" in err
+    assert "stop_rule fixed, 10 calls -> ci (limits unrecorded) (49 cell(s))" in err
     text = report.read_text()
     assert "Slower compile (beyond" not in text and "REGRESSED" not in text
     assert "not judged, never a regression): 50" in text
@@ -193,3 +199,16 @@ def test_the_committed_smoke_runs_are_not_compared(tmp_path: Path, capsys) -> No
         con.close()
     by = dict(zip(pts["date"].dt.day, pts["scenario"], strict=False))
     assert by == {21: "inference [compile cache run]", 25: "inference"}
+
+
+def test_the_bisect_skips_a_run_measured_under_other_settings(tmp_path: Path) -> None:
+    from suite.history.bisect import SKIP, Cell
+    from suite.history.judge import judge_runs
+
+    good = write(tmp_path / "good", [cell("ViT", 10.0, 9.9, 10.1, **SET)])
+    alike = write(tmp_path / "alike", [cell("ViT", 10.0, 9.9, 10.1, **SET)])
+    other = write(tmp_path / "other", [cell("ViT", 20.0, 19.9, 20.1, **{**SET, "torch_threads": 4})])
+    vit = Cell.parse("ViT,1,default")
+    assert judge_runs(good, alike, vit).verdict == UNCHANGED
+    skipped = judge_runs(good, other, vit)
+    assert (skipped.outcome, skipped.verdict) == (SKIP, "not comparable: torch_threads 8 -> 4")

@@ -22,6 +22,7 @@ from suite.results.columns import SETTING_COLUMNS
 STOP_RULE = "stop_rule"
 CI_WORDS = ("ci", "max_calls", "max_seconds")  # stop_reason under the CI rule
 MISSING = ("", "nan", "<na>", "none", "nat")
+CI_UNRECORDED = "ci (limits unrecorded)"  # an older row's CI rule: its target and limits unknown
 
 
 @dataclass(frozen=True)
@@ -53,15 +54,15 @@ def _text(value: object) -> str:
 
 def stop_rule_of(row: Mapping[str, object]) -> str:
     """The stopping rule a row was timed under: its `stop_rule` column, else what older rows
-    say of it: `stop_reason` fixed with its calls per process, a CI reason as "ci" (its limits
-    unrecorded), and an ok row from before the stopping rule (no `stop_reason`) as fixed with its
-    `iterations`. "" where nothing says."""
+    say of it: `stop_reason` fixed with its calls per process, a CI reason as CI_UNRECORDED, and
+    an ok row from before the stopping rule (no `stop_reason`) as fixed with its `iterations`.
+    "" where nothing says."""
     text = _text(row.get(STOP_RULE))
     if text:
         return text
     reason = _text(row.get("stop_reason"))
     if reason in CI_WORDS:
-        return "ci"
+        return CI_UNRECORDED
     iterations = _text(row.get("iterations"))
     if not iterations or (not reason and _text(row.get("status")) != OK):
         return ""
@@ -83,7 +84,8 @@ def _same(name: str, base: str, new: str) -> bool:
     if base == new:
         return True
     # a CI rule whose limits an older row did not record is the same rule as far as it says
-    return name == STOP_RULE and "ci" in (base, new) and base.split(" ")[0] == new.split(" ")[0]
+    unknown = CI_UNRECORDED in (base, new)
+    return name == STOP_RULE and unknown and base.split(" ")[0] == new.split(" ")[0] == "ci"
 
 
 def differences(base: Mapping[str, str], new: Mapping[str, str]) -> tuple[SettingDiff, ...]:
