@@ -212,3 +212,13 @@ def test_the_bisect_skips_a_run_measured_under_other_settings(tmp_path: Path) ->
     assert judge_runs(good, alike, vit).verdict == UNCHANGED
     skipped = judge_runs(good, other, vit)
     assert (skipped.outcome, skipped.verdict) == (SKIP, "not comparable: torch_threads 8 -> 4")
+
+
+def test_calibrate_leaves_out_the_pairs_measured_under_other_settings(tmp_path: Path, capsys) -> None:
+    rows = [cell(m, 10.0, 9.9, 10.1, **SET) for m in ("ViT", "BeiT")]
+    a = write(tmp_path / "a", rows)
+    b = write(tmp_path / "b", [rows[0], {**rows[1], "compile_cache": "run", "median_ms": 30.0}])
+    assert main(["calibrate", "--aa", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "- Not comparable: 2 cell compare(s) whose rows' settings differ, not judged" in out
+    assert "| 5% | off | 25% + 1 s | 0/2 (0.0%) | 0/2 (0.0%) |" in out

@@ -58,6 +58,7 @@ class Tally:
     slowed_floors: list[float] = field(default_factory=list)
     judged_on_noise: int = 0  # cell-compares judged against the rows' between-run noise (issue 27)
     judged: int = 0
+    apart: int = 0  # cell-compares not judged: the two rows' settings differ
 
     def floor_text(self) -> str:
         """The floors the comparisons measured: A/A (the drift alone), and against the slowed runs
@@ -100,7 +101,8 @@ def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule, pairs: Pai
     pairs = pairs or Pairs({})
 
     def judged(cmp: Comparison) -> Comparison:
-        t.judged += len(cmp.changes)
+        t.judged += len(cmp.judged)
+        t.apart += len(cmp.not_comparable)
         t.judged_on_noise += cmp.rerun_cells
         return cmp
 
@@ -109,7 +111,7 @@ def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule, pairs: Pai
         t.aa_floors.append(cmp.noise.bound(rule.noise_z))
         t.aa_comparisons += 1
         t.aa_failed += cmp.failed
-        t.aa_cells += len(cmp.changes)
+        t.aa_cells += len(cmp.judged)
         t.aa_flagged += sum(c.verdict in FAILING_VERDICTS for c in cmp.changes)
         t.aa_suspect += cmp.count(SUSPECT)
     for base in aa:
@@ -118,7 +120,7 @@ def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule, pairs: Pai
             t.slowed_floors.append(cmp.noise.bound(rule.noise_z))
             t.slowed_comparisons += 1
             t.slowed_failed += cmp.failed
-            for c in cmp.changes:
+            for c in cmp.judged:
                 if not (c.base.ok and c.new.ok):
                     continue
                 if _mode(cmp, c.key) == "eager":
@@ -188,6 +190,11 @@ def render(
         f"- A/A runs: {', '.join(map(str, aa))} (every ordered pair compared)",
         f"- Slowed runs: {', '.join(map(str, slowed)) or 'none'} (each compared with each A/A run)",
         f"- Samples: {how}",
+        *(
+            [f"- Not comparable: {tallies[0].apart} cell compare(s) whose rows' settings differ, not judged"]
+            if tallies and tallies[0].apart
+            else []
+        ),
         "",
         "| threshold | noise floor of the medians (range over the compares) | compile threshold "
         "| A/A cells flagged | A/A compares exiting 1 | A/A suspect "
