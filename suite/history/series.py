@@ -3,10 +3,9 @@
 A series is one cell on one GPU and build line: (gpu, build_line, build, model, task, batch size,
 mode, dtype, scenario), as docs/history.md and the pages' contract (issue 26) name them. The
 model's name carries what else sets a row apart ("ViT (smoke, random weights)"), the scenario its
-dynamic setting and the settings a night was measured under where not the default (`_SETTINGS`).
-Change points are looked for along a build's whole track (its series joined across build lines),
-so a nightly that moves from 2.x to 2.y keeps its history, and a change at that move is found and
-named with both lines' nights.
+dynamic setting. Change points are looked for along a build's whole track (its series joined
+across build lines), so a nightly that moves from 2.x to 2.y keeps its history, and a change at
+that move is found and named with both lines' nights.
 """
 
 from __future__ import annotations
