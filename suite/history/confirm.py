@@ -137,7 +137,8 @@ def _row(run: Path, change: Mapping[str, Any]) -> Any | None:
         return None
     scenario = str(change["scenario"]).split(" (")[0]
     rows = frame[
-        (frame["model"] == change["model_name"])
+        (frame["build"] == change["build"])
+        & (frame["model"] == change["model_name"])
         & (frame["batch_size"] == int(change["batch_size"]))
         & (frame["mode"] == change["mode"])
         & (frame["dtype"] == change["dtype"])
@@ -197,7 +198,8 @@ def confirm(change: Mapping[str, Any], measure: Measure, rule: Rule | None = Non
     bad_run = measure(bad_day)
     if good_run is None:
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return Confirmation(change_id(change), NOT_RUN, "the last good nightly did not run", None, None, stamp)
+        why = "the last good nightly did not run"
+        return Confirmation(change_id(change), NOT_RUN, why, None, None, stamp)
     return judge_pair(change, good_run, bad_run, rule)
 
 

@@ -76,7 +76,6 @@ class CellIssue:
         ]
         return "\n".join(lines) + "\n"
 
-
     def measured(self) -> list[str]:
         """Both measurements of each confirmation (the last good and the first bad nightly)."""
         if "confirmation" not in self.changes.columns:

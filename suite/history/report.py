@@ -48,12 +48,24 @@ def setup_name(r: object) -> str:
     return ", ".join(p for p in parts if p)
 
 
+MEASURED = {
+    "agrees": "agrees",
+    "disagrees": "disagrees: not confirmed",
+    "not run": "a nightly did not run",
+    "awaiting": "awaiting (`nox -s confirm`)",
+    "": "—",
+}
+
+
 def change_table(changes: pd.DataFrame) -> list[str]:
+    """The change points; with a `remeasured` column (suite.history.confirm.annotate), what
+    measuring the two nightlies again said. For a nightly build the dates are the nightlies'."""
+    again = "remeasured" in changes.columns
     lines = [
         "| GPU | build line | cell | setup | figure | last good "
         "| first bad | change [95% CI] | torch, good → bad "
-        "| commits | confirm |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| commits | confirm |" + (" measured again |" if again else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if again else ""),
     ]
     for r in changes.itertuples(index=False):
         if r.commit_range_url:
@@ -67,7 +79,7 @@ def change_table(changes: pd.DataFrame) -> list[str]:
         lines.append(
             f"| {r.gpu} | {r.build_line} | {cell_name(r)} | {setup_name(r)} | {FIGURE[r.metric]} | "
             f"{_day(r.last_good_date)} | {_day(r.first_bad_date)} | {size} | {torch} | {commits} | "
-            f"`{r.confirm_command}` |"
+            f"`{r.confirm_command}` |" + (f" {MEASURED.get(r.remeasured, r.remeasured)} |" if again else "")
         )
     return lines
 

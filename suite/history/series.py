@@ -69,7 +69,8 @@ _POINTS_SQL = f"""
 SELECT
     gpu, build_line, build, model || {_SUFFIX} AS model, task, batch_size, mode, dtype,
     scenario || CASE WHEN coalesce(dynamic, '') <> '' THEN ' (' || dynamic || ')' ELSE '' END AS scenario,
-    CAST(coalesce(torch_date, date) AS TIMESTAMP) AS date, run_id, coalesce(torch_version, '') AS torch_version,
+    CAST(coalesce(torch_date, date) AS TIMESTAMP) AS date, run_id,
+    coalesce(torch_version, '') AS torch_version,
     coalesce(torch_git, '') AS torch_git, coalesce(run_page, '') AS run_page, status,
     coalesce(health, '') AS health,
     median_ms, ci95_low_ms AS median_ci_low_ms, ci95_high_ms AS median_ci_high_ms,
@@ -112,7 +113,8 @@ def points(con: duckdb.DuckDBPyConnection, filters: Mapping[str, object] | None 
     except duckdb.Error as exc:
         raise UsageError("history", f"cannot read the store ({str(exc).splitlines()[0]})") from None
     # in series then night order: the rows sorted here, by their ranks (sort_order), in pandas
-    frame = table.to_pandas().take(sort_order(table, (*TRACK_KEY, "date", "run_date", "ingested_at", "run_id")))
+    order = sort_order(table, (*TRACK_KEY, "date", "run_date", "ingested_at", "run_id"))
+    frame = table.to_pandas().take(order)
     frame["batch_size"] = frame["batch_size"].astype("int64")
     for col in ("date", "run_date", "nightly_date"):
         frame[col] = frame[col].astype("datetime64[ns]")
@@ -284,7 +286,8 @@ def change_rows(pts: pd.DataFrame, found: Sequence[Found]) -> pd.DataFrame:
             }
         )
     frame = pd.DataFrame(rows, columns=[*CHANGE_COLUMNS, "confirmed", "p_value", "last_good_torch",
-                                        "first_bad_torch", "last_good_build_line", *NIGHT_EXTRAS])  # fmt: skip
+                                        "first_bad_torch", "last_good_build_line",
+                                        *NIGHT_EXTRAS])  # fmt: skip
     frame["nightly"] = frame["nightly"].astype(bool)
     for col in ("last_good_date", "first_bad_date", "last_good_run_date", "first_bad_run_date"):
         frame[col] = frame[col].astype("datetime64[ns]")

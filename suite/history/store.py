@@ -582,7 +582,8 @@ class ParquetStore(Store):
         table = self._read(path)
         if not set(CONFIRM_SCHEMA.names) <= set(table.column_names):
             raise UsageError(path, f"not a history's confirmations (no {', '.join(CONFIRM_SCHEMA.names)})")
-        return dict(zip(table.column("change_id").to_pylist(), table.column("record").to_pylist(), strict=True))
+        ids, records = table.column("change_id").to_pylist(), table.column("record").to_pylist()
+        return dict(zip(ids, records, strict=True))
 
     def keep_confirmation_record(self, change_id: str, text: str) -> None:
         if self._manifest() is None:

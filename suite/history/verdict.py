@@ -118,8 +118,9 @@ def confirmation_lines(held: pd.DataFrame, store: str | Path | None) -> list[str
         where = f" --store {store}" if store else ""
         out += ["", "Awaiting a confirmation (no issue until the last good and first bad nightly, measured "
                 f"again back to back, agree): `nox -s confirm --{where}` measures them:", ""]  # fmt: skip
+        pairs = waiting.drop_duplicates("change_id").itertuples()
         out += [f"- {cell_name(r)} on {r.gpu}: {_day(r.last_good_date)} → {_day(r.first_bad_date)} "
-                f"(change {r.change_id})" for r in waiting.drop_duplicates("change_id").itertuples()]  # fmt: skip
+                f"(change {r.change_id})" for r in pairs]  # fmt: skip
     same = held[held["remeasured"] == ""]
     if len(same):
         out += ["", "Not a torch change (the same torch, or not two dated nightlies; no issue): "
