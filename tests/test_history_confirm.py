@@ -21,7 +21,7 @@ import suite.history
 from suite.cli import main
 from suite.errors import UsageError
 from suite.history.calibrate import TRUST, noise_pool
-from suite.history.confirm import AGREES, AWAITING, DISAGREES, NOT_RUN, change_id, confirm
+from suite.history.confirm import AGREES, DISAGREES, NOT_RUN, change_id, confirm
 from suite.history.ingest import read_run, torch_date
 from suite.history.store import open_store
 from suite.history.synth import Build, History, Step, fake_sha, template_rows
@@ -83,8 +83,14 @@ def test_nights_stand_on_their_nightly_and_the_step_names_its_nightly_and_commit
     changes = resnet_changes(store)
     assert set(changes["metric"]) == {"median_ms", "speedup"}
     for r in changes.itertuples():
-        assert (r.last_good_date, r.first_bad_date) == (pd.Timestamp(nightly_of(STEP - 1)), pd.Timestamp(nightly_of(STEP)))
-        assert (r.last_good_run_date, r.first_bad_run_date) == (pd.Timestamp(START + timedelta(days=STEP - 1)), pd.Timestamp(START + timedelta(days=STEP)))
+        assert (r.last_good_date, r.first_bad_date) == (
+            pd.Timestamp(nightly_of(STEP - 1)),
+            pd.Timestamp(nightly_of(STEP)),
+        )
+        assert (r.last_good_run_date, r.first_bad_run_date) == (
+            pd.Timestamp(START + timedelta(days=STEP - 1)),
+            pd.Timestamp(START + timedelta(days=STEP)),
+        )
         good, bad = fake_sha(version(STEP - 1)), fake_sha(version(STEP))
         assert r.commit_range_url == f"https://github.com/pytorch/pytorch/compare/{good}...{bad}"
         assert "--good 2026-12-09 --bad 2026-12-10" in r.confirm_command
@@ -96,7 +102,8 @@ def measured_again(base: Path, dst: Path, night: int, factor: float) -> Path:
     """A run folder as the cell measured again tonight with the nightly of `night` would leave it,
     on a quiet machine (CIs of 1%): `base`'s rows, the compiled calls `factor` times as long."""
     src = next((base / "raw").glob("nightly-current__*.csv"))
-    rows = list(csv.DictReader(open(src, encoding="utf-8")))
+    with open(src, encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
     for row in rows:
         row.update(torch_version=version(night), torch_git=fake_sha(version(night)), run_id=dst.name)
         row["started_at"] = "2026-12-20T01:00:00+00:00"
@@ -132,20 +139,121 @@ def test_a_confirmation_that_agrees_files_the_issue_with_both_measurements(
     assert conf.judged == "bad" and conf.change_id == change_id(change)
     assert conf.outcome("median_ms", 10.0) == AGREES and conf.outcome("median_ms", -10.0) == DISAGREES
     assert conf.good is not None and conf.bad is not None and conf.bad.median_ms > conf.good.median_ms
-    # the same through the verb, then issues: exactly one, carrying both measurements
-    lines = _verb(["--list", "--store", str(store)], capture=True)
-    listed = [json.loads(line) for line in lines]
-    assert [(x["change"], x["good"], x["bad"], x["cell"]) for x in listed] == [
-        (change["change_id"] if "change_id" in change else change_id(change), "2026-12-09", "2026-12-10",
-         "ResNet,1,default")
+
+
+FAKE_GH = """#!{python}
+import json, os, sys
+stdin = sys.stdin.read() if "-" in sys.argv else None
+with open(os.environ["FAKE_GH_LOG"], "a") as fh:
+    fh.write(json.dumps({{"args": sys.argv[1:], "stdin": stdin}}) + "\\n")
+print("[]" if sys.argv[1:3] == ["issue", "list"] else "")
+"""
+
+
+def issues_created(log: Path) -> list[dict[str, object]]:
+    """What the fake gh was asked to create (nothing, where it was never called)."""
+    logged = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return [e for e in logged if e["args"][:2] == ["issue", "create"]]
+
+
+def _verb(args: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    capsys.readouterr()
+    assert main(["history", "confirm", *args]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize("factor", [1.10, 1.0])
+def test_an_issue_only_when_the_confirmation_agrees(
+    history: tuple[list[Path], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    factor: float,
+) -> None:
+    """Measured again 10% slower: agrees, one issue with both measurements; measured again the
+    same: disagrees, no issue (and the verdict's --issues files none either)."""
+    runs, shared = history
+    store = tmp_path / "h.duckdb"
+    store.write_bytes(shared.read_bytes())
+    (tmp_path / "bin").mkdir()
+    gh = tmp_path / "bin" / "gh"
+    gh.write_text(FAKE_GH.format(python=sys.executable))
+    gh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_GH_LOG", str(tmp_path / "gh.log"))
+    # before any confirmation: the verdict names the change as awaiting one, and files nothing
+    summary = tmp_path / "summary.md"
+    assert (
+        main(["history", "verdict", str(runs[-1]), "--store", str(store), "-o", str(summary), "--issues"])
+        == 0
+    )
+    assert (
+        "Awaiting a confirmation" in summary.read_text() and "2026-12-09 → 2026-12-10" in summary.read_text()
+    )
+    listed = [json.loads(line) for line in _verb(["--list", "--store", str(store)], capsys)]
+    assert [(x["good"], x["bad"], x["cell"], x["build"], x["gpu"]) for x in listed] == [
+        ("2026-12-09", "2026-12-10", "ResNet,1,default", "nightly-current", GPU)
     ]
+    good = measured_again(runs[STEP - 1], tmp_path / "good", STEP - 1, 1.0)
+    bad = measured_again(runs[STEP - 1], tmp_path / "bad", STEP, factor)
+    args = [
+        "--store",
+        str(store),
+        "--change",
+        listed[0]["change"],
+        "--good-run",
+        str(good),
+        "--bad-run",
+        str(bad),
+    ]
+    out = _verb([*args, "--issues"], capsys)
+    kept = json.loads(out[-1])
+    assert kept["judged"] == ("bad" if factor > 1 else "good")
+    assert (kept["good"]["torch_version"], kept["bad"]["torch_version"]) == (version(STEP - 1), version(STEP))
+    assert _verb(["--list", "--store", str(store)], capsys) == []  # told: no longer awaiting
+    created = issues_created(tmp_path / "gh.log")
+    report = tmp_path / "report.md"
+    assert main(["history", "report", "--store", str(store), "--changes-only", "-o", str(report)]) == 0
+    if factor > 1:
+        assert len(created) == 1
+        body = created[0]["stdin"]
+        assert "Measured again, back to back on one machine" in body
+        assert f"| last good 2026-12-09 | {version(STEP - 1)} |" in body
+        assert f"| first bad 2026-12-10 | {version(STEP)} |" in body
+        assert f"compare/{fake_sha(version(STEP - 1))}...{fake_sha(version(STEP))}" in body
+        assert " agrees |" in report.read_text()
+        gh.write_text("#!/bin/sh\necho 'HTTP 401: Bad credentials' >&2\nexit 1\n")
+        assert main(["history", "confirm", *args, "--issues", "--repo", "me/bench"]) == 2
+    else:
+        assert created == []
+        assert "disagrees: not confirmed" in report.read_text()
+        assert (
+            main(["history", "verdict", str(runs[-1]), "--store", str(store), "-o", str(summary), "--issues"])
+            == 0
+        )
+        assert "Not confirmed (measured again: disagrees; no issue)" in summary.read_text()
+        assert issues_created(tmp_path / "gh.log") == []
 
 
-def _verb(args: list[str], capture: bool = False) -> list[str]:
-    import contextlib
-    import io
+def test_a_confirmation_of_the_wrong_nightly_or_gpu_is_refused(
+    history: tuple[list[Path], Path], tmp_path: Path
+) -> None:
+    runs, store = history
+    change = resnet_changes(store).iloc[0].to_dict()
+    from suite.history.confirm import judge_pair
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(["history", "confirm", *args]) == 0
-    return out.getvalue().splitlines() if capture else []
+    good = measured_again(runs[STEP - 1], tmp_path / "good", STEP - 1, 1.0)
+    wrong = measured_again(runs[STEP - 1], tmp_path / "wrong", STEP + 2, 1.1)
+    with pytest.raises(UsageError, match="not the first bad nightly of 2026-12-10"):
+        judge_pair(change, good, wrong)
+    assert judge_pair(change, good, None).judged == NOT_RUN
+    other = dict(change, gpu="NVIDIA A100-SXM4-80GB")
+    with pytest.raises(UsageError, match="not on the change's GPU"):
+        judge_pair(other, good, good)
+
+
+def test_a_stated_nightly_date_wins_over_the_version() -> None:
+    assert torch_date("2.15.0.dev20261203+cu130") == date(2026, 12, 3)
+    assert torch_date("2.15.0.dev20261203+cu130", "20261204") == date(2026, 12, 4)
+    assert torch_date("2.15.0.dev20261203+cu130", "2026-12-05") == date(2026, 12, 5)
+    assert torch_date("2.13.0+cu130") is None and torch_date("2.13.0+cu130", "junk") is None

@@ -43,6 +43,7 @@ class Verdict:
     markdown: str
     nights: tuple[NightVerdict, ...]
     regressions: pd.DataFrame  # regressions of the last RECENT_DAYS held and measured again: agreeing
+    held: pd.DataFrame  # every regression of the last RECENT_DAYS held, whatever measuring it again said
 
     @property
     def failed(self) -> bool:
@@ -204,4 +205,6 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
     md += confirmation_lines(held, store)
     md += ["", f"### Trends of the {len(series)} series this run measured", ""]
     md += trend_table(series) if len(series) else ["None."]
-    return Verdict("\n".join(md) + "\n", tuple(judged), regressions.reset_index(drop=True))
+    return Verdict(
+        "\n".join(md) + "\n", tuple(judged), regressions.reset_index(drop=True), held.reset_index(drop=True)
+    )
