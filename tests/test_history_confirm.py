@@ -21,10 +21,11 @@ import suite.history
 from suite.cli import main
 from suite.errors import UsageError
 from suite.history.calibrate import TRUST, noise_pool
-from suite.history.confirm import AGREES, DISAGREES, NOT_RUN, change_id, confirm
+from suite.history.confirm import AGREES, AWAITING, DISAGREES, NOT_RUN, change_id, confirm
 from suite.history.ingest import read_run, torch_date
 from suite.history.store import open_store
 from suite.history.synth import Build, History, Step, fake_sha, template_rows
+from suite.report.pages.history_page import history_data
 from suite.results import COLUMNS
 
 START, NIGHTS, STEP = date(2026, 12, 1), 18, 10
@@ -74,13 +75,14 @@ def test_nights_stand_on_their_nightly_and_the_step_names_its_nightly_and_commit
     history: tuple[list[Path], Path],
 ) -> None:
     _, store = history
-    pts = suite.history.view(store).points
+    view = suite.history.view(store)
+    pts = view.points
     nightly = pts[pts["build"] == "nightly-current"]
     assert (nightly["date"] == nightly["run_date"] - pd.Timedelta(days=1)).all()
     assert (nightly["date"] == nightly["nightly_date"]).all()
     stable = pts[pts["build"] == "stable"]
     assert (stable["date"] == stable["run_date"]).all() and stable["nightly_date"].isna().all()
-    changes = resnet_changes(store)
+    changes = view.changes[view.changes["model"].str.startswith("ResNet")]
     assert set(changes["metric"]) == {"median_ms", "speedup"}
     for r in changes.itertuples():
         assert (r.last_good_date, r.first_bad_date) == (
@@ -95,7 +97,29 @@ def test_nights_stand_on_their_nightly_and_the_step_names_its_nightly_and_commit
         assert r.commit_range_url == f"https://github.com/pytorch/pytorch/compare/{good}...{bad}"
         assert "--good 2026-12-09 --bad 2026-12-10" in r.confirm_command
     # nothing else moved (A/A)
-    assert len(suite.history.view(store).changes) == len(changes)
+    assert len(view.changes) == len(changes)
+    # the page: each nightly night at its nightly's date (and when it ran); the change awaiting
+    data = history_data(view)
+    for n in data["nights"]:
+        ran = date.fromisoformat(n["date"]) + timedelta(days=1)
+        assert n["ran"] == (ran.isoformat() if n["build"] == "nightly-current" else "")
+    assert {(c["last_good"], c["first_bad"], c["measured"]) for c in data["changes"]} == {
+        ("2026-12-09", "2026-12-10", AWAITING)
+    }
+    assert {c["url"] for c in data["changes"]} == {changes["commit_range_url"].iloc[0]}
+
+
+def test_the_report_names_the_first_bad_nightly_its_commits_and_that_it_awaits(
+    history: tuple[list[Path], Path], tmp_path: Path
+) -> None:
+    _, store = history
+    out = tmp_path / "report.md"
+    assert main(["history", "report", "--store", str(store), "--changes-only", "-o", str(out)]) == 0
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| NVIDIA") and "ResNet" in line]
+    url = f"compare/{fake_sha(version(STEP - 1))}...{fake_sha(version(STEP))}"
+    assert len(rows) == 2 and all(
+        "| 2026-12-09 | 2026-12-10 |" in r and url in r and "awaiting (`nox -s confirm`)" in r for r in rows
+    )
 
 
 def measured_again(base: Path, dst: Path, night: int, factor: float) -> Path:
