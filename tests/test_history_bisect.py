@@ -245,7 +245,8 @@ def test_the_confirm_session_measures_both_nightlies_back_to_back_and_keeps_the_
     logged: list[str] = []
     runner = Runner(run=lambda *a, **k: None, log=logged.append, error=lambda m: None)  # type: ignore[arg-type]
     args = ["--store", str(store), "--device", "cpu", "--out", str(fake.out)]
-    lines = confirm_session(runner, args, ROOT, host=host)
+    assert confirm_session(runner, [*args, "--gpu", "NVIDIA H100 80GB HBM3"], ROOT, host=host) == []
+    lines = confirm_session(runner, [*args, "--gpu", "cpu: fake"], ROOT, host=host)
     assert len(lines) == 1 and "2026-12-10 against 2026-12-11" in lines[0] and "(bad)" in lines[0]
     calls = [json.loads(line) for line in Path(fake.env["FAKE_DOCKER_LOG"]).read_text().splitlines()]
     kinds = [

@@ -211,9 +211,9 @@ def test_an_issue_only_when_the_confirmation_agrees(
         main(["history", "verdict", str(runs[-1]), "--store", str(store), "-o", str(summary), "--issues"])
         == 0
     )
-    assert (
-        "Awaiting a confirmation" in summary.read_text() and "2026-12-09 → 2026-12-10" in summary.read_text()
-    )
+    told = summary.read_text()
+    assert "Awaiting a confirmation" in told and "2026-12-09 → 2026-12-10" in told
+    assert "### Trends of the 8 series this run measured" in told  # the nightly's at its nightly's date
     listed = [json.loads(line) for line in _verb(["--list", "--store", str(store)], capsys)]
     assert [(x["good"], x["bad"], x["cell"], x["build"], x["gpu"]) for x in listed] == [
         ("2026-12-09", "2026-12-10", "ResNet,1,default", "nightly-current", GPU)

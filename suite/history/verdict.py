@@ -184,7 +184,7 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
     held = recent[recent["confirmed"].to_numpy(bool) & np.array(regressing, dtype=bool)]
     regressions = to_file(held)
     series = trends(pts, changes)
-    series = series[series["last"] == pd.Timestamp(newest)]
+    series = series[series["last_run"] == pd.Timestamp(newest)]  # its place may be its nightly's
     md = [f"## History: the verdict of {read.nights[0].run_id if read.nights else run_dir}", ""]
     md += [
         "Each night judged by the gate (`suite compare`'s "

@@ -12,6 +12,11 @@ Flags: --cell, --good, --bad (YYYY-MM-DD or YYYYMMDD), --build (a nightly build 
 TORCH_NIGHTLY_DATE; default nightly-current), --profile (full), --device (cuda|cpu), --threshold,
 --out (results), --local-bases, --index URL (a mirror of the build's nightly index, which the
 images then install from too).
+
+`nox -s confirm -- [--store URL] [--gpu NAME] [--change ID] [--device cuda|cpu] [--profile full]
+[--threshold T] [--out DIR] [--index URL] [--local-bases] [--issues [--repo OWNER/NAME]]`: a held
+regression's last good and first bad nightly measured again, back to back, before an issue is
+opened (suite.history.confirm judges and keeps it): the same images and the same `suite run`.
 """
 
 from __future__ import annotations
@@ -228,7 +233,9 @@ def host_history(host_python: str) -> Host:
     return run
 
 
-CONFIRM_VALUES = ("--store", "--change", "--profile", "--device", "--threshold", "--out", "--index", "--repo")
+CONFIRM_VALUES = (
+    "--store", "--change", "--gpu", "--profile", "--device", "--threshold", "--out", "--index", "--repo",
+)  # fmt: skip
 
 
 def confirm_session(
@@ -238,9 +245,10 @@ def confirm_session(
     host_python: str = sys.executable,
     host: Host | None = None,
 ) -> list[str]:
-    """Each held regression awaiting a confirmation (`history confirm --list`; `--change ID`: that
-    one): both nightlies' images built, then the cell run in each, back to back, and the two runs
-    judged and kept by `history confirm` (which opens the issues with `--issues`). Its lines."""
+    """Each held regression awaiting a confirmation (`history confirm --list`; `--gpu NAME`: those
+    found on that GPU; `--change ID`: that one): both nightlies' images built, then the cell run in
+    each, back to back, and the two runs judged and kept by `history confirm` (which opens the
+    issues with `--issues`). Its lines."""
     args = list(posargs)
     flags = take(args, values=list(CONFIRM_VALUES), switches=["--local-bases", "--issues"])
     refuse_rest(args, "confirm", ", ".join([*CONFIRM_VALUES, "--local-bases", "--issues"]))
@@ -250,6 +258,8 @@ def confirm_session(
     if device not in docker.DEVICES:
         raise UsageError("--device", f"{device!r}: cuda or cpu")
     pending = [json.loads(line) for line in ask(["confirm", "--list", *store]).splitlines() if line.strip()]
+    if flags["--gpu"]:  # this machine's GPU (as the history names it): the changes found on it
+        pending = [p for p in pending if p["gpu"] == flags["--gpu"]]
     if flags["--change"]:
         pending = [p for p in pending if p["change"] == flags["--change"]]
         if not pending:
