@@ -320,8 +320,14 @@ def confirm(session: nox.Session) -> None:
     """A change point measured again before an issue: `nox -s confirm -- [--store URL] [--change
     ID] [--device cuda] [--issues]`: the last good and first bad nightly of each held regression
     awaiting one, built, then run back to back, judged and kept (suite/sessions/bisect.py)."""
-    session.install(*HISTORY_PACKAGES)
-    confirm_session(runner(session), session.posargs, ROOT, host_python=str(Path(session.bin) / "python"))
+    args = list(session.posargs)
+    extra = []  # `--with s3fs`: a store's own fsspec package, as `nox -s history` takes it
+    while "--with" in args:
+        i = args.index("--with")
+        extra.append(args[i + 1] if i + 1 < len(args) else "")
+        del args[i : i + 2]
+    session.install(*HISTORY_PACKAGES, *[e for e in extra if e])
+    confirm_session(runner(session), args, ROOT, host_python=str(Path(session.bin) / "python"))
 
 
 # Benchmarks of the history (not in `tests`): the change-point rule's error rates on this suite's

@@ -281,3 +281,17 @@ def test_a_stated_nightly_date_wins_over_the_version() -> None:
     assert torch_date("2.15.0.dev20261203+cu130", "20261204") == date(2026, 12, 4)
     assert torch_date("2.15.0.dev20261203+cu130", "2026-12-05") == date(2026, 12, 5)
     assert torch_date("2.13.0+cu130") is None and torch_date("2.13.0+cu130", "junk") is None
+
+
+def test_the_confirm_workflow_runs_beside_no_benchmark_and_files_only_through_confirm() -> None:
+    import yaml
+
+    workflows = REPO / ".github" / "workflows"
+    wf = yaml.safe_load((workflows / "history-confirm.yml").read_text())
+    nightly = yaml.safe_load((workflows / "bench-nightly.yml").read_text())
+    assert set(wf[True]) == {"schedule", "workflow_dispatch"}  # never for a pull request
+    assert wf["concurrency"]["group"] == nightly["name"] and wf["concurrency"]["cancel-in-progress"] is False
+    (job,) = wf["jobs"].values()
+    (step,) = [s for s in job["steps"] if "nox -s confirm" in s.get("run", "")]
+    assert '--gpu "$gpu" --device cuda "${issues[@]}"' in step["run"] and "--query-gpu=name" in step["run"]
+    assert job["permissions"]["issues"] == "write"
