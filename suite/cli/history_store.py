@@ -252,15 +252,19 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 def cmd_confirm(args: argparse.Namespace) -> int:
     with needs("history", HISTORY, HISTORY_HINT):
+        import pandas as pd
+
         from suite.compare.rule import Rule
         from suite.history.confirm import awaiting, judge_pair, listing, to_file
         from suite.history.issues import gh_cli, sync_issues
+        from suite.history.verdict import RECENT_DAYS
 
     if args.list == (args.change is not None):
         raise UsageError("history confirm", "give --list, or --change ID with --good-run (and --bad-run)")
-    store, changes = _annotated(args.store)
-    if args.list:
-        for line in listing(awaiting(changes)):
+    store, changes, newest = _annotated(args.store)
+    if args.list:  # the window the verdict files issues for (and the nightly index still holds)
+        since = None if newest is None else newest - pd.Timedelta(days=RECENT_DAYS)
+        for line in listing(awaiting(changes, since)):
             print(line)
         return 0
     rows = changes[changes["change_id"] == args.change]
@@ -279,14 +283,15 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     print(f"suite history: change {conf.change_id}: the gate says {conf.verdict!r}; {told}", file=sys.stderr)
     print(conf.json())
     if args.issues:
-        _, changes = _annotated(args.store)
-        for line in sync_issues(to_file(changes), gh_cli(args.repo)):
+        _, changes, newest = _annotated(args.store)
+        recent = changes[changes["first_bad_date"] >= newest - pd.Timedelta(days=RECENT_DAYS)]
+        for line in sync_issues(to_file(recent), gh_cli(args.repo)):
             print(f"suite history: {line}", file=sys.stderr)
     return 0
 
 
-def _annotated(where: str | None) -> tuple[Any, Any]:
-    """The store and every change point of it, with what measuring it again said."""
+def _annotated(where: str | None) -> tuple[Any, Any, Any]:
+    """The store, every change point of it with what measuring it again said, its newest night."""
     from suite.history.changes import Rule as ChangeRule
     from suite.history.confirm import annotate, kept
     from suite.history.series import all_changes, points
@@ -303,7 +308,7 @@ def _annotated(where: str | None) -> tuple[Any, Any]:
         con.close()
     changes = all_changes(pts, rule, cache)
     store.keep_changes(cache)
-    return store, annotate(changes, confirmations)
+    return store, annotate(changes, confirmations), (pts["date"].max() if len(pts) else None)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

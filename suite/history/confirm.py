@@ -239,13 +239,17 @@ def to_file(changes: pd.DataFrame) -> pd.DataFrame:
     return changes[keep]
 
 
-def awaiting(changes: pd.DataFrame) -> pd.DataFrame:
-    """The held regressions no measurement has told yet (`history confirm --list`)."""
+def awaiting(changes: pd.DataFrame, since: object = None) -> pd.DataFrame:
+    """The held regressions no measurement has told yet, or whose nightly did not run (tried
+    again), whose first bad nightly is from `since` on (`history confirm --list`)."""
     if changes.empty:
         return changes
     regressing = [is_regression(m, c) for m, c in zip(changes["metric"], changes["change_pct"], strict=True)]
     keep = changes["confirmed"].to_numpy(bool) & pd.Series(regressing, index=changes.index).to_numpy(bool)
-    return changes[keep & (changes["remeasured"] == AWAITING).to_numpy(bool)]
+    keep &= changes["remeasured"].isin((AWAITING, NOT_RUN)).to_numpy(bool)
+    if since is not None:
+        keep &= (changes["first_bad_date"] >= pd.Timestamp(since)).to_numpy(bool)
+    return changes[keep]
 
 
 def listing(changes: pd.DataFrame) -> list[str]:

@@ -272,7 +272,8 @@ def confirm_session(
         docker.check_gpu()
     matrix = load(root)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    lines = []
+    lines: list[str] = []
+    failed: list[str] = []
     for item in pending:
         build = matrix.builds.get(item["build"])
         if build is None or "TORCH_NIGHTLY_DATE" not in build.build_args:
@@ -282,8 +283,26 @@ def confirm_session(
             continue
         if flags["--index"]:
             build = replace(build, index_url=flags["--index"])
-        lines.append(_confirm_one(runner, ask, item, _Where(matrix, build, root, flags, stamp, store)))
+        try:
+            lines.append(_confirm_one(runner, ask, item, _Where(matrix, build, root, flags, stamp, store)))
+        except UsageError as exc:  # this change's runs refused (another GPU, another nightly): the next
+            failed.append(f"change {item['change']}: not confirmed ({exc})")
+            runner.log(failed[-1])
+    if failed:  # the others are measured and kept; the session still fails, in one line
+        raise UsageError(
+            "confirm", f"{len(failed)} of {len(pending)} change(s) could not be judged: {failed[0]}"
+        )
     return lines
+
+
+def quiet(runner: Runner) -> Runner:
+    """The runner whose error is an exception of this module's (a nightly that does not build or
+    run is told and skipped, not the session's end)."""
+
+    def error(message: str) -> None:
+        raise _NotRun(message)
+
+    return Runner(run=runner.run, log=runner.log, error=error)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -316,14 +335,14 @@ def _confirm_one(runner: Runner, ask: Host, item: dict[str, str], where: _Where)
             where.build, build_args={**where.build.build_args, "TORCH_NIGHTLY_DATE": f"{day:%Y%m%d}"}
         )
         try:
-            containers.ensure_image(runner, where.matrix, spec, where.root, containers.Build(subs=subs))
-        except (UsageError, docker.DockerProblem) as exc:
+            containers.ensure_image(
+                quiet(runner), where.matrix, spec, where.root, containers.Build(subs=subs)
+            )
+        except (_NotRun, UsageError, docker.DockerProblem) as exc:
             runner.log(f"{day}: its image did not build ({exc})")
     good_run, bad_run = measure(days[0]), measure(days[1])
-    if good_run is None:
-        line = f"change {item['change']}: the last good nightly ({days[0]}) did not run: not confirmed"
-        runner.log(line)
-        return line
+    if good_run is None:  # nothing to judge against: the change still awaits
+        raise UsageError(f"{days[0]}", "the last good nightly's cell did not run")
     args = ["confirm", *where.store, "--change", item["change"], "--good-run", str(good_run)]
     args += ["--bad-run", str(bad_run)] if bad_run is not None else []
     args += ["--threshold", flags["--threshold"]] if flags["--threshold"] else []
