@@ -276,7 +276,21 @@ def test_a_confirmation_of_the_wrong_nightly_or_gpu_is_refused(
         judge_pair(other, good, good)
 
 
-def test_a_stated_nightly_date_wins_over_the_version() -> None:
+def test_a_stated_nightly_date_wins_over_the_version(
+    history: tuple[list[Path], Path], tmp_path: Path
+) -> None:
+    """A run that states the nightly it resolved (a `torch_nightly_date` column, which this suite's
+    contract may not list yet: kept in `extra`) stands at that date."""
+    runs, _ = history
+    src = next((runs[3] / "raw").glob("nightly-current__*.csv"))
+    lines = src.read_text().splitlines()
+    (tmp_path / "raw").mkdir()
+    stated = [lines[0] + ",torch_nightly_date", *(line + ",20261130" for line in lines[1:])]
+    (tmp_path / "raw" / src.name).write_text("\n".join(stated) + "\n")
+    (night,) = read_run([tmp_path]).nights
+    assert night.torch_version == version(3) and set(night.rows.column("torch_date").to_pylist()) == {
+        date(2026, 11, 30)
+    }
     assert torch_date("2.15.0.dev20261203+cu130") == date(2026, 12, 3)
     assert torch_date("2.15.0.dev20261203+cu130", "20261204") == date(2026, 12, 4)
     assert torch_date("2.15.0.dev20261203+cu130", "2026-12-05") == date(2026, 12, 5)

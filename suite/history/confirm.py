@@ -6,7 +6,7 @@ A change point (suite.history.series) is found on nights run days apart, on what
 night had: its step may be the machine's. So an issue waits for a confirmation: both nightlies'
 images built, then the cell run in each, one right after the other (`nox -s confirm`,
 suite.sessions.bisect), and the two runs handed to `python -m suite history confirm --change ID
-GOOD_RUN BAD_RUN`, which checks they are the change's nightlies on one machine of the change's
+--good-run RUN --bad-run RUN`, which checks they are the change's nightlies on one machine of the change's
 GPU, judges them here and keeps the result. It *agrees* with a change when the gate judges the
 first bad nightly's run a failing change of the last good one's (a regression, less speed-up, a
 slower compile, ...) and the change's figure moved the same way; else it disagrees (or, where a
@@ -35,7 +35,6 @@ from suite.report.load import load
 from suite.report.study import measurement_of
 
 AGREES, DISAGREES, NOT_RUN, AWAITING = "agrees", "disagrees", "not run", "awaiting"
-FIGURE_COLUMNS = {"median_ms": "median_ms", "speedup": "speedup", "compile_s": "compile_s"}
 
 
 def _day(value: object) -> str:
