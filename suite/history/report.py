@@ -143,7 +143,9 @@ def render(
         f"then a Mann-Whitney test at p < {rule.alpha:g} and a Hodges-Lehmann shift whose 95% CI excludes 0, "
         f"at least {rule.min_change:.0%}); confirmed once the "
         f"new level has held {rule.confirm_nights} nights. "
-        "+ is slower or larger.",
+        "+ is slower or larger. A nightly build's dates are its nightlies' (the torch it ran), "
+        "not when it ran; an issue is opened only once the two nightlies, measured again back to "
+        "back, agree (`nox -s confirm`).",
         "",
     ]
     out += change_table(confirmed) if len(confirmed) else ["None confirmed."]
