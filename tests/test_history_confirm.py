@@ -309,3 +309,25 @@ def test_the_confirm_workflow_runs_beside_no_benchmark_and_files_only_through_co
     (step,) = [s for s in job["steps"] if "nox -s confirm" in s.get("run", "")]
     assert '--gpu "$gpu" --device cuda "${issues[@]}"' in step["run"] and "--query-gpu=name" in step["run"]
     assert job["permissions"]["issues"] == "write"
+
+
+@pytest.mark.parametrize("kind", ["duckdb", "parquet"])
+def test_both_stores_keep_one_confirmation_per_change(
+    history: tuple[list[Path], Path], tmp_path: Path, kind: str
+) -> None:
+    runs, _ = history
+    where = tmp_path / ("h.duckdb" if kind == "duckdb" else "h")
+    store = open_store(where)
+    with pytest.raises(UsageError, match="no history here yet"):
+        store.keep_confirmation_record("c1", "{}")
+    assert not where.exists()  # nothing made by a refusal
+    store.ingest(read_run(runs[:1]).nights)
+    store.keep_confirmation_record("c1", '{"a": 1}')
+    store.keep_confirmation_record("c2", '{"b": 2}')
+    store.keep_confirmation_record("c1", '{"a": 3}')  # a later one replaces it
+    con = store.connect()
+    try:
+        assert store.confirmation_records(con) == {"c1": '{"a": 3}', "c2": '{"b": 2}'}
+        assert len(con.execute("SELECT * FROM history").fetchall()) == 8  # the rows untouched
+    finally:
+        con.close()

@@ -304,6 +304,8 @@ class DuckDbStore(Store):
             return {}
 
     def keep_confirmation_record(self, change_id: str, text: str) -> None:
+        if not self.path.exists():
+            raise UsageError(self.url, "no history here yet: nothing to confirm")
         with self._open(write=True) as con:
             if self._meta(con) is None:
                 raise UsageError(self.url, "no history here yet: nothing to confirm")
