@@ -18,10 +18,10 @@ from suite.cli import build_parser
 from suite.cli.args import DEFAULT_MATRIX, DEFAULT_REFERENCE, filters_of
 from suite.errors import UsageError
 from suite.results import read_rows
-from suite.run import gpustudy as run_study
-from suite.run import packing
+from suite.gpustudy import call as run_study
+from suite.gpustudy import packing
+from suite.gpustudy import plan as study
 from suite.spec import expand, load_matrix
-from suite.spec import gpustudy as study
 from suite.spec.cost import estimate_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -334,7 +334,7 @@ def test_one_real_step_through_the_suites_cli(tmp_path):
 
 def test_finish_writes_the_readme_from_the_files(tmp_path):
     pytest.importorskip("pandas")
-    from suite.report.gpustudy import finish
+    from suite.gpustudy.finish import finish
 
     work = tmp_path / "work"
     (work / "call1" / "raw").mkdir(parents=True)

@@ -30,10 +30,12 @@ VARIANTS: tuple[str, ...] = (GPU, TINY)
 PROFILE = {GPU: "gpu-study", TINY: "gpu-study-tiny"}
 DEVICE = {GPU: "cuda", TINY: "cpu"}
 # A call of the device tool may run 600 s; the study stops its own steps before that, leaving time
-# to pack what it measured (suite.run.gpustudy) and for the transfers.
+# to pack what it measured (suite.gpustudy.call) and for the transfers.
 CALL_LIMIT_S = 540.0  # the "under 9 minutes"
 DEFAULT_BUDGET_S = {GPU: 480.0, TINY: 0.0}  # 0: no deadline (a CPU test waits for every cell)
 STEP_OVERHEAD_S = 10.0  # a step's own Python, the model check and the environment probe (children)
+DEFAULT_MATRIX = Path(__file__).resolve().parents[2] / "matrix.yaml"  # as suite.cli.args
+DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
 REFERENCE_GPU = "A100"  # the guide's figures the GPU estimate borrows per-call times from
 
 RO_MODELS = ("ConvNeXT", "ResNet", "Conditional-DETR", "MobileNet")  # the guide's reduce-overhead table

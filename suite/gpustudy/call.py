@@ -1,4 +1,4 @@
-"""Running one call of the GPU study (suite.spec.gpustudy) on a lent machine: its steps, each the
+"""Running one call of the GPU study (suite.gpustudy.plan) on a lent machine: its steps, each the
 suite's own CLI in a child process (`python -m suite run|crosscheck|repeat ... --run-id ID`), under
 a deadline, and its outputs packed where the device tool brings files back.
 
@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from suite.run.packing import pack, unpack
+from suite.gpustudy.packing import pack, unpack
 from suite.spec.cost import format_duration
-from suite.spec.gpustudy import DEVICE, PROFILE, STEP_OVERHEAD_S, Call, PlannedStep
+from suite.gpustudy.plan import DEVICE, PROFILE, STEP_OVERHEAD_S, Call, PlannedStep
 
 PACK_EVERY_S = 30.0
 LOG_LIMIT_BYTES = 8 * 2**20  # the call's log: its last part, past this

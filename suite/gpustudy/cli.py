@@ -1,7 +1,7 @@
 """`python -m suite gpu-study plan | call N | finish`: the GPU study of issue 30 in three calls of
 a lent GPU machine (docs/gpu-study.md). `plan` and `call` run on the machine's own Python (the
 standard library, PyYAML, and the suite's verbs in children); `finish` runs on the host that fetched
-the calls' files, with pandas and matplotlib (suite.report.gpustudy)."""
+the calls' files, with pandas and matplotlib (suite.gpustudy.finish)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from suite.cli.args import DEFAULT_MATRIX, DEFAULT_REFERENCE
-from suite.cli.needs import MERGE_HINT, REPORT, needs
 from suite.errors import UsageError
 from suite.spec import load_matrix
 from suite.spec.cost import format_duration
-from suite.spec.gpustudy import CALLS, DEFAULT_BUDGET_S, GPU, TINY, call_of, plan_call
+from suite.gpustudy.plan import CALLS, DEFAULT_BUDGET_S, DEFAULT_MATRIX, DEFAULT_REFERENCE, GPU, TINY, call_of, plan_call
 
 DEFAULT_WORK = Path(".gpu-study") / "work"
 
@@ -101,8 +99,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
-    from suite.run.gpustudy import run_call
-    from suite.run.packing import check_shape
+    from suite.gpustudy.call import run_call
+    from suite.gpustudy.packing import check_shape
 
     matrix = load_matrix(args.matrix)
     variant = _variant(args)
@@ -119,9 +117,9 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_finish(args: argparse.Namespace) -> int:
-    with needs("gpu-study finish", REPORT, MERGE_HINT):
-        from suite.report.gpustudy import finish
+    from suite.gpustudy.finish import finish, require_host
 
-        folder = finish(args.inputs, args.out, args.reference, args.matrix, plots=not args.no_plots)
+    require_host(plots=not args.no_plots)  # before anything is written: one line, exit 2
+    folder = finish(args.inputs, args.out, args.reference, args.matrix, plots=not args.no_plots)
     print(f"written to {folder} (README.md, tables/, plots/, the calls' run folders)", file=sys.stderr)
     return 0
