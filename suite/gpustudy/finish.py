@@ -4,9 +4,9 @@ them, the calls' logs and summaries in the order they ran, the merged tables and
 (suite.report.publish), and a README whose every figure is read from those files
 (suite.gpustudy.readme).
 
-Nothing is written before the host is checked (pandas, pyarrow, matplotlib), and the folder is
-built beside its destination and moved into place whole: a failed `finish` leaves nothing that
-would block the next one. Paths of the lent machine (its checkout, its Python's site-packages)
+Nothing is written before the host is checked (pandas, pyarrow, matplotlib), and a `finish` that
+fails removes what it wrote: nothing half-written is left to block the next one. Paths of the lent
+machine (its checkout, its Python's site-packages)
 are taken out of every text file copied, so that the results say nothing of a machine nobody
 else has.
 """
@@ -118,12 +118,16 @@ def attempts_of(inputs: Sequence[Path], staging: Path) -> list[Attempt]:
             attempt = Attempt(call, {}, [])
         summary_path = beside or (inside if inside and inside.exists() else None)
         if summary_path is None:
-            raise UsageError(str(folder), f"call {call}'s files hold no call{call}.json: which call ran is unknown")
+            raise UsageError(
+                str(folder), f"call {call}'s files hold no call{call}.json: which call ran is unknown"
+            )
         attempt.summary = _read_summary(summary_path)  # the one beside the tarball is the later
         attempt.files = sorted(p for p in files if p is not archive) + extras.pop(folder, [])
         found.append(attempt)
     if not found:
-        raise UsageError(str(inputs[0]), "no callN.json or callN.tar.gz here: give the files the calls brought back")
+        raise UsageError(
+            str(inputs[0]), "no callN.json or callN.tar.gz here: give the files the calls brought back"
+        )
     found.sort(key=lambda a: (a.started_at, a.call))
     for i, attempt in enumerate(found, 1):
         attempt.number = i
@@ -213,8 +217,8 @@ class FinishArgs:
 
 
 def finish(args: FinishArgs) -> Path:
-    """Unpack, copy, merge and write the README into a folder beside the destination, then move
-    it into place; the results folder."""
+    """Unpack, copy, merge and write the README (all of it removed again if any of it fails); the
+    results folder."""
     if args.analysis is not None and not args.analysis.is_file():
         raise UsageError("--analysis", f"{args.analysis}: no such file")
     with tempfile.TemporaryDirectory(prefix="gpu-study-") as tmp:
@@ -224,15 +228,14 @@ def finish(args: FinishArgs) -> Path:
         folder = args.out or default_folder(rows, args.matrix.parent / "results")
         if folder.exists() and any(folder.iterdir()):
             raise UsageError("-o", f"{folder} exists and is not empty: give another -o, or remove it")
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=f".{folder.name}.partial-", dir=folder.parent))
+        existed = folder.exists()
+        folder.mkdir(parents=True, exist_ok=True)
         try:
-            _build(args, attempts, placed, building)
-            if folder.exists():
-                folder.rmdir()  # empty: checked above
-            building.replace(folder)
-        except BaseException:
-            shutil.rmtree(building, ignore_errors=True)
+            _build(args, attempts, placed, folder)
+        except BaseException:  # nothing half-written stays to block the next attempt
+            shutil.rmtree(folder, ignore_errors=True)
+            if existed:
+                folder.mkdir()
             raise
     return folder
 
@@ -259,5 +262,6 @@ def _build(args: FinishArgs, attempts: Sequence[Attempt], placed: dict[str, Path
         raise UsageError(str(args.inputs[0]), "the calls brought back no raw CSV: nothing to merge")
     result = run_merge(merged, folder, args.matrix, False, args.reference, plots=args.plots)
     analysis = args.analysis.read_text(encoding="utf-8") if args.analysis else None
-    sources = Sources(folder, args.matrix, args.reference, tuple(result.loaded.report()))
+    report = tuple(line.replace(f"{folder}/", "") for line in result.loaded.report())
+    sources = Sources(folder, args.matrix, args.reference, report)
     (folder / "README.md").write_text(render_readme(sources, args.inputs, analysis), encoding="utf-8")

@@ -2,11 +2,11 @@
 
 This is a rough model of what the worker does, not a measurement. Its rates come in two
 sets: a GPU's (GPU_RATES, measured on an H200 with torch 2.11 for the models the GPU study ran, the
-others by a formula: a cold `torch.compile` takes tens of seconds, max-autotune several minutes) and a 2-core CPU's
-(CPU_RATES, read off this project's own runs), which `plan` uses for `--device cpu` or a machine
-without an NVIDIA GPU. Sharding and the runner's ETA use the GPU's rates whatever the device:
-they need only the *ratios* between cells, and read only the cell's matrix data (never the
-running device), so every machine computes the same shards.
+others by a formula: a cold `torch.compile` takes tens of seconds, max-autotune several minutes)
+and a 2-core CPU's (CPU_RATES, read off this project's own runs), which `plan` uses for
+`--device cpu` or a machine without an NVIDIA GPU. Sharding and the runner's ETA use the GPU's
+rates whatever the device: they need only the *ratios* between cells, and read only the cell's
+matrix data (never the running device), so every machine computes the same shards.
 
     seconds = startup + load + compile + forwards * seconds per forward + energy window
 
@@ -46,7 +46,9 @@ class Rates:
     def compile_s(self, model: str, size_m: float) -> float:
         """A cold default-mode compile of `model` (`size_m` million parameters)."""
         measured = dict(self.compile_by_model).get(model)
-        return measured if measured is not None else self.compile_base_s + self.compile_s_per_m_params * size_m
+        return (
+            measured if measured is not None else self.compile_base_s + self.compile_s_per_m_params * size_m
+        )
 
 
 # One NVIDIA H200 (16 cores, torch 2.11, the GPU study of 2026-11-26, results/2026-11-26-h200-torch2.11):
@@ -61,7 +63,13 @@ GPU_RATES = Rates(
     forward_s_per_m_params_image=2e-5,  # compute: ViT-base (86 M) x 16 images ~ 28 ms
     compile_s_per_m_params=0.1,
     energy_s=5.0,
-    compile_by_model=(("ViT", 14.0), ("BeiT", 25.0), ("ConvNeXT", 16.5), ("ResNet", 15.5), ("MobileNet", 21.1)),
+    compile_by_model=(
+        ("ViT", 14.0),
+        ("BeiT", 25.0),
+        ("ConvNeXT", 16.5),
+        ("ResNet", 15.5),
+        ("MobileNet", 21.1),
+    ),
 )
 # A 2-core CPU (this project's AMD EPYC VM): in `nox -s bench-local` of 2026-11-21
 # (results/2026-11-21-cpu-amd-epyc-smoke, load 1.0-1.4) an eager smoke cell took 2.4 s (torch
