@@ -262,6 +262,11 @@ def _build(args: FinishArgs, attempts: Sequence[Attempt], placed: dict[str, Path
         raise UsageError(str(args.inputs[0]), "the calls brought back no raw CSV: nothing to merge")
     result = run_merge(merged, folder, args.matrix, False, args.reference, plots=args.plots)
     analysis = args.analysis.read_text(encoding="utf-8") if args.analysis else None
-    report = tuple(line.replace(f"{folder}/", "") for line in result.loaded.report())
+    here = f"{folder.resolve()}/"  # the merge names superseded rows by absolute path: this host's
+    for page in [*folder.glob("tables/*.md"), *folder.glob("tables/*.html")]:
+        text = page.read_text(encoding="utf-8")
+        if here in text:
+            page.write_text(text.replace(here, ""), encoding="utf-8")
+    report = tuple(line.replace(here, "") for line in result.loaded.report())
     sources = Sources(folder, args.matrix, args.reference, report)
     (folder / "README.md").write_text(render_readme(sources, args.inputs, analysis), encoding="utf-8")

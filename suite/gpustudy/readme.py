@@ -429,8 +429,8 @@ def speedups(rows: Sequence[dict[str, str]], reference: Reference) -> list[str]:
         "",
         "Ours: eager median / compiled median of the compiled cell's interleaved, synchronized calls "
         "(per-call latency; suite README, 'What one cell measures'); the guide's: the ratio of its means "
-        "of 300 calls, no spread published. A cell in two run folders was measured twice (a second "
-        "attempt on a fresh machine); the merged tables keep the later row.",
+        "of 300 calls, no spread published. A cell in two run folders was measured twice (a later "
+        "attempt that started afresh); the merged tables keep the later row.",
     ]
 
 
