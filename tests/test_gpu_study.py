@@ -1,5 +1,6 @@
-"""The GPU study: its plan and the first call's fit, the packing for the device tool, the deadline and the resume,
-one real step through the suite's CLI, and `finish` on the rows of a real run."""
+"""The GPU study: its plan and the first call's fit, the packing for the device tool, the deadline
+and the resume, one real step through the suite's CLI, `finish` over every attempt's files, and the
+committed H200 results against their rows."""
 
 from __future__ import annotations
 
