@@ -89,7 +89,9 @@ def add_parser(sub: argparse._SubParsersAction, parser_class: type) -> None:  # 
     )
     common(q)
     q.add_argument("--out", type=Path, required=True, help="where the packed outputs go (the tool's $OUT)")
-    q.add_argument("--work", type=Path, default=DEFAULT_WORK, help="the run folders (default: %(default)s)")
+    q.add_argument(
+        "--work", type=Path, default=None, help=f"the run folders (default: {DEFAULT_WORK}/gpu, or /tiny)"
+    )
     q.add_argument(
         "--resume-from",
         type=Path,
@@ -176,7 +178,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
     matrix = load_matrix(args.matrix)
     variant = _variant(args)
-    work = args.work.resolve()
+    work = (args.work or DEFAULT_WORK / variant).resolve()
     number = args.number if args.number is not None else next_number(work)
     call = call_of(number)
     seconds = budget(args)

@@ -291,6 +291,9 @@ def _calibration(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_d
         f"{format_duration(estimated)}. The guide's full study (`plan --profile full`: {len(full)} cells, "
         f"{full[0].settings.iterations} iterations) is estimated at {format_duration(full_s)}; at that "
         f"ratio, about {format_duration(full_s * ratio)} of cells on this machine (steps' start-ups aside).",
+        "",
+        "The GPU rates of suite/spec/cost.py were read off the H200 rows of 2026-11-26 "
+        "(results/2026-11-26-h200-torch2.11): on those rows the ratio checks the fit, not a forecast.",
     ]
 
 
