@@ -659,3 +659,14 @@ def test_the_h200_folder_names_no_path_of_a_machine():
             )
             assert not found, (path, found[:3])
     assert not [p for p in H200.rglob("*") if "nvidia-h200-nvidia-h200" in p.name]
+
+
+def test_a_later_call_on_a_warm_machine_takes_the_next_number(tmp_path):
+    from suite.gpustudy.cli import DEFAULT_WORK, next_number
+
+    assert next_number(tmp_path) == 1
+    (tmp_path / "call1.json").write_text("{}")
+    (tmp_path / "call2.json").write_text("{}")
+    (tmp_path / "call2.attempt.json").write_text("{}")  # a restored attempt's summary: not a call here
+    assert next_number(tmp_path) == 3
+    assert not DEFAULT_WORK.is_relative_to(ROOT), "the run folders outlive the checkout sent again"
