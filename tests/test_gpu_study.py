@@ -22,6 +22,7 @@ from suite.errors import UsageError
 from suite.gpustudy import call as run_study
 from suite.gpustudy import packing
 from suite.gpustudy import plan as study
+from suite.gpustudy.call import Where as W
 from suite.results import read_rows
 from suite.spec import expand, load_matrix
 from suite.spec.cost import estimate_seconds, format_duration
@@ -272,7 +273,7 @@ def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
     call = _call()
     work, out = tmp_path / "work", tmp_path / "out"
     report = run_study.run_call(
-        call, "tiny", _fake_planned(call), work, out, 2.0, python=fake_python, cwd=ROOT
+        call, "tiny", _fake_planned(call), W(work, out, python=fake_python, cwd=ROOT), 2.0
     )
     assert [s.status for s in report.steps] == [run_study.STOPPED, run_study.NO_TIME]
     assert report.wall_s < 2.0 + run_study.STOP_GRACE_S and not report.complete()
@@ -288,7 +289,7 @@ def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
     fresh = tmp_path / "fresh"
     monkeypatch.setenv("FAKE_SLEEP", "0")
     report = run_study.run_call(
-        call, "tiny", _fake_planned(call), fresh, tmp_path / "out2", 0, carry, fake_python, ROOT
+        call, "tiny", _fake_planned(call), W(fresh, tmp_path / "out2", carry, fake_python, ROOT), 0
     )
     assert report.complete()
     lines = (fresh / "callx" / "raw" / "fake.csv").read_text().splitlines()
@@ -303,7 +304,7 @@ def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
     )
     # a warm machine with the tarball carried all the same: its own folder wins
     run_study.run_call(
-        call, "tiny", _fake_planned(call), fresh, tmp_path / "out3", 0, carry, fake_python, ROOT
+        call, "tiny", _fake_planned(call), W(fresh, tmp_path / "out3", carry, fake_python, ROOT), 0
     )
     assert "still here, kept as they are: callx" in (tmp_path / "out3" / "call9.log").read_text()
     assert len((fresh / "callx" / "raw" / "fake.csv").read_text().splitlines()) == 5
@@ -317,7 +318,7 @@ def test_a_step_that_exits_2_stops_the_call(tmp_path, monkeypatch):
     bad.chmod(0o755)
     call = _call(8)
     report = run_study.run_call(
-        call, "gpu", _fake_planned(call), tmp_path / "w", tmp_path / "o", 0, python=str(bad), cwd=ROOT
+        call, "gpu", _fake_planned(call), W(tmp_path / "w", tmp_path / "o", python=str(bad), cwd=ROOT), 0
     )
     assert [s.status for s in report.steps] == [run_study.FAILED, run_study.NOT_STARTED]
     assert "no GPU" in (tmp_path / "o" / "call8.log").read_text()
@@ -367,7 +368,9 @@ def test_one_real_step_through_the_suites_cli(tmp_path):
         study.PlannedStep(step, tuple(expand(matrix, "gpu-study-tiny", "?", step.filters("tiny"))), 30.0)
     ]
     for attempt in (1, 2):
-        report = run_study.run_call(call, "tiny", planned, tmp_path / "work", tmp_path / f"out{attempt}", 0)
+        report = run_study.run_call(
+            call, "tiny", planned, W(tmp_path / "work", tmp_path / f"out{attempt}"), 0
+        )
         assert report.complete(), (tmp_path / f"out{attempt}" / "call7.log").read_text()
     rows = read_rows(next((tmp_path / "work" / "callr" / "raw").glob("*.csv"))).rows
     assert [(r["model"], r["mode"], r["status"]) for r in rows] == [("ResNet", "eager", "ok")]
@@ -546,16 +549,8 @@ def test_a_step_started_with_sigint_ignored_still_stops_at_the_deadline(tmp_path
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         call = _call(6)
-        report = run_study.run_call(
-            call,
-            "tiny",
-            _fake_planned(call),
-            tmp_path / "w",
-            tmp_path / "o",
-            2.0,
-            python=fake_python,
-            cwd=ROOT,
-        )
+        where = W(tmp_path / "w", tmp_path / "o", python=fake_python, cwd=ROOT)
+        report = run_study.run_call(call, "tiny", _fake_planned(call), where, 2.0)
     finally:
         signal.signal(signal.SIGINT, old)
     assert report.steps[0].status == run_study.STOPPED
@@ -574,8 +569,8 @@ def test_a_pack_while_a_step_runs_says_so(tmp_path, fake_python, monkeypatch):
     monkeypatch.setattr(run_study, "PACK_EVERY_S", 0.2)
     monkeypatch.setattr(run_study, "STEP_OVERHEAD_S", 0.5)
     call = _call(5)
-    args = (call, "tiny", _fake_planned(call), tmp_path / "w", tmp_path / "o", 4.0, None, fake_python, ROOT)
-    worker = threading.Thread(target=run_study.run_call, args=args, kwargs={"echo": io.StringIO()})
+    where = W(tmp_path / "w", tmp_path / "o", None, fake_python, ROOT, io.StringIO())
+    worker = threading.Thread(target=run_study.run_call, args=(call, "tiny", _fake_planned(call), where, 4.0))
     worker.start()
     seen = None
     for _ in range(40):  # the first pack comes PACK_EVERY_S after the step starts

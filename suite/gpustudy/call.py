@@ -316,24 +316,36 @@ def plan_lines(
     return lines
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where a call works and what it runs its steps with: the run folders (`work`), the files the
+    tool brings back (`out`), an earlier attempt's tarball to resume from, the Python and folder
+    the steps run in, where their output is echoed, and the call's own command as run."""
+
+    work: Path
+    out: Path
+    resume_from: Path | None = None
+    python: str = sys.executable
+    cwd: Path | None = None
+    echo: TextIO | None = None
+    command: str = ""
+
+
 def run_call(
-    call: Call,
-    variant: str,
-    planned: Sequence[PlannedStep],
-    work: Path,
-    out: Path,
-    budget_s: float,
-    resume_from: Path | None = None,
-    python: str = sys.executable,
-    cwd: Path | None = None,
-    echo: TextIO | None = None,
-    command: str = "",
+    call: Call, variant: str, planned: Sequence[PlannedStep], where: Where, budget_s: float
 ) -> CallReport:
-    """Run the call's steps (see the module doc); the report is also written to `out`."""
+    """Run the call's steps (see the module doc); the report is also written to `where.out`."""
     from datetime import datetime, timezone
 
-    echo = echo or sys.stdout
-    cwd = cwd or Path(__file__).resolve().parents[2]
+    work, out, resume_from, python, command = (
+        where.work,
+        where.out,
+        where.resume_from,
+        where.python,
+        where.command,
+    )
+    echo = where.echo or sys.stdout
+    cwd = where.cwd or Path(__file__).resolve().parents[2]
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()

@@ -173,7 +173,7 @@ def next_number(work: Path) -> int:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
-    from suite.gpustudy.call import run_call
+    from suite.gpustudy.call import Where, run_call
     from suite.gpustudy.packing import check_shape
 
     matrix = load_matrix(args.matrix)
@@ -186,7 +186,9 @@ def cmd_call(args: argparse.Namespace) -> int:
     command = f"python -m suite gpu-study call {number}" + (" --tiny" if args.tiny else "")
     command += f" --budget-s {seconds:g}" + (f" --deadline-s {args.deadline_s:g}" if args.deadline_s else "")
     command += ' --out "$OUT"'
-    report = run_call(call, variant, planned, work, args.out, seconds, args.resume_from, command=command)
+    report = run_call(
+        call, variant, planned, Where(work, args.out, args.resume_from, command=command), seconds
+    )
     problems = check_shape(args.out)
     if len([p for p in args.out.rglob("*") if p.is_file()]) > MAX_FILES:
         problems.append(f"more than {MAX_FILES} files (the study's own limit, to leave room)")
