@@ -358,7 +358,7 @@ def test_calibration_takes_every_finished_cell_and_a_finished_step_is_not_starte
 )
 def test_one_real_step_through_the_suites_cli(tmp_path):
     """The step's command is the suite's own `run`, in a child: one shrunk eager cell, then the same
-    call again records nothing new (the --run-id resume)."""
+    call again records nothing new (the step is passed over: its cell has its row)."""
     step = study.Step(
         "run", "callr", "one eager cell", ("--models", "ResNet", "--batch-sizes", "1", "--modes", "eager")
     )
@@ -374,7 +374,8 @@ def test_one_real_step_through_the_suites_cli(tmp_path):
         assert report.complete(), (tmp_path / f"out{attempt}" / "call7.log").read_text()
     rows = read_rows(next((tmp_path / "work" / "callr" / "raw").glob("*.csv"))).rows
     assert [(r["model"], r["mode"], r["status"]) for r in rows] == [("ResNet", "eager", "ok")]
-    assert "1 already recorded" in (tmp_path / "out2" / "call7.log").read_text()
+    # the second call passes the step over without starting it: its one cell has its row
+    assert "already done (every cell has its row in callr)" in (tmp_path / "out2" / "call7.log").read_text()
     with tarfile.open(tmp_path / "out2" / "call7.tar.gz") as tar:
         assert any(n.startswith("callr/raw/") and n.endswith(".csv") for n in tar.getnames())
 

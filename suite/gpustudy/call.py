@@ -449,12 +449,18 @@ def run_call(
     return report
 
 
+def _latest_archive(folder: Path) -> Path:
+    """The last call's tarball in `folder` (it holds every run folder of the calls before it)."""
+    found = [(int(p.name[4:-7]), p) for p in folder.glob("call*.tar.gz") if p.name[4:-7].isdigit()]
+    return max(found)[1] if found else folder / "call1.tar.gz"
+
+
 def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | None, tee: _Tee) -> list[str]:
     """Bring an earlier attempt's run folders back from its tarball, each one a warm machine does
     not still have; the folders restored."""
     if resume_from is None:
         return []
-    archive = resume_from / f"call{call.number}.tar.gz" if resume_from.is_dir() else resume_from
+    archive = _latest_archive(resume_from) if resume_from.is_dir() else resume_from
     if not archive.is_file():
         tee.line(f"gpu-study: nothing to resume from ({archive} is not there): starting afresh")
         return []
@@ -469,9 +475,6 @@ def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | Non
             continue
         shutil.move(str(staging / name), str(work / name))
         restored.append(name)
-    summary = staging / f"call{call.number}.json"
-    if summary.exists():  # the earlier attempt's steps, for the calibration of later calls
-        shutil.move(str(summary), str(work / f"call{call.number}.attempt.json"))
     shutil.rmtree(staging, ignore_errors=True)
     tee.line(
         f"gpu-study: resuming from {archive}: restored {', '.join(restored) or 'nothing'}"
