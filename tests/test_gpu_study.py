@@ -666,3 +666,34 @@ def test_a_later_call_on_a_warm_machine_takes_the_next_number(tmp_path):
     (tmp_path / "call2.attempt.json").write_text("{}")  # a restored attempt's summary: not a call here
     assert next_number(tmp_path) == 3
     assert not DEFAULT_WORK.is_relative_to(ROOT), "the run folders outlive the checkout sent again"
+
+
+def test_the_cross_check_section_takes_every_pair_a_report_lists(tmp_path):
+    """A report that lists its pairs (latency against latency, throughput against throughput) is
+    judged on all of them; an earlier one on its two latency pairs."""
+    from suite.gpustudy import readme
+
+    def ratio(value):
+        return {"ratio": value, "low": value - 0.01, "high": value + 0.01}
+
+    item = {"model": "ResNet", "batch_size": 1, "mode": "default", "timed": "eager", "suite_ms": 4.4}
+    item |= {"suite_rounds_ms": [4.4, 4.5], "vs_benchmark": ratio(1.05), "vs_events": ratio(1.09)}
+    listed = dict(
+        item,
+        ratios=[
+            {"figure": f, "against": a, **ratio(v)}
+            for f, a, v in (
+                ("latency", "events", 1.01),
+                ("latency", "benchmark", 1.05),
+                ("throughput", "events", 0.99),
+                ("throughput", "benchmark", 1.005),
+            )
+        ],
+    )
+    for name, entry in (("old", item), ("new", listed)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "crosscheck.json").write_text(json.dumps({"device": "cuda", "results": [entry]}))
+    old = "\n".join(readme.crosscheck({"old": tmp_path / "old"}))
+    assert "0 of 2 ratio(s) within ±2%" in old and "benchmark 1.050 (1.040-1.060)" in old
+    new = "\n".join(readme.crosscheck({"new": tmp_path / "new"}))
+    assert "3 of 4 ratio(s) within ±2%" in new and "throughput: benchmark 1.005 (0.995-1.015)" in new

@@ -437,6 +437,20 @@ def speedups(rows: Sequence[dict[str, str]], reference: Reference) -> list[str]:
     ]
 
 
+def _ratios(item: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """{what is compared: its ratio, lowest and highest round}: each pair of a report that lists
+    them (`ratios`: latency against latency, throughput against throughput), else the latency
+    pairs of an earlier report (`vs_benchmark`, `vs_events`)."""
+    listed = item.get("ratios")
+    if isinstance(listed, list) and listed:
+        return {
+            f"{r.get('figure', '')}: {r.get('against', '')}": r
+            for r in listed
+            if isinstance(r, dict) and r.get("ratio") is not None
+        }
+    return {k[3:]: v for k, v in item.items() if k.startswith("vs_") and isinstance(v, dict) and "ratio" in v}
+
+
 def crosscheck(runs: dict[str, Path]) -> list[str]:
     body, met, total = [], 0, 0
     target = xcheck.TARGETS["cuda"]
@@ -447,9 +461,7 @@ def crosscheck(runs: dict[str, Path]) -> list[str]:
         data = json.loads(path.read_text(encoding="utf-8"))
         target = xcheck.TARGETS.get(str(data.get("device")), target)
         for item in data.get("results", []):
-            ratios = {
-                k: v for k, v in item.items() if k.startswith("vs_") and isinstance(v, dict) and "ratio" in v
-            }
+            ratios = _ratios(item)
             within = [abs(r["ratio"] - 1) <= target for r in ratios.values()]
             met, total = met + sum(within), total + len(within)
             rounds = [x for x in item.get("suite_rounds_ms") or [] if x]
@@ -459,7 +471,7 @@ def crosscheck(runs: dict[str, Path]) -> list[str]:
                 else f"{min(rounds):.2f}-{max(rounds):.2f} ({max(rounds) / min(rounds) - 1:.1%})"
             )
             text = "; ".join(
-                f"{k[3:]} {v['ratio']:.3f} ({v['low']:.3f}-{v['high']:.3f})" for k, v in ratios.items()
+                f"{k} {v['ratio']:.3f} ({v['low']:.3f}-{v['high']:.3f})" for k, v in ratios.items()
             )
             body.append(
                 (
