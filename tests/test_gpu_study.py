@@ -697,3 +697,22 @@ def test_the_cross_check_section_takes_every_pair_a_report_lists(tmp_path):
     assert "0 of 2 ratio(s) within ±2%" in old and "benchmark 1.050 (1.040-1.060)" in old
     new = "\n".join(readme.crosscheck({"new": tmp_path / "new"}))
     assert "3 of 4 ratio(s) within ±2%" in new and "throughput: benchmark 1.005 (0.995-1.015)" in new
+
+
+def test_the_speed_ups_set_throughput_beside_the_guide_where_the_rows_have_it():
+    from suite.gpustudy import readme
+    from suite.report.reference import Reference
+
+    rows = [r for r in read_rows(SMOKE_CSV).rows if r["model"] == "ResNet" and r["mode"] == "default"]
+    reference = Reference.load(DEFAULT_REFERENCE)
+    latency_only = "\n".join(readme.speedups(rows, reference))
+    assert "speed-up by throughput" not in latency_only and "| ours / guide |" in latency_only
+    both = [dict(r, throughput_speedup="1.975", throughput_speedup_ci95_low="1.9") for r in rows]
+    text = "\n".join(readme.speedups(both, reference))
+    guide = next(
+        f
+        for f in reference.figures
+        if (f.gpu, f.model, f.batch_size, f.mode, f.erratum) == ("A100", "ResNet", 1, "default", "")
+    )
+    assert "| ours / guide (throughput) |" in text and "1.98 [1.90, —]" in text
+    assert f"| {1.975 / guide.speedup:.2f} |" in text

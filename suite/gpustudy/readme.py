@@ -379,61 +379,80 @@ def _label(r: dict[str, str]) -> str:
     return f"{r['model']} bs={r['batch_size']} {r['mode']} {r['scenario']}{dyn}"
 
 
+def _speedup_cell(r: dict[str, str], column: str) -> str:
+    low, high = _num(r.get(f"{column}_ci95_low")), _num(r.get(f"{column}_ci95_high"))
+    return f"{_f(_num(r.get(column)))} [{_f(low)}, {_f(high)}]"
+
+
 def speedups(rows: Sequence[dict[str, str]], reference: Reference) -> list[str]:
-    """Each compiled cell that ended ok (every run folder: a cell measured twice is two lines)."""
+    """Each compiled cell that ended ok (every run folder: a cell measured twice is two lines): its
+    latency speed-up, its throughput speed-up where the rows have one (what the guide measured: the
+    comparison then uses it), and the guide's."""
     guide = {
         (normalize(f.model), f.batch_size, f.mode): f
         for f in reference.figures
         if f.gpu == REFERENCE_GPU and not f.erratum
     }
-    body = []
     compiled = [r for r in rows if r["mode"] != "eager" and r["status"] == "ok" and not r.get("dynamic")]
+    throughput = any(_num(r.get("throughput_speedup")) is not None for r in compiled)
+    body = []
     for r in sorted(
         compiled, key=lambda r: (int(r["batch_size"]), r["mode"], r["task"], r["model"], r["started_at"])
     ):
         fig = guide.get((normalize(r["model"]), int(r["batch_size"]), r["mode"]))
-        ours = _num(r.get("speedup"))
-        ci = f"[{_f(_num(r.get('speedup_ci95_low')))}, {_f(_num(r.get('speedup_ci95_high')))}]"
+        ours = _num(r.get("throughput_speedup")) if throughput else _num(r.get("speedup"))
         theirs = None if fig is None else fig.speedup
-        body.append(
-            (
-                r["model"],
-                r["batch_size"],
-                r["mode"],
-                r.get("folder", r["run_id"]),
-                _f(_num(r.get("eager_median_ms"))),
-                _f(_num(r.get("median_ms"))),
-                f"{_f(ours)} {ci}",
-                r.get("accuracy", ""),
-                r.get("health", ""),
-                "—" if fig is None else f"{_f(fig.eager_ms, 3)} / {_f(fig.compiled_ms, 3)}",
-                "—" if theirs is None else f"{theirs:.2f} ({fig.build})",  # type: ignore[union-attr]
-                "—" if theirs is None or ours is None else f"{ours / theirs:.2f}",
-            )
-        )
+        row = [
+            r["model"],
+            r["batch_size"],
+            r["mode"],
+            r.get("folder", r["run_id"]),
+            _f(_num(r.get("eager_median_ms"))),
+            _f(_num(r.get("median_ms"))),
+            _speedup_cell(r, "speedup"),
+        ]
+        if throughput:
+            row.append(_speedup_cell(r, "throughput_speedup"))
+        row += [
+            r.get("accuracy", ""),
+            r.get("health", ""),
+            "—" if fig is None else f"{_f(fig.eager_ms, 3)} / {_f(fig.compiled_ms, 3)}",
+            "—" if theirs is None else f"{theirs:.2f} ({fig.build})",  # type: ignore[union-attr]
+            "—" if theirs is None or ours is None else f"{ours / theirs:.2f}",
+        ]
+        body.append(row)
     if not body:
         return ["No compiled cell ended ok."]
-    header = (
+    header = [
         "model",
         "batch",
         "mode",
         "run",
         "eager ms (paired median)",
         "compiled ms (median)",
-        "speed-up [95% CI]",
+        "speed-up by latency [95% CI]" if throughput else "speed-up [95% CI]",
+    ]
+    header += ["speed-up by throughput [95% CI]"] if throughput else []
+    header += [
         "accuracy",
         "health",
         f"guide {REFERENCE_GPU} eager / compiled ms (mean)",
         f"guide {REFERENCE_GPU} speed-up (torch)",
-        "ours / guide",
-    )
+        "ours / guide" + (" (throughput)" if throughput else ""),
+    ]
     return [
         *_table(header, body),
         "",
         "Ours: eager median / compiled median of the compiled cell's interleaved, synchronized calls "
-        "(per-call latency; suite README, 'What one cell measures'); the guide's: the ratio of its means "
-        "of 300 calls, no spread published. A cell in two run folders was measured twice (a later "
-        "attempt that started afresh); the merged tables keep the later row.",
+        "(per-call latency; suite README, 'What one cell measures')"
+        + (
+            "; by throughput: the paired ratio over blocks of back-to-back calls, what the guide measured"
+            if throughput
+            else ""
+        )
+        + "; the guide's: the ratio of its means of 300 back-to-back calls, no spread published. A cell "
+        "in two run folders was measured twice (a later attempt that started afresh); the merged tables "
+        "keep the later row.",
     ]
 
 
