@@ -234,15 +234,12 @@ def test_a_bare_import_error_naming_a_needed_package_is_one_line() -> None:
     stays an error (a bug is not a missing package)."""
     from suite.cli.needs import REPORT, needs
 
-    with pytest.raises(UsageError, match=r"pyarrow: not installed .* `suite gpu-study finish` needs"):
-        with needs("gpu-study finish", REPORT, "hint"):
-            raise ImportError("Unable to find a usable engine; tried using: 'pyarrow', 'fastparquet'.")
-    with pytest.raises(UsageError, match=r"^pyarrow: "):
-        with needs("merge", REPORT, "hint"):
-            raise ImportError("Missing optional dependency 'pyarrow'.  Use pip or conda to install pyarrow.")
-    with pytest.raises(ImportError, match="cannot import name"):
-        with needs("merge", REPORT, "hint"):
-            raise ImportError("cannot import name 'frobnicate' from 'suite.report'")
-    with pytest.raises(ModuleNotFoundError):
-        with needs("merge", REPORT, "hint"):
-            raise ModuleNotFoundError("No module named 'yaml'", name="yaml")
+    finish = needs("gpu-study finish", REPORT, "hint")
+    with pytest.raises(UsageError, match=r"pyarrow: not installed .* `suite gpu-study finish` needs"), finish:
+        raise ImportError("Unable to find a usable engine; tried using: 'pyarrow', 'fastparquet'.")
+    with pytest.raises(UsageError, match=r"^pyarrow: "), needs("merge", REPORT, "hint"):
+        raise ImportError("Missing optional dependency 'pyarrow'.  Use pip or conda to install pyarrow.")
+    with pytest.raises(ImportError, match="cannot import name"), needs("merge", REPORT, "hint"):
+        raise ImportError("cannot import name 'frobnicate' from 'suite.report'")
+    with pytest.raises(ModuleNotFoundError), needs("merge", REPORT, "hint"):
+        raise ModuleNotFoundError("No module named 'yaml'", name="yaml")

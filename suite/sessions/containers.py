@@ -185,9 +185,20 @@ class Bench:
     failed: list[str] = field(default_factory=list)
 
 
-def machine_slots(runner: Runner, device: str, shard: str, containers: int) -> list[fleet.Slot]:
+@dataclass(frozen=True)
+class Allow:
+    """What the GPU preflight lets through: a GPU other processes use, a GPU in MIG mode."""
+
+    busy: bool = False  # --allow-busy-gpu
+    mig: bool = False  # --allow-mig
+
+
+def machine_slots(
+    runner: Runner, device: str, shard: str, containers: int, allow: Allow | None = None
+) -> list[fleet.Slot]:
     """Where the containers run: one per GPU this session uses (read once from nvidia-smi,
-    SUITE_GPUS choosing), or on the CPU one (`--containers N`: N, each on its share of the CPUs)."""
+    SUITE_GPUS choosing; a busy or MIG one refused in one line each, unless `allow`ed), or on
+    the CPU one (`--containers N`: N, each on its share of the CPUs)."""
     if device == "cpu":
         return fleet.cpu_slots(containers, shard, sorted(os.sched_getaffinity(0)))
     if containers != 1:
@@ -200,7 +211,13 @@ def machine_slots(runner: Runner, device: str, shard: str, containers: int) -> l
             "driver; on this machine run `nox -s bench-local` (CPU)"
         )
     chosen = fleet.choose(gpus, os.environ)
-    affinity = fleet.topology() if len(chosen) > 1 else {}
+    allow = allow or Allow()
+    chosen, said = fleet.refused(chosen, machine.compute_apps(), allow.busy, allow.mig)
+    for line in said:
+        runner.log(f"refused: {line}")
+    if not chosen:
+        raise UsageError("GPU", said[0] if len(said) == 1 else f"every GPU refused: {'; '.join(said)}")
+    affinity = fleet.topology() if len(gpus) > 1 else {}
     found = fleet.slots(chosen, shard, os.environ, affinity)
     if len(found) > 1:
         pins = ", ".join(f"{s.name} cpus {s.cpus or 'any'}" for s in found)
@@ -240,7 +257,9 @@ def bench_containers(
     rows that say why (`verb` runs `suite mark` for them)."""
     args = list(posargs)
     how = Build(subs=images.pop_substitutes(args))
-    containers = take(args, values=["--containers"])["--containers"] or "1"
+    flags = take(args, values=["--containers"], switches=["--allow-busy-gpu", "--allow-mig"])
+    allow = Allow(busy=flags["--allow-busy-gpu"], mig=flags["--allow-mig"])
+    containers = flags["--containers"] or "1"
     if not containers.isdigit():
         raise UsageError("--containers", f"{containers!r} is not a whole number")
     bench = bench_args(args, prefix, root)
@@ -262,7 +281,7 @@ def bench_containers(
             raise no_container(matrix, spec)
         check(spec, bench)
         images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line
-    slots = machine_slots(runner, device, bench.shard, int(containers))
+    slots = machine_slots(runner, device, bench.shard, int(containers), allow)
     opts = docker.run_options(
         bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
     )
