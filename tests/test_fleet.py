@@ -140,6 +140,27 @@ def test_a_lone_busy_gpu_is_one_line_before_docker(fleet_env) -> None:
     assert runs(fleet_env) == []
 
 
+def test_suite_run_refuses_a_busy_or_mig_gpu_unless_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`suite run --device cuda` outside a container (bench-local on a GPU): the same rule, in
+    its preflight; inside a container (SUITE_GPU_STATE handed over) the host has checked."""
+    from support import stub_environment
+
+    from suite.run import preflight
+
+    env = stub_environment(device="nvidia-h100", device_type="cuda", gpu_count=1)
+    gpu = machine.GpuState("0", "GPU-x", "NVIDIA H100", mig="Enabled")
+    monkeypatch.delenv("SUITE_GPU_STATE", raising=False)
+    monkeypatch.setattr(machine, "for_this_process", lambda *a, **k: gpu)
+    monkeypatch.setattr(machine, "compute_apps", lambda *a, **k: {"GPU-x": ["77 python"]})
+    with pytest.raises(UsageError, match=r"^--device: GPU 0 \(GPU-x\) is in MIG mode"):
+        preflight.check_gpu(env, allow_busy=False, allow_mig=False)
+    with pytest.raises(UsageError, match=r"runs other processes \(77 python\); pass --allow-busy-gpu"):
+        preflight.check_gpu(env, allow_busy=False, allow_mig=True)
+    preflight.check_gpu(env, allow_busy=True, allow_mig=True)
+    monkeypatch.setenv("SUITE_GPU_STATE", gpu.to_json())
+    preflight.check_gpu(env, allow_busy=False, allow_mig=False)
+
+
 def test_cpu_shares_split_each_node_among_its_gpus() -> None:
     affinity = {"0": ("0-3,8-11", "0"), "1": ("0-3,8-11", "0"), "2": ("4-7", "1"), "3": ("", "")}
     assert fleet.cpu_shares(affinity) == {"0": "0-1,8-9", "1": "2-3,10-11", "2": "4-7"}
