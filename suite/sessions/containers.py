@@ -17,7 +17,7 @@ from typing import Any
 
 from suite.errors import UsageError
 from suite.measure import machine
-from suite.sessions import docker, fleet, floors, images, pergpu
+from suite.sessions import docker, fleet, floors, images, pergpu, push
 from suite.sessions.images import Substitutes
 from suite.sessions.posargs import BenchArgs, SelectionCheck, bench_args, merge_target, refuse_rest, take
 from suite.sessions.runner import Runner, load, no_container, pick_builds
@@ -183,6 +183,7 @@ class Bench:
     seconds: dict[str, float]
     skipped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    push: str = ""  # where the run was pushed (the merge pushes its tables there too)
 
 
 @dataclass(frozen=True)
@@ -257,12 +258,17 @@ def bench_containers(
     rows that say why (`verb` runs `suite mark` for them)."""
     args = list(posargs)
     how = Build(subs=images.pop_substitutes(args))
-    flags = take(args, values=["--containers"], switches=["--allow-busy-gpu", "--allow-mig"])
+    flags = take(
+        args,
+        values=["--containers", "--push", "--push-every"],
+        switches=["--allow-busy-gpu", "--allow-mig", "--new"],
+    )
     allow = Allow(busy=flags["--allow-busy-gpu"], mig=flags["--allow-mig"])
     containers = flags["--containers"] or "1"
     if not containers.isdigit():
         raise UsageError("--containers", f"{containers!r} is not a whole number")
-    bench = bench_args(args, prefix, root)
+    target = push.target_of(flags["--push"], flags["--push-every"], os.environ)
+    bench = resumed(runner, bench_args(args, prefix, root), flags["--new"])
     matrix = load(root)
     chosen = pick_builds(matrix, bench.builds, default_builds(matrix, prefix))
     # bench-nightly compares against the stable build, so it also runs whatever stable
@@ -285,10 +291,38 @@ def bench_containers(
     opts = docker.run_options(
         bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
     )
+    run_dir = bench.out / bench.run_id
+    watcher = push.Watcher(run_dir, target, runner.log) if target is not None else None
     try:
-        return _bench(runner, root, matrix, chosen, bench, how, slots, opts, verb)
+        if watcher is not None:
+            watcher.start()
+        done = _bench(runner, root, matrix, chosen, bench, how, slots, opts, verb)
+    except (UsageError, docker.DockerProblem, SystemExit):
+        if (run_dir / push.MARKER).is_file():  # refused, not killed: nothing to resume
+            push.mark(run_dir, prefix, "finished")
+        raise
     finally:
         docker.remove_token(opts.token_file)
+        if watcher is not None and run_dir.is_dir():
+            watcher.stop()  # the CSVs as they are now; the merge pushes its tables too
+    push.mark(run_dir, prefix, "finished")
+    done.push = target.url if target is not None else ""
+    return done
+
+
+def resumed(runner: Runner, bench: BenchArgs, new: bool) -> BenchArgs:
+    """Without --run-id, the newest run of this session that never ended (a killed VM's), so
+    its cells are not run twice; said in one line. `--new` starts another."""
+    if bench.run_id_given or new:
+        return bench
+    old = push.unfinished(bench.out, bench.session)
+    if old is None:
+        return bench
+    runner.log(
+        f"resuming {old}: the newest run in {bench.out} that `nox -s bench-{bench.session}` began and "
+        "never finished (--new starts another, --run-id names one)"
+    )
+    return replace(bench, run_id=old, run_id_given=True)
 
 
 def _bench(
@@ -344,6 +378,7 @@ def _bench(
         check_local_bases(runner, matrix, [s for s in chosen if s.name in tags], root)
     check_names_free(opts, [s for s in chosen if s.name in tags], slots)
     prepare_mounts(runner, opts)
+    push.mark(opts.results / opts.run_id, bench.session, "running")  # finished when the session ends
     done = Bench(merge=None, tags={}, seconds={})
 
     def cannot_run(spec: BuildSpec, reason: str) -> None:
