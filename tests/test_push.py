@@ -10,6 +10,7 @@ rows are real rows written by the runner's own resume, in a fraction of a second
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -98,7 +99,38 @@ def test_push_from_the_variable_and_urls_without_their_package(
         assert line.startswith(f"--push: {url}: fsspec is not installed") and "\n" not in line
     monkeypatch.undo()
     pytest.importorskip("fsspec")
-    assert push.open_target("memory://runs").fs is not None  # fsspec's own: nothing more needed
+    if importlib.util.find_spec("s3fs") is None:  # fsspec there, its S3 filesystem not
+        with pytest.raises(
+            UsageError, match=r"^--push: s3://b/r: s3fs is not installed .* pip install fsspec s3fs"
+        ):
+            push.open_target("s3://b/r")
+
+
+def test_a_url_push_goes_through_fsspec_once_per_change(tmp_path: Path) -> None:
+    """memory:// stands in for s3:// and hf:// (the same fsspec calls, no network)."""
+    pytest.importorskip("fsspec")
+    run = a_run(tmp_path)
+    target = push.open_target("memory://h37b-test/runs")
+    assert push.push(run, target) == 3 and push.push(run, target) == 0
+    fs = target.fs
+    assert sorted(fs.find("memory://h37b-test/runs")) == [
+        "/h37b-test/runs/r1/raw/stable__cpu.csv",
+        "/h37b-test/runs/r1/raw/stable__cpu.samples.jsonl",
+        "/h37b-test/runs/r1/tables/tables.md",
+    ]
+    assert fs.cat_file("memory://h37b-test/runs/r1/tables/tables.md") == b"# tables\n"
+    fs.rm("memory://h37b-test", recursive=True)
+
+
+def test_the_merge_after_a_pushed_run_pushes_its_tables_too() -> None:
+    from support.docker import load_noxfile
+
+    noxfile = load_noxfile()
+    asked = []
+    session = SimpleNamespace(posargs=[], notify=lambda name, posargs: asked.append((name, posargs)))
+    noxfile.merge_after(session, "results/r", "s3://bucket/runs")
+    noxfile.merge_after(session, "results/r")
+    assert asked == [("merge", ["results/r", "--push", "s3://bucket/runs"]), ("merge", ["results/r"])]
 
 
 # --- a killed session, resumed without --run-id -----------------------------------------------
