@@ -7,10 +7,11 @@ one line. A docker command is checked for secrets before it is shown or run.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -291,21 +292,31 @@ def bench_containers(
     opts = docker.run_options(
         bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
     )
+    try:
+        run = functools.partial(_bench, runner, root, matrix, chosen, bench, how, slots, opts, verb)
+        return pushed(runner, bench, target, run)
+    finally:
+        docker.remove_token(opts.token_file)
+
+
+def pushed(runner: Runner, bench: BenchArgs, target: push.Target | None, run: Callable[[], Bench]) -> Bench:
+    """`run` (the session's containers) with its run folder pushed every N rows and at the end,
+    then marked finished: a session refused on the way is finished too (nothing to resume); one
+    killed (a preempted VM, Ctrl-C) leaves it `running` for the next session to resume."""
     run_dir = bench.out / bench.run_id
     watcher = push.Watcher(run_dir, target, runner.log) if target is not None else None
     try:
         if watcher is not None:
             watcher.start()
-        done = _bench(runner, root, matrix, chosen, bench, how, slots, opts, verb)
+        done = run()
     except (UsageError, docker.DockerProblem, SystemExit):
-        if (run_dir / push.MARKER).is_file():  # refused, not killed: nothing to resume
-            push.mark(run_dir, prefix, "finished")
+        if (run_dir / push.MARKER).is_file():
+            push.mark(run_dir, bench.session, "finished")
         raise
     finally:
-        docker.remove_token(opts.token_file)
         if watcher is not None and run_dir.is_dir():
             watcher.stop()  # the CSVs as they are now; the merge pushes its tables too
-    push.mark(run_dir, prefix, "finished")
+    push.mark(run_dir, bench.session, "finished")
     done.push = target.url if target is not None else ""
     return done
 
