@@ -388,6 +388,23 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("speedup_rerun95_low", "x", "where another run's paired speed-up should fall, 95%: low"),
     _extra_timed("speedup_rerun95_high", "x", "where another run's paired speed-up should fall, 95%: high"),
     Column("process_note", contract=False, doc="a process of the cell that gave no samples, and why"),
+    # issue 40: the serving scenario (docs/serving.md): the highest Poisson arrival rate whose p99
+    # latency, queueing included, met the target, and that trial's figures
+    _extra_timed("serving_target_ms", "ms", "the p99 latency target (set, or 5 x eager batch-1 median)"),
+    _extra_timed(
+        "serving_rate_per_s", "/s", "highest arrival rate that met the target (0: none)", positive=False
+    ),
+    _extra_timed("serving_throughput_per_s", "/s", "images served a second at that rate"),
+    _extra_timed("serving_p50_ms", "ms", "latency at that rate, queueing included: median"),
+    _extra_timed("serving_p90_ms", "ms", "latency at that rate, queueing included: p90"),
+    _extra_timed("serving_p99_ms", "ms", "latency at that rate, queueing included: p99"),
+    Column(
+        "serving_dropped", INT, contract=False, timing=True, doc="requests dropped (queue full) at that rate"
+    ),
+    Column("serving_requests", INT, contract=False, timing=True, doc="requests that trial finished"),
+    _extra_timed("serving_mean_batch", "", "mean batch the batcher formed at that rate"),
+    Column("serving_trials", INT, contract=False, timing=True, doc="arrival rates the search tried"),
+    Column("serving_note", contract=False, doc="the target's origin, the batcher, the search's bracket"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 

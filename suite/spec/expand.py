@@ -15,6 +15,7 @@ from suite.errors import UsageError
 from suite.spec.model import (
     DYNAMIC_BATCH,
     DYNAMIC_SETTINGS,
+    SERVING,
     BuildSpec,
     Cell,
     ImageSpec,
@@ -186,8 +187,14 @@ def expand(
                             (model_name, scenario, cell.batch_sizes, cell.mode, cell.dynamic), cell
                         )
                     continue
-                for bs in sel.batch_sizes:
-                    if filters.batch_sizes is not None and bs not in filters.batch_sizes:
+                # a serving cell's requests are one image each (its batcher makes the batches, up to
+                # the `serving.max_batch` setting): one cell per mode, batch size 1
+                for bs in (1,) if scenario == SERVING else sel.batch_sizes:
+                    if (
+                        scenario != SERVING
+                        and filters.batch_sizes is not None
+                        and bs not in filters.batch_sizes
+                    ):
                         continue
                     for mode in sel.modes:
                         if filters.modes is not None and mode not in filters.modes:
