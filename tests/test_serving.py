@@ -147,3 +147,34 @@ def test_a_real_search_on_a_tiny_resnet() -> None:
     if row["serving_rate_per_s"] > 0:  # a rate met the target: that trial's figures
         assert row["serving_p50_ms"] <= row["serving_p90_ms"] <= row["serving_p99_ms"]
         assert row["serving_throughput_per_s"] > 0 and 1 <= row["serving_mean_batch"] <= 4
+
+
+def test_the_table_reads_rates_per_mode() -> None:
+    pd = pytest.importorskip("pandas")
+    from suite.report.tables.serving import serving_tables
+
+    base = {"device": "cpu", "gpu_name": "CPU", "build": "b", "dtype": "float32", "scenario": "serving"}
+    base |= {"task": "Image Classification", "model": "ResNet", "status": "ok", "error": ""}
+    rows = [
+        {
+            **base,
+            "mode": "eager",
+            "serving_rate_per_s": 100.0,
+            "serving_p99_ms": 9.0,
+            "serving_target_ms": 10.0,
+        },
+        {
+            **base,
+            "mode": "default",
+            "serving_rate_per_s": 150.0,
+            "serving_p99_ms": 9.5,
+            "serving_target_ms": 10.0,
+        },
+        {**base, "mode": "reduce-overhead", "status": "error", "error": "boom", "serving_rate_per_s": ""},
+        {**base, "scenario": "inference", "mode": "eager", "serving_rate_per_s": ""},
+    ]
+    (table,) = serving_tables(pd.DataFrame(rows))
+    assert [c.csv for c in table.columns] == ["Task/Model", "eager", "default", "reduce-overhead"]
+    (row,) = table.rows
+    assert row[1] == "100/s (p99 9 / 10 ms)" and row[2] == "150/s (p99 9.5 / 10 ms) · 1.50x"
+    assert row[3] == "error: boom" and table.context[0]["default_images_per_s"] == 150.0

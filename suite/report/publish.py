@@ -28,6 +28,7 @@ from suite.report.tables.memory import peak_memory
 from suite.report.tables.modes import compile_modes
 from suite.report.tables.phases import cudagraph_tables, energy_tables, phase_tables
 from suite.report.tables.precision import pipeline_tables, precision_tables
+from suite.report.tables.serving import serving_tables
 from suite.report.tables.stable_vs import stable_vs_others
 from suite.report.tables.summary import summary_table
 from suite.report.tables.table import Table, markdown_table, write_table
@@ -91,6 +92,12 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "What compiling saves per request (preprocess, forward, post-process)",
         "No compiled pipeline cell in the inputs (run the pipeline profile).",
     ),
+    # issue 40 (docs/serving.md)
+    (
+        "serving",
+        "Images a second at a p99 latency target (serving: eager vs compile modes)",
+        "No serving cell in the inputs (run the serving profile, or --scenarios serving).",
+    ),
 )
 
 
@@ -147,6 +154,7 @@ def run_merge(
     tables += [*compile_cost_tables(study), *dynamic_tables(study)]
     tables += [*phase_tables(study), *cudagraph_tables(study), *energy_tables(study)]
     tables += [*precision_tables(loaded.frame), *pipeline_tables(loaded.frame)]
+    tables += serving_tables(loaded.frame)
     for table in tables:
         write_table(table, tables_dir)
 
