@@ -405,6 +405,31 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("serving_mean_batch", "", "mean batch the batcher formed at that rate"),
     Column("serving_trials", INT, contract=False, timing=True, doc="arrival rates the search tried"),
     Column("serving_note", contract=False, doc="the target's origin, the batcher, the search's bracket"),
+    # issue 40: the mixed-resolution scenario (docs/mixed-resolution.md)
+    Column("mixed_sizes", contract=False, doc="the image sizes served in turn (HxW>...), back to the first"),
+    _extra_timed("mixed_compile_s", "s", "compile seconds paid after the first size's", positive=False),
+    Column(
+        "mixed_cudagraph_records",
+        INT,
+        contract=False,
+        timing=True,
+        doc="CUDA graphs recorded after the first size",
+    ),
+    _extra_timed("mixed_p50_ms", "ms", "compiled, every size round-robin: median"),
+    _extra_timed("mixed_p99_ms", "ms", "compiled, every size round-robin: p99"),
+    _extra_timed("mixed_eager_p50_ms", "ms", "eager, every size round-robin: median"),
+    _extra_timed("mixed_eager_p99_ms", "ms", "eager, every size round-robin: p99"),
+    _extra_timed("fixed_p50_ms", "ms", "compiled at the first size alone: median"),
+    _extra_timed("fixed_p99_ms", "ms", "compiled at the first size alone: p99"),
+    Column(
+        "mixed_max_abs_diff",
+        NUMBER,
+        contract=False,
+        timing=True,
+        nonfinite=True,
+        doc="compiled vs eager at the other sizes: the largest max |diff|",
+    ),
+    Column("mixed_note", contract=False, doc="per size: graphs compiled, compile seconds, dynamo's reasons"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 

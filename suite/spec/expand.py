@@ -15,6 +15,7 @@ from suite.errors import UsageError
 from suite.spec.model import (
     DYNAMIC_BATCH,
     DYNAMIC_SETTINGS,
+    MIXED_RESOLUTION,
     SERVING,
     BuildSpec,
     Cell,
@@ -187,6 +188,12 @@ def expand(
                             (model_name, scenario, cell.batch_sizes, cell.mode, cell.dynamic), cell
                         )
                     continue
+                if scenario == MIXED_RESOLUTION:
+                    for cell in _mixed_cells(matrix, profile, build, spec, sel, cell_settings, filters):
+                        cells.setdefault(
+                            (model_name, scenario, cell.batch_size, cell.mode, cell.dynamic), cell
+                        )
+                    continue
                 # a serving cell's requests are one image each (its batcher makes the batches, up to
                 # the `serving.max_batch` setting): one cell per mode, batch size 1
                 for bs in (1,) if scenario == SERVING else sel.batch_sizes:
@@ -266,6 +273,28 @@ def _dynamic_cells(
             dynamic=d,
             batch_sizes=tuple(sizes),
         )
+        for mode in modes
+        for d in wanted
+    ]
+
+
+def _mixed_cells(
+    matrix: Matrix,
+    profile: Profile,
+    build: str,
+    spec: ModelSpec,
+    sel: Selection,
+    settings: Settings,
+    filters: Filters,
+) -> list[Cell]:
+    """A selection's mixed-resolution cells: one per batch size, compiled mode and `dynamic`
+    setting (eager has no compile to make dynamic: no cell)."""
+    sizes = [b for b in sel.batch_sizes if filters.batch_sizes is None or b in filters.batch_sizes]
+    modes = [m for m in sel.modes if m != "eager" and (filters.modes is None or m in filters.modes)]
+    wanted = [d for d in DYNAMIC_SETTINGS if filters.dynamic is None or d in filters.dynamic]
+    return [
+        _cell(matrix, profile, filters, build, spec, bs, mode, MIXED_RESOLUTION, settings, dynamic=d)
+        for bs in sizes
         for mode in modes
         for d in wanted
     ]

@@ -19,6 +19,7 @@ from suite.spec.model import (
     COMPILE_CACHES,
     DTYPES,
     MALLOCS,
+    MAX_RESOLUTION_SCALE,
     MODES,
     PARITY_MAX_EPS_LIMIT,
     PARITY_SETTINGS,
@@ -83,6 +84,17 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["speedup_noise"] = _run_noise(r.sub("speedup_noise_pct"), base.speedup_noise)
     if r.has("serving"):
         out["serving"] = _serving(r.sub("serving"), base.serving)
+    if r.has("resolution_scales"):
+        scales = r.list("resolution_scales")
+        for x in scales:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= MAX_RESOLUTION_SCALE:
+                r.fail(
+                    f"scales must be numbers > 0 and at most {MAX_RESOLUTION_SCALE:g}, got {x!r}",
+                    "resolution_scales",
+                )
+        if len(set(scales)) < 2:
+            r.fail("needs two or more different scales (the scenario changes the size)", "resolution_scales")
+        out["resolution_scales"] = tuple(float(x) for x in dict.fromkeys(scales))
     if r.has("image"):
         img = r.sub("image")
         url = img.raw("url", base.image.url) or ""

@@ -43,7 +43,19 @@ PRECISION, PIPELINE = "precision", "pipeline"
 # issue 40: `serving` searches the highest Poisson arrival rate whose p99 latency (queueing
 # included) stays under a target, in front of a dynamic batcher (suite.measure.loadgen)
 SERVING = "serving"
-SCENARIOS: tuple[str, ...] = ("inference", "train", DYNAMIC_BATCH, PRECISION, PIPELINE, SERVING)
+# ... and `mixed-resolution` serves a fixed sequence of image sizes in one process under a
+# `dynamic` setting (suite.measure.scenarios.mixed_resolution): one row per setting
+MIXED_RESOLUTION = "mixed-resolution"
+SCENARIOS: tuple[str, ...] = (
+    "inference",
+    "train",
+    DYNAMIC_BATCH,
+    PRECISION,
+    PIPELINE,
+    SERVING,
+    MIXED_RESOLUTION,
+)
+MAX_RESOLUTION_SCALE = 4.0
 # The parity rule's thresholds (the `precision` scenario's `parity` column): the least
 # agreement with float32 eager a cell may show, per figure, each in [0, 1]
 PARITY_SETTINGS: tuple[str, ...] = (
@@ -263,6 +275,9 @@ class Settings:
     run_noise: RunNoise = field(default_factory=RunNoise)
     speedup_noise: RunNoise = field(default_factory=RunNoise)  # the same, of the paired speed-up
     serving: Serving = field(default_factory=Serving)  # the serving scenario's target and batcher
+    # the mixed-resolution scenario's sizes, as multiples of the model's own input size (empty:
+    # its task's default)
+    resolution_scales: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         _choice("dtype", self.dtype, DTYPES)
@@ -287,6 +302,17 @@ class Settings:
             _within(name, getattr(self, name))
         # min_iterations above iterations is no error: the minimum is then the maximum (a profile's
         # or a flag's small `iterations` must not need a second setting to go with it)
+        scales = self.resolution_scales
+        numbers = all(
+            not isinstance(x, bool) and isinstance(x, (int, float)) and 0 < x <= MAX_RESOLUTION_SCALE
+            for x in scales
+        )
+        if scales and (not numbers or len(set(scales)) < 2):
+            raise SettingError(
+                ("resolution_scales",),
+                f"needs two or more different scales > 0 and at most {MAX_RESOLUTION_SCALE:g}, "
+                f"got {list(scales)}",
+            )
         if not isinstance(self.serving, Serving):
             raise SettingError(
                 ("serving",), f"must be a mapping (p99_ms, max_batch, ...), got {self.serving!r}"
@@ -495,6 +521,7 @@ class Cell:
                 "speedup_noise": RunNoise(**raw["settings"].get("speedup_noise", {})),
                 "dynamic_batch_sizes": tuple(raw["settings"].get("dynamic_batch_sizes", ())),
                 "serving": Serving(**raw["settings"].get("serving", {})),
+                "resolution_scales": tuple(raw["settings"].get("resolution_scales", ())),
             }
         )
         return Cell(
