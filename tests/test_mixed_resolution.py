@@ -66,3 +66,23 @@ def test_a_tiny_vit_recompiles_once_for_a_new_size(monkeypatch: pytest.MonkeyPat
     for name in ("mixed_p50_ms", "mixed_p99_ms", "fixed_p50_ms", "fixed_p99_ms", "mixed_eager_p50_ms"):
         assert row[name] > 0
     assert row["mixed_p50_ms"] <= row["mixed_p99_ms"] and row["fixed_p50_ms"] <= row["fixed_p99_ms"]
+
+
+def test_the_table_has_a_row_per_setting() -> None:
+    pd = pytest.importorskip("pandas")
+    from suite.report.tables.mixed_resolution import mixed_resolution_tables
+
+    base = {"device": "cpu", "gpu_name": "CPU", "build": "b", "dtype": "float32", "mode": "default"}
+    base |= {"scenario": "mixed-resolution", "task": "Image Classification", "model": "ViT", "batch_size": 1}
+    ok = {"status": "ok", "error": "", "compile_s": 2.0, "recompiles": 1, "mixed_compile_s": 1.5}
+    ok |= {"mixed_sizes": "32x32>64x64>32x32", "mixed_cudagraph_records": 0, "fixed_p50_ms": 1.0}
+    ok |= {"fixed_p99_ms": 2.0, "mixed_p50_ms": 3.0, "mixed_p99_ms": 4.0}
+    rows = [
+        {**base, **ok, "dynamic": "marked"},
+        {**base, **ok, "dynamic": "static"},
+        {**base, "dynamic": "auto", "status": "skipped", "error": "no mark_dynamic", "mixed_sizes": ""},
+    ]
+    (table,) = mixed_resolution_tables(pd.DataFrame(rows))
+    assert [r[2] for r in table.rows] == ["static", "auto", "marked"]
+    assert table.rows[0][3:10] == ["2.00", "1", "1.50", "0", "1 / 2", "3 / 4", "—"]
+    assert table.rows[1][3].startswith("skipped: no mark_dynamic")

@@ -25,6 +25,7 @@ from suite.report.tables.compile_cost import compile_cost_tables
 from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
 from suite.report.tables.dynamic import dynamic_tables
 from suite.report.tables.memory import peak_memory
+from suite.report.tables.mixed_resolution import mixed_resolution_tables
 from suite.report.tables.modes import compile_modes
 from suite.report.tables.phases import cudagraph_tables, energy_tables, phase_tables
 from suite.report.tables.precision import pipeline_tables, precision_tables
@@ -98,6 +99,11 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "Images a second at a p99 latency target (serving: eager vs compile modes)",
         "No serving cell in the inputs (run the serving profile, or --scenarios serving).",
     ),
+    (
+        "mixed resolution",
+        "Image sizes that change (mixed-resolution: static, auto, marked)",
+        "No mixed-resolution cell in the inputs (run the mixed-resolution profile).",
+    ),
 )
 
 
@@ -154,7 +160,7 @@ def run_merge(
     tables += [*compile_cost_tables(study), *dynamic_tables(study)]
     tables += [*phase_tables(study), *cudagraph_tables(study), *energy_tables(study)]
     tables += [*precision_tables(loaded.frame), *pipeline_tables(loaded.frame)]
-    tables += serving_tables(loaded.frame)
+    tables += [*serving_tables(loaded.frame), *mixed_resolution_tables(loaded.frame)]
     for table in tables:
         write_table(table, tables_dir)
 
