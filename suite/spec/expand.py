@@ -27,6 +27,7 @@ from suite.spec.model import (
     SettingError,
     Settings,
 )
+from suite.spec.outside import outside_model
 
 
 @dataclass(frozen=True)
@@ -163,22 +164,28 @@ def expand(
     profile = matrix.profiles[profile_name]
     settings = resolve_settings(matrix, profile, filters.overrides)
     wanted_models = None
+    outside: dict[str, ModelSpec] = {}
     if filters.models is not None:
         wanted_models = set()
         for name in filters.models:
             spec = matrix.find_model(name)
             if spec is None:
-                raise UsageError(
-                    "--models",
-                    f"{name!r} is not a model of {matrix.path} (known: {', '.join(matrix.models)})",
-                )
+                spec = outside_model(name, matrix.models)  # a saved folder or a hub id (issue 40)
+                if spec is None:
+                    raise UsageError(
+                        "--models",
+                        f"{name!r} is not a model of {matrix.path}, a folder or a hub id "
+                        f"(known: {', '.join(matrix.models)})",
+                    )
+                outside[spec.name] = spec
             wanted_models.add(spec.name)
     cells: dict[tuple[object, ...], Cell] = {}
     for sel in profile.selections:
-        for model_name in _with_named_customs(matrix, sel.models, wanted_models):
+        # a model from outside the matrix runs as each selection runs the matrix's models
+        for model_name in [*_with_named_customs(matrix, sel.models, wanted_models), *outside]:
             if wanted_models is not None and model_name not in wanted_models:
                 continue
-            spec = matrix.models[model_name]
+            spec = outside.get(model_name) or matrix.models[model_name]
             cell_settings = replace(settings, weights="random") if spec.base else settings
             scenarios = filters.scenarios if filters.scenarios is not None else sel.scenarios
             for scenario in scenarios:
@@ -308,6 +315,7 @@ def _with_named_customs(matrix: Matrix, names: Sequence[str], wanted: set[str] |
     for name in names:
         out.append(name)
         for extra in sorted(wanted or ()):
-            if matrix.models[extra].base == name and extra not in names and extra not in out:
+            custom = matrix.models.get(extra)
+            if custom is not None and custom.base == name and extra not in names and extra not in out:
                 out.append(extra)
     return out

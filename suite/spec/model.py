@@ -20,7 +20,10 @@ TASKS: dict[str, str] = {
     "Image Classification": "AutoModelForImageClassification",
     "Image Segmentation": "AutoModelForSemanticSegmentation",
     "Object Detection": "AutoModelForObjectDetection",
+    # issue 40: a bare backbone named with --models (suite.spec.outside): its features
+    "Image Feature Extraction": "AutoModel",
 }
+FEATURES = "Image Feature Extraction"
 MODES: tuple[str, ...] = (
     "eager",
     "default",
@@ -354,6 +357,8 @@ class ModelSpec:
     smoke: Mapping[str, Any] = field(default_factory=dict)
     base: str = ""  # a custom configuration: the model it derives from
     overrides: Mapping[str, Any] = field(default_factory=dict)  # a custom configuration's own changes
+    # a hub id or a local folder named with --models, not in matrix.yaml (suite.spec.outside)
+    outside: bool = False
 
     @property
     def auto_class(self) -> str:
@@ -489,6 +494,8 @@ class Cell:
         parts = ["smoke"] if self.settings.shrink else []
         if self.model.base:
             parts.append(f"custom of {self.model.base}")
+        if self.model.outside:
+            parts.append("outside the guide's set")
         return ", ".join(parts)
 
     def key_fields(self, device: str) -> dict[str, object]:
