@@ -430,6 +430,12 @@ TABLE: tuple[Column, ...] = (
         doc="compiled vs eager at the other sizes: the largest max |diff|",
     ),
     Column("mixed_note", contract=False, doc="per size: graphs compiled, compile seconds, dynamo's reasons"),
+    # issue 40: the aot-inductor mode (docs/aot-inductor.md)
+    _extra_timed("aot_export_s", "s", "torch.export of the model at the cell's inputs"),
+    _extra_timed("aot_compile_s", "s", "aoti_compile_and_package: the package built"),
+    _extra_timed("aot_load_s", "s", "aoti_load_package in the timing process"),
+    _extra_timed("aot_package_mb", "MB", "the package's size on disk"),
+    Column("aot_packages", INT, contract=False, timing=True, doc="packages built (one per input shape)"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 

@@ -30,6 +30,8 @@ MODES: tuple[str, ...] = (
     "reduce-overhead",
     "max-autotune",
     "max-autotune-no-cudagraphs",
+    # issue 40: torch.export + AOTInductor's package, loaded back in the timing process (suite.measure.aot)
+    "aot-inductor",
 )
 # autocast-<dtype> (issue 28): float32 weights and inputs, the forward under
 # torch.autocast(device, dtype=<dtype>), so matmuls and convolutions run in <dtype> and the rest

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import loadgen
-from suite.measure.cell import compile_model
 from suite.measure.counters import dynamo_counts
 from suite.measure.scenarios.dynamic import resized
 from suite.measure.scenarios.inference import Inference
@@ -30,20 +29,9 @@ EAGER_PROBES = 11  # eager batch-1 calls for the default target
 class Serving(Inference):
     """Inference at batch size 1, then the serving search on the same function."""
 
-    compiled_model: Any = None
-
-    def compile(self) -> Callable[[], Any]:
-        self.compiled_model = compile_model(self.model, self.cell.mode)
-        compiled_model, batch = self.compiled_model, self.batch
-
-        def compiled() -> Any:
-            return compiled_model(**batch)
-
-        return compiled
-
     def extra_fields(self, loop: TimingLoop, compiled: Callable[[], Any] | None) -> dict[str, Any]:
         model = self.model if compiled is None else self.compiled_model
-        return serve_search(self, loop, model)
+        return {**serve_search(self, loop, model), **super().extra_fields(loop, compiled)}
 
 
 def _service(loop: TimingLoop, model: Any, batches: dict[int, dict[str, Any]]) -> Callable[[int], float]:
