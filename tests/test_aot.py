@@ -34,6 +34,7 @@ def test_a_torch_without_aoti_skips_with_the_reason(monkeypatch: pytest.MonkeyPa
     )
 
 
+@pytest.mark.slow  # the package's C++ compile: a minute or more on a 2-core CPU
 def test_an_aot_inductor_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     import torch._inductor
