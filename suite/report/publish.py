@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from suite.errors import UsageError
+from suite.report.export import write_dynamo_csvs, write_report_json
 from suite.report.load import Loaded, load
 from suite.report.pages.run_data import RunReport
 from suite.report.pages.run_page import write_run_page
@@ -117,6 +118,7 @@ class MergeResult:
     page: Path | None = None  # the run page, index.html beside tables.md (issue 26)
     samples_line: str = ""  # the rows' medians recomputed from the samples (suite.report.samples)
     samples: Path | None = None  # tables/samples.parquet, when any samples were found
+    exports: list[Path] = field(default_factory=list)  # report.json and the dynamo CSVs (report.export)
 
 
 def _clear(folder: Path, patterns: Sequence[str]) -> None:
@@ -163,6 +165,9 @@ def run_merge(
     tables += [*serving_tables(loaded.frame), *mixed_resolution_tables(loaded.frame)]
     for table in tables:
         write_table(table, tables_dir)
+    # what other tools read: report.json, the dynamo scripts' CSVs (issue 40, suite.report.export)
+    exports = [write_report_json(loaded.frame, tables_dir, [shown(f) for f in loaded.files])]
+    exports += write_dynamo_csvs(loaded.frame, tables_dir)
 
     plot_links: dict[str, list[Path]] = {}
     written: list[Path] = []
@@ -202,6 +207,7 @@ def run_merge(
         page=page,
         samples_line=samples_line,
         samples=parquet,
+        exports=exports,
     )
 
 
