@@ -482,7 +482,9 @@ class Cell:
     @property
     def compile_cost(self) -> bool:
         """Does this cell get the warm and mega-cache processes after its own?"""
-        return self.settings.compile_cost and self.mode != "eager" and self.scenario in COMPILE_COST_SCENARIOS
+        # an aot-inductor package is built once, ahead: no warm or mega-cache JIT compile to measure
+        jit = self.mode not in ("eager", "aot-inductor")
+        return self.settings.compile_cost and jit and self.scenario in COMPILE_COST_SCENARIOS
 
     def row_keys(self, device: str) -> list[dict[str, object]]:
         """The key of every row this cell owes: one per batch size it serves."""
