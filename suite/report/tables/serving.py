@@ -26,7 +26,7 @@ SERVING_NOTE = (
     "times are real model calls; arrivals run on a virtual clock (docs/serving.md). 0/s: no rate "
     "tried met the target."
 )
-MODE_ORDER = (*MODES, "aot-inductor")
+MODE_ORDER = MODES  # eager, the compile modes, aot-inductor
 
 
 def _num(value: Any) -> float | None:
