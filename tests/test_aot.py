@@ -52,3 +52,21 @@ def test_an_aot_inductor_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     # the first call's time over an eager call's holds the export, the package and the load
     assert row["compile_s"] >= 0.5 * (row["aot_export_s"] + row["aot_compile_s"])
     assert row["median_ms"] > 0 and row["speedup"] > 0
+
+
+def test_the_package_against_the_jit() -> None:
+    pd = pytest.importorskip("pandas")
+    from suite.report.tables.aot import aot_tables, lead_calls
+
+    assert lead_calls(10.0, 5.0, 5.0) == "always" and lead_calls(-1.0, 6.0, 5.0) == "never"
+    assert lead_calls(10.0, 6.0, 5.0) == "10,000 calls"  # 10 s ahead, 1 ms slower a call
+    assert lead_calls(-1.0, 4.0, 5.0) == "ahead after 1,000 calls"
+    base = {"device": "cuda", "gpu_name": "H100", "build": "b", "dtype": "float32", "scenario": "inference"}
+    base |= {"task": "Image Classification", "model": "ResNet", "batch_size": 1, "status": "ok", "error": ""}
+    rows = [
+        {**base, "mode": "aot-inductor", "median_ms": 2.0, "aot_load_s": 0.5, "aot_package_mb": 100.0}
+        | {"aot_export_s": 3.0, "aot_compile_s": 40.0},
+        {**base, "mode": "default", "median_ms": 1.5, "compile_s": 50.0, "compile_warm_s": 10.5},
+    ]
+    (table,) = aot_tables(pd.DataFrame(rows))
+    assert table.rows[0][2:] == ["100.00 MB, built in 43.0 s", "0.500", "10.50", "2 / 1.5", "20,000 calls"]

@@ -21,6 +21,7 @@ from suite.report.paths import shown
 from suite.report.reference import Reference
 from suite.report.samples import PARQUET, read_beside, recompute, report_line, write_parquet
 from suite.report.study import Study, build_kinds
+from suite.report.tables.aot import aot_tables
 from suite.report.tables.cells import LEGEND, TRAIN, TRAIN_LEGEND
 from suite.report.tables.compile_cost import compile_cost_tables
 from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
@@ -101,6 +102,11 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "No serving cell in the inputs (run the serving profile, or --scenarios serving).",
     ),
     (
+        "aot-inductor",
+        "Compiling ahead (AOTInductor) vs the JIT",
+        "No aot-inductor cell in the inputs (run the aot-inductor profile).",
+    ),
+    (
         "mixed resolution",
         "Image sizes that change (mixed-resolution: static, auto, marked)",
         "No mixed-resolution cell in the inputs (run the mixed-resolution profile).",
@@ -162,7 +168,11 @@ def run_merge(
     tables += [*compile_cost_tables(study), *dynamic_tables(study)]
     tables += [*phase_tables(study), *cudagraph_tables(study), *energy_tables(study)]
     tables += [*precision_tables(loaded.frame), *pipeline_tables(loaded.frame)]
-    tables += [*serving_tables(loaded.frame), *mixed_resolution_tables(loaded.frame)]
+    tables += [
+        *serving_tables(loaded.frame),
+        *mixed_resolution_tables(loaded.frame),
+        *aot_tables(loaded.frame),
+    ]
     for table in tables:
         write_table(table, tables_dir)
     # what other tools read: report.json, the dynamo scripts' CSVs (issue 40, suite.report.export)
