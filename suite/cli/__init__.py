@@ -22,6 +22,7 @@ from suite.cli.args import (
     DEFAULT_REFERENCE,
     Parser,
     add_run_args,
+    add_schedule_args,
     add_selection_args,
     compile_threshold,
     count,
@@ -73,6 +74,7 @@ def build_parser() -> Parser:
     )
     add_selection_args(p)
     add_run_args(p)
+    add_schedule_args(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(

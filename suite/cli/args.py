@@ -266,6 +266,19 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_schedule_args(p: argparse.ArgumentParser) -> None:
+    """`--schedule` (run, plan) and, for plan, `--cores`: how the cells are laid out in processes
+    (docs/measurement.md#what-runs-where)."""
+    p.add_argument(
+        "--schedule",
+        choices=("ahead", "serial"),
+        default="ahead",
+        help="ahead: compile the compiled cells in a pool of processes first, then time each model's "
+        "cells in one process on the caches they filled; serial: one process per cell, compiling "
+        "and timing (default: %(default)s)",
+    )
+
+
 def filters_of(args: argparse.Namespace) -> Filters:
     """The selection flags and the setting overrides, typed; a local --image is checked here,
     before anything else (a file pillow reads, found where the worker looks)."""

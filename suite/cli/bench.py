@@ -133,8 +133,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_failed=args.keep_failed,
         min_free_mb=args.min_free_mb,
         keep_compile_cache=args.keep_compile_cache,
+        schedule=args.schedule,
         banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
-        f"{f' (shard {shard})' if shard else ''} on "
+        f"{f' (shard {shard})' if shard else ''}, schedule {args.schedule} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
     )
     report = runner.run_cells(sweep)

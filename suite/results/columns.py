@@ -388,6 +388,14 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("speedup_rerun95_low", "x", "where another run's paired speed-up should fall, 95%: low"),
     _extra_timed("speedup_rerun95_high", "x", "where another run's paired speed-up should fall, 95%: high"),
     Column("process_note", contract=False, doc="a process of the cell that gave no samples, and why"),
+    # issue 39: how the row was measured (suite.run.schedule, docs/measurement.md)
+    Column(
+        "schedule",
+        contract=False,
+        choices=("serial", "ahead"),
+        doc="serial: the cell's own process compiled and timed it; ahead: compiled in a process of its "
+        "own first (compile_s), timed in a process shared with its model's cells, on warm caches",
+    ),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 
