@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from suite.measure import allocator, compile_cost, lifeline
+from suite.measure import allocator, compile_cost, faults, lifeline
 from suite.measure import training as train
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.scenarios import SCENARIOS, dynamic, measure
@@ -49,6 +49,8 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
             "error": f"scenario {cell.scenario!r} is not supported by this suite version",
         }
     try:
+        if phase == compile_cost.MEASURE:
+            faults.inject_cell_fault(cell.label)  # test-only: one cell fails on purpose
         if cell.scenario == DYNAMIC_BATCH:
             row["rows"] = measure_sequence(cell, device)
         elif phase == compile_cost.COLD:
