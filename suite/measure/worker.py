@@ -133,7 +133,8 @@ def main(argv: list[str]) -> int:
         return main_cells(argv[1:])
     if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] not in compile_cost.PHASES):
         print(
-            "usage: python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE [measure|warm|megacache|cold]",
+            "usage: python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE [PHASE: "
+            "measure|warm|megacache|cold]",
             file=sys.stderr,
         )
         return 2

@@ -124,13 +124,15 @@ class Sweep:
     min_free_mb: float = DEFAULT_MIN_FREE_MB
     banner: str = ""
     keep_compile_cache: bool = False
-    schedule: str = schedule_mod.AHEAD  # suite.run.schedule: `ahead` or `serial`
+    schedule: str = schedule_mod.SERIAL  # suite.run.schedule: `serial` or `ahead` (the CLI's default)
 
     def __post_init__(self) -> None:
         if not self.cells:
             raise UsageError("cells", "the selection is empty: nothing to run")
         if self.schedule not in schedule_mod.SCHEDULES:
-            raise UsageError("--schedule", f"must be one of {', '.join(schedule_mod.SCHEDULES)}, got {self.schedule!r}")
+            raise UsageError(
+                "--schedule", f"must be one of {', '.join(schedule_mod.SCHEDULES)}, got {self.schedule!r}"
+            )
 
     @property
     def paths(self) -> RunPaths:
@@ -174,7 +176,12 @@ def run_cells(sweep: Sweep) -> RunReport:
                     progress.start(cell)
                     started = _now()
                     job = WorkerJob(cell, sweep.environment.device_type, paths, index, sweep.python)
-                    record(index, cell, schedule_mod.tagged(cell_path.run_cell(job), schedule_mod.SERIAL), started)
+                    record(
+                        index,
+                        cell,
+                        schedule_mod.tagged(cell_path.run_cell(job), schedule_mod.SERIAL),
+                        started,
+                    )
             else:
                 if todo:
                     record.check_disk(todo[0][1])

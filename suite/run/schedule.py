@@ -71,7 +71,16 @@ def group_key(cell: Cell) -> tuple[Any, ...]:
     is started with (the allocator's setting, the compile cache policy) and the same device
     settings (dtype and weights build another model)."""
     s = cell.settings
-    return (cell.build, cell.model.name, cell.variant, s.malloc, s.compile_cache, s.weights, s.shrink, s.image)
+    return (
+        cell.build,
+        cell.model.name,
+        cell.variant,
+        s.malloc,
+        s.compile_cache,
+        s.weights,
+        s.shrink,
+        s.image,
+    )
 
 
 def timing_order(cells: Sequence[Indexed]) -> list[Indexed]:
@@ -147,12 +156,16 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
     """Compile every compiled-ahead cell in the pool, then time the groups in turn."""
     groups = groups_of(cells)
     todo = [ic for g in groups for ic in g if compiled_ahead(ic[1])]
-    caches = {id(g): ahead.paths.scratch / f"group-{g[0][0]:03d}.{uuid.uuid4().hex[:8]}" for g in groups}
+    caches = {id(g): _group_cache(ahead.paths, g) for g in groups}
     group_of = {ic[0]: g for g in groups for ic in g}
     cold: dict[int, Future[WorkerResult]] = {}
     state = PoolState(total=len(todo))
     if todo:
-        print(state.line(f"starting {min(pool_size(ahead.cores), len(todo))} at once"), file=ahead.stream, flush=True)
+        print(
+            state.line(f"starting {min(pool_size(ahead.cores), len(todo))} at once"),
+            file=ahead.stream,
+            flush=True,
+        )
     try:
         with ThreadPoolExecutor(max_workers=pool_size(ahead.cores), thread_name_prefix="compile") as pool:
             for index, cell in todo:
@@ -163,11 +176,22 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
                 _time_group(ahead, group, caches[id(group)], cold)
             else:
                 index, cell = group[0]
-                result = cell_path.run_cell(WorkerJob(cell, ahead.device_type, ahead.paths, index, ahead.python))
+                result = cell_path.run_cell(
+                    WorkerJob(cell, ahead.device_type, ahead.paths, index, ahead.python)
+                )
                 ahead.emit(index, cell, tagged(result, SERIAL))
     finally:
         for cache in caches.values():
-            shutil.rmtree(cache, ignore_errors=True)
+            if cache != ahead.paths.compile_cache:  # the run's own (`compile_cache: run`) stays
+                shutil.rmtree(cache, ignore_errors=True)
+
+
+def _group_cache(paths: RunPaths, group: list[Indexed]) -> Path:
+    """The compile caches a group's timing process runs on: the run's (`compile_cache: run`, as in
+    `serial`), else the group's own, filled by its cells' compile processes."""
+    if group[0][1].settings.compile_cache != "cold":
+        return paths.compile_cache
+    return paths.scratch / f"group-{group[0][0]:03d}.{uuid.uuid4().hex[:8]}"
 
 
 def _compile_one(ahead: Ahead, ic: Indexed, group_cache: Path, state: PoolState) -> WorkerResult:
@@ -197,7 +221,9 @@ def _compile_one(ahead: Ahead, ic: Indexed, group_cache: Path, state: PoolState)
     return result
 
 
-def _time_group(ahead: Ahead, group: list[Indexed], cache: Path, cold: dict[int, Future[WorkerResult]]) -> None:
+def _time_group(
+    ahead: Ahead, group: list[Indexed], cache: Path, cold: dict[int, Future[WorkerResult]]
+) -> None:
     """The group's cells timed in one process (again in a fresh one after a crash or a hang)."""
     figures = {index: cold[index].result() for index, _ in group if index in cold}  # its compiles done
     pending = list(group)
@@ -213,9 +239,7 @@ def _time_group(ahead: Ahead, group: list[Indexed], cache: Path, cold: dict[int,
         pending = pending[served:]
 
 
-def _shared_process(
-    ahead: Ahead, cells: list[Indexed], cache: Path, figures: dict[int, WorkerResult]
-) -> int:
+def _shared_process(ahead: Ahead, cells: list[Indexed], cache: Path, figures: dict[int, WorkerResult]) -> int:
     """Start one timing process for `cells`; emit each cell's result as it appears. Returns how many
     cells it served (all, or up to and including the one it crashed or hung in)."""
     paths = ahead.paths
@@ -230,7 +254,15 @@ def _shared_process(
     first = cells[0][1]
     extra = {PARENT_ENV: str(os.getpid()), **launch.cache_env(cache)}
     extra.update(allocator.child_env(first.settings.malloc, os.environ))
-    cmd = [ahead.python, "-m", launch.WORKER_MODULE, "--cells", str(cells_file), str(results), ahead.device_type]
+    cmd = [
+        ahead.python,
+        "-m",
+        launch.WORKER_MODULE,
+        "--cells",
+        str(cells_file),
+        str(results),
+        ahead.device_type,
+    ]
     served = 0
     try:
         with open(log_path, "wb") as log:
@@ -311,7 +343,8 @@ def _with_cold(result: WorkerResult, cold: WorkerResult | None) -> WorkerResult:
     if got.get("status") != "ok":
         fields["compile_note"] = _join(
             fields.get("compile_note"),
-            f"compile ahead ended {got.get('status')} ({got.get('error')}): compile_s is its timing process's",
+            f"compile ahead ended {got.get('status')} ({got.get('error')}): "
+            "compile_s is its timing process's",
         )
         return result
     fields["warm_compile_s"] = fields.get("compile_s")
