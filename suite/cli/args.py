@@ -279,6 +279,31 @@ def add_schedule_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+MAX_CORES = 4096
+
+
+def _cores(text: str) -> int:
+    """`--cores`: an integer from 1 to MAX_CORES."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError("--cores", f"{text[:20]!r} is not an integer") from None
+    if not 1 <= value <= MAX_CORES:
+        raise UsageError("--cores", f"must be from 1 to {MAX_CORES}, got {text}")
+    return value
+
+
+def add_cores_arg(p: argparse.ArgumentParser) -> None:
+    """`plan --cores N`: the machine the `ahead` schedule is estimated for (its compile pool)."""
+    p.add_argument(
+        "--cores",
+        type=_cores,
+        default=None,
+        help="CPU cores of the machine to estimate for: the ahead schedule's compile pool "
+        "(default: this machine's)",
+    )
+
+
 def filters_of(args: argparse.Namespace) -> Filters:
     """The selection flags and the setting overrides, typed; a local --image is checked here,
     before anything else (a file pillow reads, found where the worker looks)."""

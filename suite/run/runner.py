@@ -29,6 +29,7 @@ from suite.run.launch import SAMPLES, RunPaths, WorkerJob, WorkerResult
 from suite.run.lock import RunLock
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
 from suite.run.progress import Progress, row_warnings
+from suite.spec import schedule as plan_mod
 from suite.spec.model import Cell
 
 
@@ -124,14 +125,14 @@ class Sweep:
     min_free_mb: float = DEFAULT_MIN_FREE_MB
     banner: str = ""
     keep_compile_cache: bool = False
-    schedule: str = schedule_mod.SERIAL  # suite.run.schedule: `serial` or `ahead` (the CLI's default)
+    schedule: str = plan_mod.SERIAL  # suite.run.schedule: `serial` or `ahead` (the CLI's default)
 
     def __post_init__(self) -> None:
         if not self.cells:
             raise UsageError("cells", "the selection is empty: nothing to run")
-        if self.schedule not in schedule_mod.SCHEDULES:
+        if self.schedule not in plan_mod.SCHEDULES:
             raise UsageError(
-                "--schedule", f"must be one of {', '.join(schedule_mod.SCHEDULES)}, got {self.schedule!r}"
+                "--schedule", f"must be one of {', '.join(plan_mod.SCHEDULES)}, got {self.schedule!r}"
             )
 
     @property
@@ -155,7 +156,7 @@ def run_cells(sweep: Sweep) -> RunReport:
             print(sweep.banner, file=sys.stderr, flush=True)
         shutil.rmtree(paths.scratch, ignore_errors=True)  # files of a killed run's attempts
         tidy.explain_cache(paths, sweep.cells)
-        progress = Progress.of(sweep.cells)
+        progress = Progress.of(sweep.cells, sweep.schedule)
         try:
             writer = RowWriter(paths.csv)
         except OSError as exc:
@@ -170,7 +171,7 @@ def run_cells(sweep: Sweep) -> RunReport:
                     continue
                 todo.append((index, cell))
             record = _Recorder(sweep, paths, writer, state.done, report, progress)
-            if sweep.schedule == schedule_mod.SERIAL:
+            if sweep.schedule == plan_mod.SERIAL:
                 for index, cell in todo:
                     record.check_disk(cell)
                     progress.start(cell)
@@ -179,7 +180,7 @@ def run_cells(sweep: Sweep) -> RunReport:
                     record(
                         index,
                         cell,
-                        schedule_mod.tagged(cell_path.run_cell(job), schedule_mod.SERIAL),
+                        schedule_mod.tagged(cell_path.run_cell(job), plan_mod.SERIAL),
                         started,
                     )
             else:
@@ -234,8 +235,8 @@ class _Recorder:
         self.last_end = _now()
         self.report.count(cell, rows)
         if rows:
-            self.progress.finish(cell, rows[0], result.wall_s)
-        if self.sweep.schedule != schedule_mod.SERIAL:
+            self.progress.finish(cell, rows[0], result.wall_s, result.ahead_s)
+        if self.sweep.schedule != plan_mod.SERIAL:
             self.check_disk(cell)  # the rows so far are safe; no further cell starts on a full disk
 
 

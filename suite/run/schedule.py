@@ -43,99 +43,57 @@ from suite.results import one_line
 from suite.run import cell_path, launch, rerun
 from suite.run.environ import child_env
 from suite.run.launch import RunPaths, WorkerJob, WorkerResult
+from suite.spec.cost import compile_process_seconds, estimate_schedule, format_duration
 from suite.spec.model import Cell
+from suite.spec.schedule import (
+    AHEAD,
+    SERIAL,
+    Indexed,
+    compiled_ahead,
+    groups_of,
+    pool_size,
+    shareable,
+)
 from suite.stats import breakeven_calls
 
-SERIAL, AHEAD = "serial", "ahead"
-SCHEDULES: tuple[str, ...] = (AHEAD, SERIAL)
 POLL_S = 0.25  # how often the runner looks for a shared process's next result
 
-Indexed = tuple[int, Cell]  # a cell and its place in the sweep (its files' names)
 Emit = Callable[[int, Cell, WorkerResult], None]
-
-
-def shareable(cell: Cell) -> bool:
-    """A cell a shared timing process can serve: one process, one batch size, no compile-cost
-    processes (those measure a process's own start and caches)."""
-    return not cell.batch_sizes and cell.settings.processes == 1 and not cell.compile_cost
-
-
-def compiled_ahead(cell: Cell) -> bool:
-    """A cell whose compile runs ahead: compiled, shareable, on fresh caches (`compile_cache: cold`;
-    with `run` its compile is whatever the run's shared cache makes it, as in `serial`)."""
-    return shareable(cell) and cell.mode != "eager" and cell.settings.compile_cache == "cold"
-
-
-def group_key(cell: Cell) -> tuple[Any, ...]:
-    """Cells with the same key may share a timing process: one model and build, what the process
-    is started with (the allocator's setting, the compile cache policy) and the same device
-    settings (dtype and weights build another model)."""
-    s = cell.settings
-    return (
-        cell.build,
-        cell.model.name,
-        cell.variant,
-        s.malloc,
-        s.compile_cache,
-        s.weights,
-        s.shrink,
-        s.image,
-    )
-
-
-def timing_order(cells: Sequence[Indexed]) -> list[Indexed]:
-    """A group's cells by batch size, eager and compiled alternating which comes first from one
-    batch size to the next, so neither kind always has the process's first (or last) slot."""
-    sizes = sorted({c.batch_size for _, c in cells})
-    out: list[Indexed] = []
-    for n, size in enumerate(sizes):
-        same = [ic for ic in cells if ic[1].batch_size == size]
-        eager = [ic for ic in same if ic[1].mode == "eager"]
-        compiled = [ic for ic in same if ic[1].mode != "eager"]
-        out += eager + compiled if n % 2 == 0 else compiled + eager
-    return out
-
-
-def groups_of(cells: Sequence[Indexed]) -> list[list[Indexed]]:
-    """The sweep's cells as timing groups, in the order of their first cell: a shared group per
-    `group_key`, a group of one for every cell that is not shareable."""
-    groups: dict[tuple[Any, ...], list[Indexed]] = {}
-    order: list[list[Indexed]] = []
-    for ic in cells:
-        if not shareable(ic[1]):
-            order.append([ic])
-            continue
-        key = group_key(ic[1])
-        if key not in groups:
-            groups[key] = []
-            order.append(groups[key])
-        groups[key].append(ic)
-    return [timing_order(g) if shareable(g[0][1]) else g for g in order]
-
-
-def pool_size(cores: int | None = None) -> int:
-    """Compile processes at once: one per core (a compile is mostly one Python thread; the
-    timing waits until the pool is done, so it needs no cores of its own meanwhile)."""
-    return max(1, cores if cores is not None else (os.cpu_count() or 1))
 
 
 @dataclass
 class PoolState:
-    """The compile pool as the progress line shows it."""
+    """The compile pool as its progress line shows it: counts, and an ETA for the rest of the run
+    (the compiles left over the pool's width, then the timing: suite.spec.cost's estimates scaled
+    by how the compiles done so far compared with theirs)."""
 
     total: int
+    pool: int
+    estimate_left: float  # seconds of the compiles not yet done (suite.spec.cost)
+    timing_estimate: float  # seconds of the timing that follows
     done: int = 0
     running: int = 0
     failed: int = 0
+    wall_done: float = 0.0
+    estimate_done: float = 0.0
     started: float = field(default_factory=time.monotonic)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def ended(self, estimate: float, wall: float) -> None:
+        self.done += 1
+        self.estimate_left -= estimate
+        self.estimate_done += estimate
+        self.wall_done += wall
 
     def line(self, last: str) -> str:
         queued = self.total - self.done - self.running
         failed = f", {self.failed} failed" if self.failed else ""
+        scale = self.wall_done / self.estimate_done if self.estimate_done else 1.0
+        eta = (max(0.0, self.estimate_left) / self.pool + self.timing_estimate) * scale
         return (
             f"compile pool: {self.done}/{self.total} compiled ({self.running} running, {queued} queued"
-            f"{failed}) in {time.monotonic() - self.started:.0f} s | last: {last}"
+            f"{failed}) | elapsed {format_duration(time.monotonic() - self.started)} | ETA "
+            f"{format_duration(eta)} (then timing) | last: {last}"
         )
 
 
@@ -159,7 +117,10 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
     caches = {id(g): _group_cache(ahead.paths, g) for g in groups}
     group_of = {ic[0]: g for g in groups for ic in g}
     cold: dict[int, Future[WorkerResult]] = {}
-    state = PoolState(total=len(todo))
+    device = ahead.device_type if ahead.device_type in ("cuda", "cpu") else "cuda"
+    plan = estimate_schedule([c for _, c in cells], device, AHEAD, ahead.cores)
+    estimates = {index: compile_process_seconds(cell, device) for index, cell in todo}
+    state = PoolState(len(todo), pool_size(ahead.cores), sum(estimates.values()), plan.timing_s)
     if todo:
         print(
             state.line(f"starting {min(pool_size(ahead.cores), len(todo))} at once"),
@@ -170,7 +131,8 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
         with ThreadPoolExecutor(max_workers=pool_size(ahead.cores), thread_name_prefix="compile") as pool:
             for index, cell in todo:
                 cache = caches[id(group_of[index])]
-                cold[index] = pool.submit(_compile_one, ahead, (index, cell), cache, state)
+                job = (ahead, (index, cell), cache, state, estimates[index])
+                cold[index] = pool.submit(_compile_one, *job)
         for group in groups:
             if shareable(group[0][1]):
                 _time_group(ahead, group, caches[id(group)], cold)
@@ -194,7 +156,9 @@ def _group_cache(paths: RunPaths, group: list[Indexed]) -> Path:
     return paths.scratch / f"group-{group[0][0]:03d}.{uuid.uuid4().hex[:8]}"
 
 
-def _compile_one(ahead: Ahead, ic: Indexed, group_cache: Path, state: PoolState) -> WorkerResult:
+def _compile_one(
+    ahead: Ahead, ic: Indexed, group_cache: Path, state: PoolState, estimate: float
+) -> WorkerResult:
     """One cell's cold compile on fresh caches; what it filled is added to its group's caches."""
     index, cell = ic
     fresh = group_cache.with_name(group_cache.name + f".cold-{index:03d}")
@@ -213,7 +177,7 @@ def _compile_one(ahead: Ahead, ic: Indexed, group_cache: Path, state: PoolState)
         shutil.rmtree(fresh, ignore_errors=True)
     with state.lock:
         state.running -= 1
-        state.done += 1
+        state.ended(estimate, result.wall_s)
         state.failed += not ok
         compile_s = result.fields.get("compile_s") or 0.0
         last = f"{cell.label} " + (f"cold {compile_s:.1f} s" if ok else f"{result.fields.get('status')}")
@@ -337,6 +301,7 @@ def _with_cold(result: WorkerResult, cold: WorkerResult | None) -> WorkerResult:
     if cold is None:
         return result
     result.wall_s += cold.wall_s
+    result.ahead_s = cold.wall_s
     got = cold.fields
     if fields.get("status") != "ok":
         return result
