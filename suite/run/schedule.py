@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -31,8 +32,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +118,6 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
     todo = [ic for g in groups for ic in g if compiled_ahead(ic[1])]
     caches = {id(g): _group_cache(ahead.paths, g) for g in groups}
     group_of = {ic[0]: g for g in groups for ic in g}
-    cold: dict[int, Future[WorkerResult]] = {}
     device = ahead.device_type if ahead.device_type in ("cuda", "cpu") else "cuda"
     plan = estimate_schedule([c for _, c in cells], device, AHEAD, ahead.cores)
     estimates = {index: compile_process_seconds(cell, device) for index, cell in todo}
@@ -128,11 +129,13 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
             flush=True,
         )
     try:
-        with ThreadPoolExecutor(max_workers=pool_size(ahead.cores), thread_name_prefix="compile") as pool:
-            for index, cell in todo:
-                cache = caches[id(group_of[index])]
-                job = (ahead, (index, cell), cache, state, estimates[index])
-                cold[index] = pool.submit(_compile_one, *job)
+        jobs = {
+            index: partial(
+                _compile_one, ahead, (index, cell), caches[id(group_of[index])], state, estimates[index]
+            )
+            for index, cell in todo
+        }
+        cold = run_pool(jobs, pool_size(ahead.cores))
         for group in groups:
             if shareable(group[0][1]):
                 _time_group(ahead, group, caches[id(group)], cold)
@@ -146,6 +149,31 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
         for cache in caches.values():
             if cache != ahead.paths.compile_cache:  # the run's own (`compile_cache: run`) stays
                 shutil.rmtree(cache, ignore_errors=True)
+
+
+def run_pool(jobs: dict[int, Callable[[], WorkerResult]], width: int) -> dict[int, WorkerResult]:
+    """Run `jobs` at most `width` at once; their results once all have ended (a job's exception is
+    raised here). Daemon threads: an interrupted runner exits at once, and the compile processes
+    die with it (suite.measure.lifeline), where a thread pool would wait for them at exit."""
+    todo: queue.Queue[int] = queue.Queue()
+    for key in jobs:
+        todo.put(key)
+    results: dict[int, Future[WorkerResult]] = {key: Future() for key in jobs}
+
+    def work() -> None:
+        while True:
+            try:
+                key = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results[key].set_result(jobs[key]())
+            except BaseException as exc:  # handed to the runner's thread
+                results[key].set_exception(exc)
+
+    for n in range(min(width, len(jobs))):
+        threading.Thread(target=work, name=f"compile-{n}", daemon=True).start()
+    return {key: future.result() for key, future in results.items()}
 
 
 def _group_cache(paths: RunPaths, group: list[Indexed]) -> Path:
@@ -185,11 +213,9 @@ def _compile_one(
     return result
 
 
-def _time_group(
-    ahead: Ahead, group: list[Indexed], cache: Path, cold: dict[int, Future[WorkerResult]]
-) -> None:
+def _time_group(ahead: Ahead, group: list[Indexed], cache: Path, cold: dict[int, WorkerResult]) -> None:
     """The group's cells timed in one process (again in a fresh one after a crash or a hang)."""
-    figures = {index: cold[index].result() for index, _ in group if index in cold}  # its compiles done
+    figures = {index: cold[index] for index, _ in group if index in cold}
     pending = list(group)
     while pending:
         first = pending[0][1]
