@@ -102,3 +102,18 @@ def test_progress_under_ahead_scales_the_timing_left() -> None:
     eta = re.search(r"ETA (\d+):(\d\d):(\d\d)", line)
     seconds = int(eta[1]) * 3600 + int(eta[2]) * 60 + int(eta[3])
     assert abs(seconds - 2 * (progress.cost(cells[1]) + progress.cost(cells[2]))) <= 1
+
+
+def test_the_pool_runs_every_job_and_hands_back_a_failure() -> None:
+    import pytest
+
+    from suite.run.schedule import run_pool
+
+    assert run_pool({i: (lambda i=i: i * 2) for i in range(5)}, 2) == {i: i * 2 for i in range(5)}
+    assert run_pool({}, 2) == {}
+
+    def boom() -> int:
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        run_pool({0: lambda: 1, 1: boom}, 3)
