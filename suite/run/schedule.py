@@ -133,7 +133,7 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
             index: partial(
                 _compile_one, ahead, (index, cell), caches[id(group_of[index])], state, estimates[index]
             )
-            for index, cell in todo
+            for index, cell in sorted(todo, key=lambda ic: -estimates[ic[0]])  # longest first
         }
         cold = run_pool(jobs, pool_size(ahead.cores))
         for group in groups:
@@ -152,9 +152,10 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
 
 
 def run_pool(jobs: dict[int, Callable[[], WorkerResult]], width: int) -> dict[int, WorkerResult]:
-    """Run `jobs` at most `width` at once; their results once all have ended (a job's exception is
-    raised here). Daemon threads: an interrupted runner exits at once, and the compile processes
-    die with it (suite.measure.lifeline), where a thread pool would wait for them at exit."""
+    """Run `jobs` at most `width` at once, in their order; their results once all have ended (a
+    job's exception is raised here). Daemon threads: an interrupted runner exits at once, and the
+    compile processes die with it (suite.measure.lifeline), where a thread pool would wait for them
+    at exit."""
     todo: queue.Queue[int] = queue.Queue()
     for key in jobs:
         todo.put(key)
