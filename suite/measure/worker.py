@@ -89,7 +89,7 @@ def write_result(path: Path, row: dict[str, Any]) -> None:
 
 # a cell's result in a several-cell process, and the line its log gets when the cell starts
 CELL_RESULT = "{index}.json"
-CELL_MARK = "=== cell {index}: {label} ==="
+CELL_MARK = "=== cell: {label} ({index}) ==="  # "cell: <label>", as a one-cell log begins
 
 
 def run_cells(cells: list[Cell], results: Path, device: str) -> None:

@@ -193,7 +193,9 @@ def _compile_one(
     fresh = group_cache.with_name(group_cache.name + f".cold-{index:03d}")
     with state.lock:
         state.running += 1
-    job = WorkerJob(cell, ahead.device_type, ahead.paths, index, ahead.python, phase=COLD, cache=fresh)
+    log = launch._log_path(ahead.paths, f"{launch.cell_stem(cell, index)}.compile")  # beside its timing's
+    log.parent.mkdir(parents=True, exist_ok=True)
+    job = WorkerJob(cell, ahead.device_type, ahead.paths, index, ahead.python, COLD, fresh, log)
     try:
         result = launch.run_worker(job)
         ok = result.fields.get("status") == "ok"
@@ -240,7 +242,7 @@ def _shared_process(ahead: Ahead, cells: list[Indexed], cache: Path, figures: di
     results.mkdir(parents=True, exist_ok=True)
     cells_file = paths.scratch / f"{attempt}.cells.json"
     cells_file.write_text(json.dumps([c.to_json() for _, c in cells]))
-    log_path = launch._log_path(paths, launch.cell_stem(cells[0][1], cells[0][0]) + "-shared")
+    log_path = launch._log_path(paths, launch.cell_stem(cells[0][1], cells[0][0]))  # its first cell's
     log_rel = str(log_path.relative_to(paths.run_dir))
     first = cells[0][1]
     extra = {PARENT_ENV: str(os.getpid()), **launch.cache_env(cache)}
