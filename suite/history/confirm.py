@@ -28,9 +28,10 @@ from typing import Any
 import pandas as pd
 
 from suite.compare.rule import FAILING_VERDICTS, Rule, judge
+from suite.compare.settings import differences, settings_of
 from suite.errors import UsageError
 from suite.history.ingest import gpu_label, torch_date
-from suite.history.series import TRACK_KEY, is_regression
+from suite.history.series import TRACK_KEY, is_regression, matrix_scenario
 from suite.report.load import load
 from suite.report.study import measurement_of
 
@@ -134,7 +135,7 @@ def _row(run: Path, change: Mapping[str, Any]) -> Any | None:
         frame = load([run]).frame
     except UsageError:
         return None
-    scenario = str(change["scenario"]).split(" (")[0]
+    scenario = matrix_scenario(str(change["scenario"]))
     rows = frame[
         (frame["build"] == change["build"])
         & (frame["model"] == change["model_name"])
@@ -181,6 +182,10 @@ def judge_pair(
     if good.gpu_uuid and bad.gpu_uuid and good.gpu_uuid != bad.gpu_uuid:
         raise UsageError(str(bad_run), f"ran on GPU {bad.gpu_uuid}, the good run on {good.gpu_uuid}: "
                          "a confirmation measures both on one machine")  # fmt: skip
+    apart = differences(settings_of(good_row._asdict()), settings_of(bad_row._asdict()))
+    if apart:  # like with like (suite.compare.settings): another setting confirms nothing
+        why = "not comparable: " + "; ".join(d.text() for d in apart)
+        return Confirmation(cid, "good", why, good, bad, stamp)
     verdict = judge(measurement_of(good_row), measurement_of(bad_row), rule.threshold, rule)[0]
     return Confirmation(cid, "bad" if verdict in FAILING_VERDICTS else "good", verdict, good, bad, stamp)
 
@@ -257,7 +262,7 @@ def listing(changes: pd.DataFrame) -> list[str]:
     for r in changes.itertuples(index=False):
         out.setdefault(r.change_id, json.dumps({
             "change": r.change_id, "cell": f"{r.model_name},{r.batch_size},{r.mode}", "dtype": r.dtype,
-            "scenario": str(r.scenario).split(" (")[0], "build": r.build, "gpu": r.gpu,
+            "scenario": matrix_scenario(str(r.scenario)), "build": r.build, "gpu": r.gpu,
             "good": _day(r.last_good_date), "bad": _day(r.first_bad_date),
         }))  # fmt: skip
     return list(out.values())

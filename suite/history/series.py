@@ -65,10 +65,26 @@ _SUFFIX = """CASE
         WHEN coalesce(variant, '') <> '' THEN ' (' || variant || ')'
         WHEN weights = 'random' THEN ' (random weights)'
         ELSE '' END"""
+# Like with like (suite.compare.settings): nights measured under another compile cache, allocator
+# or number of processes are another series, named by the setting where it is not the default
+# (so a series' name stays as it was where nothing was set apart). A failed row that recorded none
+# of them stays in the default's series; other settings are the verdict's gate's to check.
+_SETTINGS = """concat_ws(', ',
+        CASE WHEN compile_cache = 'run' THEN 'compile cache run' END,
+        CASE WHEN malloc = 'steady' THEN 'malloc steady' END,
+        CASE WHEN TRY_CAST(processes AS INTEGER) > 1 THEN CAST(processes AS INTEGER) || ' processes' END)"""
+
+
+def matrix_scenario(text: str) -> str:
+    """The matrix's scenario of a series' scenario text ("inference (auto) [malloc steady]")."""
+    return text.split(" [")[0].split(" (")[0]
+
+
 _POINTS_SQL = f"""
 SELECT
     gpu, build_line, build, model || {_SUFFIX} AS model, task, batch_size, mode, dtype,
-    scenario || CASE WHEN coalesce(dynamic, '') <> '' THEN ' (' || dynamic || ')' ELSE '' END AS scenario,
+    scenario || CASE WHEN coalesce(dynamic, '') <> '' THEN ' (' || dynamic || ')' ELSE '' END
+        || CASE WHEN {_SETTINGS} <> '' THEN ' [' || {_SETTINGS} || ']' ELSE '' END AS scenario,
     CAST(coalesce(torch_date, date) AS TIMESTAMP) AS date, run_id,
     coalesce(torch_version, '') AS torch_version,
     coalesce(torch_git, '') AS torch_git, coalesce(run_page, '') AS run_page, status,

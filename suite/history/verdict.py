@@ -77,10 +77,18 @@ def previous_night(con: duckdb.DuckDBPyConnection, night: Night) -> tuple[str, s
 def _judged(comparison: Comparison | None) -> str:
     if comparison is None:
         return "—"
+    apart = len(comparison.not_comparable)
+    differ = ", ".join(
+        f"{name} {' / '.join(pairs)}" for name, (_, pairs) in comparison.differing_settings().items()
+    )
+    if comparison.nothing_judged:  # like with like only (suite.compare.settings): nothing to judge
+        return f"**not comparable**: all {apart} cells measured under other settings ({differ}); none judged"
     failing = [c for c in comparison.changes if c.verdict in FAILING_VERDICTS]
     floor = comparison.noise.bound(comparison.rule.noise_z)
     parts = [f"**{len(failing)} failing**" if failing else "no regression"]
-    parts.append(f"{comparison.count('improvement')} faster, {len(comparison.changes)} cells")
+    parts.append(f"{comparison.count('improvement')} faster, {len(comparison.judged)} cells")
+    if apart:
+        parts.append(f"{apart} not comparable ({differ}), not judged")
     parts.append(f"noise floor {floor:.1%}" if floor else "no noise floor (< 8 healthy cells)")
     return "; ".join(parts)
 
