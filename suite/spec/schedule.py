@@ -19,10 +19,16 @@ SCHEDULES: tuple[str, ...] = (AHEAD, SERIAL)
 Indexed = tuple[int, Cell]  # a cell and its place in the sweep (its files' names)
 
 
+# the scenarios whose cells a shared process serves (a scenario added later keeps its own process
+# until it is known to leave nothing behind for the next cell)
+SHARED_SCENARIOS: tuple[str, ...] = ("inference", "train", "precision", "pipeline")
+
+
 def shareable(cell: Cell) -> bool:
     """A cell a shared timing process can serve: one process, one batch size, no compile-cost
-    processes (those measure a process's own start and caches)."""
-    return not cell.batch_sizes and cell.settings.processes == 1 and not cell.compile_cost
+    processes (those measure a process's own start and caches), a scenario known to share."""
+    own = cell.batch_sizes or cell.settings.processes != 1 or cell.compile_cost
+    return not own and cell.scenario in SHARED_SCENARIOS
 
 
 def compiled_ahead(cell: Cell) -> bool:
