@@ -70,9 +70,11 @@ def test_the_done_line_says_it(tmp_path: Path, stub: Path, monkeypatch: pytest.M
     text = TINY.read_text().replace("modes: [eager]", "modes: [default]")
     (tmp_path / "m.yaml").write_text(text)
     err = io.StringIO()
+    # --schedule serial: the stub is a one-cell worker
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         code = main(["run", "--matrix", str(tmp_path / "m.yaml"), "--profile", "tiny", "--models", "TinyViT",
-                     "--out", str(tmp_path / "out"), "--run-id", "d", "--min-free-mb", "0"])  # fmt: skip
+                     "--out", str(tmp_path / "out"), "--run-id", "d", "--min-free-mb", "0",
+                     "--schedule", "serial"])  # fmt: skip
     assert code == 0, err.getvalue()
     done = err.getvalue().strip().splitlines()[-1]
     assert done.startswith(

@@ -21,7 +21,9 @@ from suite.cli.args import (
     DEFAULT_MATRIX,
     DEFAULT_REFERENCE,
     Parser,
+    add_cores_arg,
     add_run_args,
+    add_schedule_args,
     add_selection_args,
     compile_threshold,
     count,
@@ -75,6 +77,8 @@ def build_parser() -> Parser:
 
     p = sub.add_parser("plan", help="list the cells of a profile without running them")
     add_selection_args(p)
+    add_schedule_args(p)
+    add_cores_arg(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser(
@@ -82,6 +86,7 @@ def build_parser() -> Parser:
     )
     add_selection_args(p)
     add_run_args(p)
+    add_schedule_args(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
