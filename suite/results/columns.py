@@ -469,6 +469,11 @@ TABLE: tuple[Column, ...] = (
         doc="serial: the cell's own process compiled and timed it; ahead: compiled in a process of its "
         "own first (compile_s), timed in a process shared with its model's cells, on warm caches",
     ),
+    # issue 36: which wheels ran (the image's, as resolved for the run; torch_git is torch's own)
+    Column("nightly_date", contract=False, doc="the torch nightly's date (YYYYMMDD); empty for a release"),
+    Column("torch_wheel_url", contract=False, doc="the torch wheel the image installed, by URL"),
+    Column("torch_wheel_sha256", contract=False, doc="that wheel's sha256, as checked when installed"),
+    Column("torchvision_version", contract=False, doc="the torchvision that ran"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 
