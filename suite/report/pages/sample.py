@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from suite.report.pages.history_page import CHANGE_COLUMNS
 from suite.results import COLUMNS, RowWriter
+from suite.results.series_key import CHANGE_COLUMNS
 from suite.spec.load import load_matrix
 from suite.stats import breakeven_calls
 
