@@ -32,13 +32,13 @@ from suite.cli.args import (
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
-from suite.cli.gpustudy import add_parser as add_gpu_study
 from suite.cli.history import add_html_verb
 from suite.cli.history_store import add_history_parser
 from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.repeat import cmd_coverage, cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.errors import UsageError
+from suite.gpustudy.cli import add_parser as add_gpu_study
 from suite.redact import RedactingStream
 from suite.run.crosscheck import DEFAULT_ROUNDS
 
