@@ -363,7 +363,7 @@ def history_scale(session: nox.Session) -> None:
     in one `history ingest`, `history report` timed twice, the night after (ingest, verdict,
     report), and the year one run per call (`-- --nights N --work DIR --reuse --store URL --no-per-night`)."""
     session.install(*HISTORY_PACKAGES)
-    session.run("python", "-m", "suite.history.scale", *session.posargs)
+    session.run("python", "-m", "suite.benchmarks.history_scale", *session.posargs)
 
 
 # The pages (issue 26, docs/pages.md): the README's screenshot, and the pages' weight and speed.

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from support.docker import make_fake
 
+from suite.benchmarks.synth import Build, History, Step, template_rows
 from suite.cli import main
 from suite.errors import UsageError
 from suite.history.bisect import BAD, GOOD, SKIP, Bisection, Cell, Judged, bisect
@@ -26,7 +27,6 @@ from suite.history.calibrate import TRUST, noise_pool
 from suite.history.ingest import read_run
 from suite.history.judge import judge_runs
 from suite.history.store import open_store
-from suite.history.synth import Build, History, Step, template_rows
 from suite.sessions.bisect import bisect_session, confirm_session
 from suite.sessions.runner import Runner
 

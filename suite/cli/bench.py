@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from suite.cli.args import request_of
 from suite.cli.needs import TORCH, TORCH_HINT, needs
@@ -164,13 +164,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
     )
     report = runner.run_cells(sweep)
-    counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
     print(
-        f"done: {counts}{report.warnings_note()}{report.health_note()}; "
+        f"done: {status_counts(report.statuses)}{report.warnings_note()}{report.health_note()}; "
         f"{report.resumed} already recorded -> {report.csv}",
         file=sys.stderr,
     )
     return 0
+
+
+def status_counts(statuses: Mapping[str, int]) -> str:
+    """A sweep's rows by status, as `run` and `repeat` print them: "2 error, 34 ok"."""
+    return ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "nothing new"
 
 
 def cmd_env(args: argparse.Namespace) -> int:
