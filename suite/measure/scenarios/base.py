@@ -23,7 +23,7 @@ from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
 from suite.measure.phases import Ledger
-from suite.measure.timing import StopRule, TimingLoop, synchronizer
+from suite.measure.timing import StopRule, TimingLoop
 from suite.spec.model import Cell
 
 # the result's per-call milliseconds by series (not a CSV column: suite.run.launch keeps them
@@ -78,7 +78,7 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     scenario = kind(cell, model, batch)
     ready_s = seconds_since_spawn()  # process start to model, batch (and a train step's state) ready
     first_eager = FirstCall(scenario, device)  # times the first eager call: time to first result
-    loop = TimingLoop(synchronizer(device), cell.settings.warmup)
+    loop = TimingLoop.on(device, cell.settings.warmup)
     inject_fault(cell.model.name)  # test-only (suite.measure.faults): once, before any call
     row: dict[str, Any] = dict(facts)
     # the idle power before the first call; energy per image in blocks after the timed calls
@@ -98,7 +98,7 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
     rule = StopRule.of(scenario.cell.settings)
     with Health(device, calls=rule.max_calls) as health:  # the machine's health while timed
         timed = loop.until([scenario.eager], rule)
-        health.calls = len(timed.samples[0])  # (suite.measure.health: page faults per call)
+        health.calls = timed.fields()["calls"]  # (suite.measure.health: page faults per call)
     (samples,) = timed.samples
     energy.blocks([(EAGER, scenario.eager)])
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
@@ -106,6 +106,7 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
         **row,
         **health.fields(),
         **timed.fields(),
+        **timed.throughput_fields(),
         **scenario.extra_fields(loop, None),
         SAMPLES: {"eager": samples},
     }
@@ -133,7 +134,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     rule = StopRule.of(s)
     with Health(device, calls=2 * rule.max_calls) as health:
         timed = loop.until([scenario.eager, compiled], rule)
-        health.calls = 2 * len(timed.samples[0])
+        health.calls = timed.fields()["calls"]
     eager_samples, samples = timed.samples
     extra = scenario.extra_fields(loop, compiled)  # before the end count: its compiles are recompiles
     _, graphs_end = dynamo_counts()
@@ -141,7 +142,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
-    row.update(health.fields(), **timed.fields(), **extra)
+    row.update(health.fields(), **timed.fields(), **timed.throughput_fields(), **extra)
     row[SAMPLES] = {"eager": eager_samples, "compiled": samples}
     row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))
     row.update(cudagraphs.fields(device, mode, ledger, eager_mem.peak_mb, mem.peak_mb))
