@@ -143,8 +143,8 @@ def host_probe_us(loops: int = PROBE_LOOPS) -> float:
 class Witness:
     """An independent timer inside the loop's own timed calls (the cross-check's,
     suite.measure.crosscheck): `start` and `stop` run inside each timed window, `took` after its
-    closing synchronize with the suite's figure and the window's kind (`call` or `block`, with the
-    block's host-clock figure). The loop itself has none."""
+    closing synchronize with the suite's figure and the window's kind (`call`, `switch` or
+    `block`, with the block's host-clock figure). The loop itself has none."""
 
     def start(self) -> None:  # pragma: no cover - an interface
         pass
@@ -173,6 +173,7 @@ class TimingLoop:
     probe: Callable[[], float] = field(default=host_probe_us)
     witness: Witness | None = None
     current: int = -1  # which function the window being timed belongs to (for the witness)
+    window: str = "call"  # what the next `call` is: "call" (latency) or "switch" (for the witness)
 
     @staticmethod
     def on(device: str, warmup: int) -> TimingLoop:
@@ -199,7 +200,7 @@ class TimingLoop:
         self.sync()
         ms = (self.clock() - start) / 1e6
         if w is not None:
-            w.took("call", self.current, ms, ms)
+            w.took(self.window, self.current, ms, ms)
         return ms, out
 
     def block(self, fn: Callable[[], Any], calls: int) -> float:
@@ -257,12 +258,14 @@ class TimingLoop:
             for j in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
                 self.current = j
                 if len(fns) > 1 and last != j:
+                    self.window = "switch"
                     t.switch[j].append(self.call(fns[j])[0])
+                    self.window = "call"
                 t.latency[j].extend(self.call(fns[j])[0] for _ in range(take))
                 t.blocks[j].append(self.block(fns[j], size))
                 last = j
             r += 1
-            if len(t.latency[0]) >= rule.min_calls or len(t.latency[0]) >= rule.max_calls:
+            if len(t.latency[0]) >= rule.min_calls:
                 why = rule.reason(t.latency, time.monotonic() - start, t.blocks)
                 if why is not None:
                     t.probes.append(self.probe())  # and once after the last round

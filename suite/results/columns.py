@@ -203,7 +203,8 @@ TABLE: tuple[Column, ...] = (
     Column(
         "health",
         contract=False,
-        doc="ok, or the flags that make a figure suspect (throttled, clock-varied, shared-gpu, steal, busy)",
+        doc="ok, or the flags that make a figure suspect (throttled, clock-varied, shared-gpu, steal, busy, "
+        "host-varied)",
     ),
     Column("eager_ci95_low_ms", NUMBER, "ms", contract=False, positive=True, doc="95% CI of eager_median_ms"),
     Column("eager_ci95_high_ms", NUMBER, "ms", contract=False, positive=True),
