@@ -38,6 +38,7 @@ class Scenario:
     scenario's `Unsupported`): the cell is then recorded with that status, nothing timed."""
 
     eager: Callable[[], Any]
+    accuracy_note = ""  # what the accuracy check could not judge (suite.measure.accuracy.judge)
 
     def __init__(self, cell: Cell, model: Any, batch: dict[str, Any]) -> None:
         self.cell, self.model, self.batch = cell, model, batch
@@ -61,9 +62,9 @@ class Scenario:
         ms, _ = loop.call(compiled)
         return ms
 
-    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool]:
-        """(max |diff|, within tolerance) of compiled against eager, asked for after the
-        compiled warm-up."""
+    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool | None]:
+        """(max |diff|, within tolerance, or None: not judgeable) of compiled against eager, asked
+        for after the compiled warm-up; a scenario may leave a note in `accuracy_note`."""
         raise NotImplementedError
 
     def extra_fields(self, loop: TimingLoop, compiled: Callable[[], Any] | None) -> dict[str, Any]:
@@ -142,6 +143,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
+    row["accuracy_note"] = scenario.accuracy_note or None
     row.update(health.fields(), **timed.fields(), **timed.throughput_fields(), **extra)
     row[SAMPLES] = {"eager": eager_samples, "compiled": samples}
     row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))

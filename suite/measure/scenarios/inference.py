@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from suite.measure.accuracy import compare, snapshot
+from suite.measure.accuracy import judge, snapshot
 from suite.measure.cell import compile_model
 from suite.measure.scenarios.base import Scenario
 from suite.spec.model import Cell
@@ -38,7 +38,9 @@ class Inference(Scenario):
 
         return compiled
 
-    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool]:
+    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool | None]:
         ref = snapshot(self.eager())
         out = snapshot(compiled())
-        return compare(ref, out, self.cell.settings.tolerance)
+        judged = judge(ref, out, self.cell.settings.tolerance)
+        self.accuracy_note = judged.note
+        return judged.max_diff, judged.passed
