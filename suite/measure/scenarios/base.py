@@ -23,6 +23,7 @@ from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
 from suite.measure.phases import Ledger
+from suite.measure.provenance import matmul_fields
 from suite.measure.timing import StopRule, TimingLoop
 from suite.spec.model import Cell
 
@@ -81,7 +82,7 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     first_eager = FirstCall(scenario, device)  # times the first eager call: time to first result
     loop = TimingLoop.on(device, cell.settings.warmup)
     inject_fault(cell.model.name)  # test-only (suite.measure.faults): once, before any call
-    row: dict[str, Any] = dict(facts)
+    row: dict[str, Any] = {**facts, **matmul_fields()}  # TF32 and matmul precision as timed
     # the idle power before the first call; energy per image in blocks after the timed calls
     with scenario.grad_mode(), Energy(device, cell.batch_size, loop.sync) as energy:
         if cell.mode == "eager":
