@@ -250,7 +250,31 @@ def test_nvml_energy_per_image_exactly_as_planted(monkeypatch: pytest.MonkeyPatc
     assert f["compiled_j_per_image"] == pytest.approx(0.1 / 4)
     assert f["energy_ratio"] == pytest.approx(0.4)
     assert e.tally["eager"].images == 2 * 4 * 4  # 2 rounds of blocks of 1 s: 4 calls of 0.25 s
-    assert f["energy_note"] == "NVML total-energy counter: the whole GPU"
+    assert (
+        f["energy_note"]
+        == "NVML total-energy counter: the whole GPU; idle power after the model was loaded (warm)"
+    )
+
+
+def test_the_idle_power_is_taken_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The H200's idle read 121 W when taken after the model was loaded, 80 W before the run: a
+    cell opens its counter and reads the idle before the model is built, with no synchronize (it
+    would make a CUDA context); entering the block later does not measure it again."""
+    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    fake, clock, syncs = FakeNvml(), Clock(), []
+
+    def idle(seconds: float) -> None:  # 80 W before any work
+        fake.mj += int(80_000 * seconds)
+        clock.t += seconds
+
+    opener = lambda device: nvml_counter(lambda: fake)  # noqa: E731
+    e = Energy("cuda", 1, lambda: syncs.append(1), opener=opener, clock=clock, sleep=idle)
+    assert e.start(before_work=True) is e and syncs == []
+    fake.mj += 121_000 * 5  # the model loads, the GPU warms up
+    with e:
+        e.blocks([("eager", planted(fake, clock, 100, 0.5))])
+    f = e.fields()
+    assert f["idle_power_w"] == 80.0 and f["energy_note"].endswith("; idle power before any work")
 
 
 def test_a_counter_that_fails_midway_loses_the_energy_figures_not_the_cell(monkeypatch) -> None:

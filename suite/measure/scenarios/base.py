@@ -24,7 +24,7 @@ from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
 from suite.measure.phases import Ledger
 from suite.measure.provenance import matmul_fields
-from suite.measure.timing import StopRule, TimingLoop
+from suite.measure.timing import StopRule, TimingLoop, synchronizer
 from suite.spec.model import Cell
 
 # the result's per-call milliseconds by series (not a CSV column: suite.run.launch keeps them
@@ -76,6 +76,8 @@ class Scenario:
 
 def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     """The row fields of one cell measured as scenario `kind` on `device`."""
+    # the idle power before anything touches the device (a GPU that just ran stays at high clocks)
+    energy = Energy(device, cell.batch_size, synchronizer(device)).start(before_work=True)
     model, batch, facts = parts.prepare(cell, device)
     scenario = kind(cell, model, batch)
     ready_s = seconds_since_spawn()  # process start to model, batch (and a train step's state) ready
@@ -83,8 +85,8 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     loop = TimingLoop.on(device, cell.settings.warmup)
     inject_fault(cell.model.name)  # test-only (suite.measure.faults): once, before any call
     row: dict[str, Any] = {**facts, **matmul_fields()}  # TF32 and matmul precision as timed
-    # the idle power before the first call; energy per image in blocks after the timed calls
-    with scenario.grad_mode(), Energy(device, cell.batch_size, loop.sync) as energy:
+    # energy per image in blocks after the timed calls
+    with scenario.grad_mode(), energy:
         if cell.mode == "eager":
             row.update(_eager_cell(scenario, loop, device, energy))
         else:
