@@ -194,6 +194,36 @@ def test_cuda_graph_figures_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+def test_cuda_graph_memory_is_measured_the_way_the_pools_hold_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first H200 run: allocated peaks 42 MB lower in the compiled warm-up while the pools
+    held 142 MB. The reserved peaks count the pools' segments: the extra is the pool's size."""
+    import torch
+
+    from suite.measure.memory import PeakMemory
+
+    allocated, reserved = iter([300.0, 258.0]), iter([400.0, 542.0])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: next(allocated) * 2**20)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda: next(reserved) * 2**20)
+    with PeakMemory("cuda") as eager:
+        pass
+    with PeakMemory("cuda") as compiled:
+        pass
+    assert compiled.peak_mb - eager.peak_mb == -42.0  # what the allocated peaks said
+    monkeypatch.setattr(cudagraphs, "records_cudagraphs", lambda mode: True)
+    monkeypatch.setattr(cudagraphs, "times_cudagraphs", lambda: False)
+    monkeypatch.setattr(cudagraphs, "cudagraph_skips", lambda: 0)
+    pool = [{"total_size": 142 * 2**20, "segment_pool_id": (1, 0)}]
+    ledger = Ledger({}, first={}, later={})
+    f = cudagraphs.fields("cuda", "reduce-overhead", ledger, eager.reserved_mb, compiled.reserved_mb, pool)
+    assert (f["cudagraph_pool_mb"], f["cudagraph_extra_mb"]) == (142.0, 142.0)
+    assert "reserved memory grew" not in f["cudagraph_note"]
+    f = cudagraphs.fields("cuda", "reduce-overhead", ledger, 400.0, 450.0, pool)
+    assert "reserved memory grew 50 MB beyond eager's while the pools hold 142 MB" in f["cudagraph_note"]
+    assert PeakMemory("cpu").reserved_mb is None
+
+
 # ---------------------------------------------------------------------------------------
 # energy
 

@@ -261,7 +261,10 @@ TABLE: tuple[Column, ...] = (
         "cudagraph_pool_mb", "MB", "memory the CUDA graphs' private pools hold after the warm-up", False
     ),
     _extra_timed(
-        "cudagraph_extra_mb", "MB", "compiled warm-up's peak - eager warm-up's peak, same process", False
+        "cudagraph_extra_mb",
+        "MB",
+        "compiled warm-up's reserved peak - eager warm-up's (the pools counted), same process",
+        False,
     ),
     Column("cudagraph_note", contract=False, doc="why a CUDA-graph figure is empty"),
     Column(

@@ -150,7 +150,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     row.update(health.fields(), **timed.fields(), **timed.throughput_fields(), **extra)
     row[SAMPLES] = {"eager": eager_samples, "compiled": samples}
     row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))
-    row.update(cudagraphs.fields(device, mode, ledger, eager_mem.peak_mb, mem.peak_mb))
+    row.update(cudagraphs.fields(device, mode, ledger, eager_mem.reserved_mb, mem.reserved_mb))
     skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so
     if skipped:
         row["compile_note"] = (

@@ -152,7 +152,9 @@ class _Sequence:
         row["compile_note"] = f"at {size}: {what}" + (f" ({'; '.join(failures)})" if failures else "")
         # where this size's compile went (suite.measure.phases), and its CUDA graphs' cost
         row.update(ledger.fields(compile_s, self.device, self.cell.mode, graphs))
-        row.update(cudagraphs.fields(self.device, self.cell.mode, ledger, eager_mem.peak_mb, mem.peak_mb))
+        row.update(
+            cudagraphs.fields(self.device, self.cell.mode, ledger, eager_mem.reserved_mb, mem.reserved_mb)
+        )
         return row
 
     def come_back(self, size: int, row: dict[str, Any]) -> None:
