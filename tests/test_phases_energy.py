@@ -17,7 +17,7 @@ from support.rows import write_by_build as write_compare
 from suite.cli import main
 from suite.measure import counters, cudagraphs, energy, phases
 from suite.measure.energy import Energy, nvml_counter, rapl_counter
-from suite.measure.phases import Ledger, split
+from suite.measure.phases import Calls, Ledger, split
 from suite.report.load import load
 from suite.report.moved import Side, SpeedupSplit
 from suite.report.study import MORE_COLUMNS, Study, build_kinds
@@ -148,6 +148,25 @@ def test_the_ledger_reads_only_what_the_first_call_recorded(accounting) -> None:
     assert ledger.recordings() == (2, 0.75)
     beyond = ledger.fields(40.0, "cpu", "default")  # 9.5 s unaccounted: beyond 5% + 0.5 s
     assert "beyond the margin of 2.50 s" in beyond["phase_note"]
+    assert beyond["phase_first_run_s"] is None  # no calls given: the remainder is not named
+
+
+def test_the_phases_remainder_is_named_and_reconciles(accounting) -> None:
+    """MobileNet on the H200: the phases summed 19.40 s of compile_s 21.07 s. Given the first
+    call's, an eager call's and a steady compiled call's times, the rest is named: the first
+    run's one-off work, and a compiled call's difference from eager's; they add up exactly."""
+    ledger = Ledger.start()
+    for key, values in STABLE.items():
+        accounting.setdefault(key, []).extend(values)
+    ledger.first_call_done()
+    ledger.warm_up_done()
+    calls = Calls(first_ms=40_100.0, eager_ms=100.0, compiled_ms=80.0)  # compile_s = 40.0 s
+    f = ledger.fields(40.0, "cpu", "default", calls=calls)
+    steady_s = (80.0 - 100.0) / 1000
+    assert f["phase_first_run_s"] == round((40_100.0 - 80.0) / 1000 - 30.4695, 4)
+    assert f["phase_other_s"] == pytest.approx(f["phase_first_run_s"] + steady_s, abs=1e-3)
+    assert "the rest: 9.55 s the first run's one-off work beyond a steady compiled call" in f["phase_note"]
+    assert "-20.0 ms a steady compiled call against an eager one" in f["phase_note"]
 
 
 def test_a_build_without_accounting_says_so(accounting, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -449,6 +449,14 @@ TABLE: tuple[Column, ...] = (
         contract=False,
         doc="torch.get_float32_matmul_precision(): highest (no TF32), high, medium",
     ),
+    # issue 38: the compile phases' remainder named (suite.measure.phases.Calls)
+    _extra_timed(
+        "phase_first_run_s",
+        "s",
+        "the first compiled call - the phases - a steady compiled call: its first run's one-off work "
+        "(kernels loaded onto the device, first-call set-up); phase_other_s = this + (compiled - eager call)",
+        positive=False,
+    ),
     # issue 38: an accuracy check that can judge nothing says so (suite.measure.accuracy)
     Column(
         "accuracy_note",

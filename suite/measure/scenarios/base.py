@@ -22,7 +22,7 @@ from suite.measure.energy import COMPILED, EAGER, Energy
 from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
-from suite.measure.phases import Ledger
+from suite.measure.phases import Calls, Ledger
 from suite.measure.provenance import matmul_fields
 from suite.measure.timing import StopRule, TimingLoop, synchronizer
 from suite.spec.model import Cell
@@ -149,7 +149,8 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     row["accuracy_note"] = scenario.accuracy_note or None
     row.update(health.fields(), **timed.fields(), **timed.throughput_fields(), **extra)
     row[SAMPLES] = {"eager": eager_samples, "compiled": samples}
-    row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))
+    calls = Calls(first_ms, eager_call_ms, row["median_ms"])  # what names the phases' remainder
+    row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before, calls))
     row.update(cudagraphs.fields(device, mode, ledger, eager_mem.reserved_mb, mem.reserved_mb))
     skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so
     if skipped:
