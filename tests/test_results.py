@@ -172,7 +172,17 @@ def test_column_groups_come_from_the_one_table() -> None:
         "run_noise_pct", "rerun95_low_ms", "rerun95_high_ms", "speedup_noise_pct", "speedup_rerun95_low",
         "speedup_rerun95_high",
     )  # fmt: skip
-    assert tuple(results.TIMING_COLUMNS) == (*contract, *compile_cost, *issue_29, *issue_28, *issue_27)
+    # latency beside throughput, the switch penalty, the host's speed, the phases' remainder (issue 38)
+    issue_38 = (
+        "throughput_ms", "throughput_ci95_low_ms", "throughput_ci95_high_ms", "eager_throughput_ms",
+        "eager_throughput_ci95_low_ms", "eager_throughput_ci95_high_ms", "throughput_speedup",
+        "throughput_speedup_ci95_low", "throughput_speedup_ci95_high", "throughput_blocks", "block_calls",
+        "switch_penalty_pct", "eager_switch_penalty_pct", "host_probe_us", "host_speed_moved_pct",
+        "phase_first_run_s",
+    )  # fmt: skip
+    assert tuple(results.TIMING_COLUMNS) == (
+        *contract, *compile_cost, *issue_29, *issue_28, *issue_27, *issue_38
+    )  # fmt: skip
     # a dynamic-batch cell owes one row per (setting, batch size): `dynamic` is in both keys
     assert results.KEY_COLUMNS == (
         "build", "device", "model", "model_id", "weights", "batch_size", "mode", "dtype", "scenario",
@@ -184,7 +194,7 @@ def test_column_groups_come_from_the_one_table() -> None:
         "gpu_name", "dynamic",
     )  # fmt: skip
     assert COLUMNS[len(CONTRACT_COLUMNS) :] == results.EXTRA_COLUMNS
-    extras = set(compile_cost) | set(issue_29) | set(issue_28) | set(issue_27)
+    extras = set(compile_cost) | set(issue_29) | set(issue_28) | set(issue_27) | set(issue_38)
     assert set(results.TIMING_COLUMNS) - extras <= set(CONTRACT_COLUMNS)
     ranks = sorted(c.cell for c in results.TABLE if c.cell)
     assert ranks == list(range(1, len(ranks) + 1)), "cell ranks: 1, 2, ... once each"
