@@ -26,14 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from suite.spec.model import STOP_CI, STOP_RULES, Settings
-from suite.spec.warmup import warmup_calls
+from suite.spec.warmup import BLOCK_CALLS, warmup_calls
 from suite.stats import Speedup, Summary, median, median_ci, percentile
 
 # Why a timed loop stopped (the CSV's `stop_reason`).
 FIXED, CI, MAX_CALLS, MAX_SECONDS = "fixed", "ci", "max_calls", "max_seconds"
 STOP_REASONS: tuple[str, ...] = (FIXED, CI, MAX_CALLS, MAX_SECONDS)
 CHECK_EVERY = 5  # rounds between two checks of `interleaved`-style rules (a check sorts each series once)
-BLOCK_CALLS = 5  # latency calls per block of a function, and back-to-back calls per throughput block
 PROBE_LOOPS = 2000  # iterations of the host probe's fixed loop (about 0.1 ms on a current core)
 
 

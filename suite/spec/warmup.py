@@ -20,3 +20,21 @@ def warmup_calls(setting: int, compiled: bool) -> int:
     """Warm-up calls of one function: the cell's `warmup` setting, but at least the minimum
     its kind needs (a compiled function: counted after the first call, which compiles it)."""
     return max(COMPILED_MIN_CALLS if compiled else EAGER_MIN_CALLS, setting)
+
+
+# The timing loop's blocks (suite.measure.timing.TimingLoop.until): per function and round, this
+# many synchronized calls (latency) and one block of as many back-to-back calls (throughput),
+# plus a switch call in every other round where two functions alternate. Here for the same
+# reason as the warm-up: the loop runs them and the cost model counts them.
+BLOCK_CALLS = 5
+
+
+def loop_calls(latency_calls: int, functions: int) -> int:
+    """Calls the blocked loop makes over all `functions` for `latency_calls` latency calls each:
+    those, a throughput block per function and round, and the switch calls (where two or more
+    functions alternate: every function in the first round, all but the round's first later)."""
+    if latency_calls <= 0 or functions <= 0:
+        return 0
+    rounds = -(-latency_calls // BLOCK_CALLS)
+    switches = functions + (rounds - 1) * (functions - 1) if functions > 1 else 0
+    return functions * (latency_calls + rounds * min(BLOCK_CALLS, latency_calls)) + switches
