@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on 
 
 from suite.sessions import containers, requirements, trust, venv  # noqa: E402
 from suite.sessions import containers_e2e as e2e  # noqa: E402  (its session is containers_e2e)
-from suite.sessions.bisect import bisect_session  # noqa: E402
+from suite.sessions.bisect import bisect_session, confirm_session  # noqa: E402
 from suite.sessions.posargs import BenchArgs  # noqa: E402
 from suite.sessions.runner import Runner, load, one_line_errors, redact_nox_output, run_suite  # noqa: E402
 from suite.sessions.toolpins import (  # noqa: E402
@@ -312,6 +312,22 @@ def bisect(session: nox.Session) -> None:
     each date tried is built as its own image and judged by the gate (suite/sessions/bisect.py)."""
     session.install(*HISTORY_PACKAGES)
     bisect_session(runner(session), session.posargs, ROOT, host_python=str(Path(session.bin) / "python"))
+
+
+@nox.session(python=MERGE_PYTHON)
+@one_line_errors
+def confirm(session: nox.Session) -> None:
+    """A change point measured again before an issue: `nox -s confirm -- [--store URL] [--change
+    ID] [--device cuda] [--issues]`: the last good and first bad nightly of each held regression
+    awaiting one, built, then run back to back, judged and kept (suite/sessions/bisect.py)."""
+    args = list(session.posargs)
+    extra = []  # `--with s3fs`: a store's own fsspec package, as `nox -s history` takes it
+    while "--with" in args:
+        i = args.index("--with")
+        extra.append(args[i + 1] if i + 1 < len(args) else "")
+        del args[i : i + 2]
+    session.install(*HISTORY_PACKAGES, *[e for e in extra if e])
+    confirm_session(runner(session), args, ROOT, host_python=str(Path(session.bin) / "python"))
 
 
 # Benchmarks of the history (not in `tests`): the change-point rule's error rates on this suite's

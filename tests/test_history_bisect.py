@@ -4,22 +4,30 @@ cell's row, slower from a known nightly on) and a fake nightly index on the loop
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import http.server
+import io
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.docker import make_fake
 
+from suite.cli import main
 from suite.errors import UsageError
 from suite.history.bisect import BAD, GOOD, SKIP, Bisection, Cell, Judged, bisect
+from suite.history.calibrate import TRUST, noise_pool
+from suite.history.ingest import read_run
 from suite.history.judge import judge_runs
-from suite.sessions.bisect import bisect_session
+from suite.history.store import open_store
+from suite.history.synth import Build, History, Step, template_rows
+from suite.sessions.bisect import bisect_session, confirm_session
 from suite.sessions.runner import Runner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,9 +158,9 @@ def index(tmp_path: Path) -> Iterator[str]:
     server.shutdown()
 
 
-def test_the_session_builds_each_date_runs_the_cell_and_names_the_first_bad_nightly(
-    tmp_path: Path, index: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_bad: str, broken: str = "") -> Any:
+    """The fake docker, which also writes the one cell's row for `run` (20% slower from the nightly
+    `first_bad` on) and fails to build the nightlies `broken`."""
     fake = make_fake(tmp_path)
     docker = fake.bin / "docker"
     real = docker.read_text()
@@ -164,8 +172,15 @@ def test_the_session_builds_each_date_runs_the_cell_and_names_the_first_bad_nigh
             1,
         )
     )
-    for key, value in {**fake.env, "FAKE_FIRST_BAD": "20261213", "FAKE_BROKEN_DATES": "20261212"}.items():
+    for key, value in {**fake.env, "FAKE_FIRST_BAD": first_bad, "FAKE_BROKEN_DATES": broken}.items():
         monkeypatch.setenv(key, value)
+    return fake
+
+
+def test_the_session_builds_each_date_runs_the_cell_and_names_the_first_bad_nightly(
+    tmp_path: Path, index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = fake_docker(tmp_path, monkeypatch, "20261213", "20261212")
     logged: list[str] = []
 
     def error(message: str) -> None:
@@ -191,3 +206,63 @@ def test_the_session_builds_each_date_runs_the_cell_and_names_the_first_bad_nigh
         a[a.index("--models") + 1 : a.index("--models") + 2] == ["ResNet"] for a in runs
     )
     assert (fake.out / "bisect-resnet-bs4-default-20261213" / "raw").is_dir()
+
+
+# --- `nox -s confirm`: a held regression's two nightlies measured again -------------------------
+
+
+def test_the_confirm_session_measures_both_nightlies_back_to_back_and_keeps_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A nightly history on the fake machine's name (ResNet's compiled cell 20% slower from the
+    nightly of 2026-12-11 on); the session lists it, builds both nightlies, runs the cell in each,
+    one after the other, and `history confirm` keeps an agreeing verdict: nothing awaits after."""
+    template = template_rows(
+        ROOT / TRUST / "gate" / "aa" / "rep-1" / "raw" / "current__cpu.csv",
+        models=("ResNet",),
+        modes=("default",),
+    )
+    history = History(
+        template,
+        [Build("nightly-current", "2.15.0.dev{date}+cu130")],
+        [("cpu", "fake")],
+        d(1),
+        18,
+        noise_pool([ROOT / TRUST / "gate" / "aa"]).deviations,
+        steps=[Step(10, 1.2)],
+        seed=2,
+    )
+    store = tmp_path / "h.duckdb"
+    open_store(store).ingest(read_run(history.write(tmp_path / "runs")).nights)
+    fake = fake_docker(tmp_path, monkeypatch, "20261211")
+
+    def host(args: Sequence[str]) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["history", *args]) == 0
+        return out.getvalue()
+
+    logged: list[str] = []
+    runner = Runner(run=lambda *a, **k: None, log=logged.append, error=lambda m: None)  # type: ignore[arg-type]
+    args = ["--store", str(store), "--device", "cpu", "--out", str(fake.out)]
+    assert confirm_session(runner, [*args, "--gpu", "NVIDIA H100 80GB HBM3"], ROOT, host=host) == []
+    lines = confirm_session(runner, [*args, "--gpu", "cpu: fake"], ROOT, host=host)
+    assert len(lines) == 1 and "2026-12-10 against 2026-12-11" in lines[0] and "(bad)" in lines[0]
+    calls = [json.loads(line) for line in Path(fake.env["FAKE_DOCKER_LOG"]).read_text().splitlines()]
+    kinds = [
+        (a[0], next((x for x in a if x.startswith("TORCH_NIGHTLY_DATE=")), ""))
+        for a in calls
+        if a[0] in ("build", "run")
+    ]
+    # both images built first, then the two runs back to back
+    assert kinds == [
+        ("build", "TORCH_NIGHTLY_DATE=20261210"),
+        ("build", "TORCH_NIGHTLY_DATE=20261211"),
+        ("run", ""),
+        ("run", ""),
+    ]
+    assert host(["confirm", "--list", "--store", str(store)]) == ""
+    assert (
+        confirm_session(runner, args, ROOT, host=host) == []
+        and logged[-1] == "no change point awaits a confirmation"
+    )

@@ -19,9 +19,12 @@ import suite.run, suite.spec
 for pkg in (suite.run, suite.spec):
     for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
         importlib.import_module(info.name)
+for name in ("plan", "call", "packing", "cli"):  # the GPU study's side on the lent machine
+    importlib.import_module("suite.gpustudy." + name)
 from suite.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(["plan", "--profile", "smoke", "--device", "cpu"])
+    code = code or main(["gpu-study", "plan"])
 heavy = ("torch", "transformers", "pandas", "matplotlib")
 print(json.dumps({"code": code, "loaded": [m for m in heavy if m in sys.modules]}))
 """

@@ -142,7 +142,8 @@ def test_greedy_bound_holds_for_any_selection(picks: list[int], count: int) -> N
 def test_cost_grows_with_compile_mode_size_batch_and_iterations() -> None:
     vit = next(c for c in cells_of() if c.model.name == "ViT" and c.batch_size == 1 and c.mode == "eager")
     by_mode = [cost.estimate_seconds(replace(vit, mode=m)) for m in ("eager", "default", "max-autotune")]
-    assert by_mode == sorted(by_mode) and by_mode[2] > 3 * by_mode[1]
+    # max-autotune's compile is several times default's (the cell's fixed costs aside)
+    assert by_mode == sorted(by_mode) and by_mode[2] - by_mode[0] > 3 * (by_mode[1] - by_mode[0])
     assert cost.estimate_seconds(replace(vit, batch_size=16)) > cost.estimate_seconds(vit)
     bigger = replace(vit, model=replace(vit.model, published_params_m=300.0))
     assert cost.estimate_seconds(bigger) > cost.estimate_seconds(vit)

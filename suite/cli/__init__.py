@@ -32,15 +32,24 @@ from suite.cli.args import (
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
-from suite.cli.gpustudy import add_parser as add_gpu_study
 from suite.cli.history import add_html_verb
 from suite.cli.history_store import add_history_parser
 from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.repeat import cmd_coverage, cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.errors import UsageError
+from suite.gpustudy.cli import add_parser as add_gpu_study
 from suite.redact import RedactingStream
 from suite.run.crosscheck import DEFAULT_ROUNDS
+
+
+def add_medians_only_flag(p: argparse.ArgumentParser) -> None:
+    """compare's and calibrate's `--medians-only`: leave the kept samples aside."""
+    p.add_argument(
+        "--medians-only",
+        action="store_true",
+        help="judge every median from the two CIs, even where both runs kept their samples",
+    )
 
 
 def add_noise_flags(p: argparse.ArgumentParser) -> None:
@@ -134,7 +143,11 @@ def build_parser() -> Parser:
     p.add_argument("--strict", action="store_true", help="exit 2 if any row or file would be skipped")
     p.set_defaults(func=cmd_merge)
 
-    p = sub.add_parser("compare", help="regressions between two runs; exit 1 if a cell regressed")
+    p = sub.add_parser(
+        "compare",
+        help="regressions between two runs, like with like; exit 1 if a cell regressed, 2 if no cell "
+        "was comparable",
+    )
     p.add_argument("base", type=Path, help="the base run folder (or one raw CSV)")
     p.add_argument("new", type=Path, help="the new run folder (or one raw CSV)")
     p.add_argument(
@@ -157,6 +170,7 @@ def build_parser() -> Parser:
         "drift, measured on their matched cells; 0: the threshold alone (default: 4)",
     )
     add_noise_flags(p)
+    add_medians_only_flag(p)
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)
 
@@ -168,6 +182,7 @@ def build_parser() -> Parser:
         "--slowed", nargs="*", type=Path, default=[], help="runs made with SUITE_FAULT=slow:<factor>"
     )
     add_noise_flags(p)
+    add_medians_only_flag(p)
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)
 

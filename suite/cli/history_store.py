@@ -4,6 +4,8 @@
     history report [--store URL] [filters]       trends and change points per series
     history verdict RUN_DIR [--store URL]        the nightly's verdict (the workflow's job summary)
     history judge GOOD_RUN RUN --cell M,BS,MODE    one cell by the gate's rule (what `nox -s bisect` asks)
+    history confirm --list | --change ID --good-run R [--bad-run R] [--issues]
+                                                 a change's nightlies measured again (`nox -s confirm`)
     history calibrate [--repeats DIR...]         the change-point rule's error rates on real noise
     history migrate [--store URL]                bring a store to this suite's schema
 
@@ -17,6 +19,7 @@ import sys
 from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
 from suite.cli.args import DEFAULT_MATRIX, Parser, threshold
 from suite.cli.needs import needs
@@ -111,6 +114,20 @@ def add_store_verbs(verbs: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--threshold", type=threshold, default=None, help="the gate's threshold (default: 0.05)")
     p.set_defaults(func=cmd_judge)
 
+    p = verbs.add_parser(
+        "confirm",
+        help="a change point's two nightlies measured again: judged, kept; issues only where they agree",
+    )
+    _store_arg(p)
+    p.add_argument("--list", action="store_true", help="the regressions awaiting one (JSON lines)")
+    p.add_argument("--change", default=None, help="the change's id (from --list, the report or the verdict)")
+    p.add_argument("--good-run", type=Path, default=None, help="the last good nightly's run, again")
+    p.add_argument("--bad-run", type=Path, default=None, help="the first bad nightly's (none: not run)")
+    p.add_argument("--threshold", type=threshold, default=None, help="the gate's threshold (default: 0.05)")
+    p.add_argument("--issues", action="store_true", help="then the confirmed ones' issues (gh)")
+    p.add_argument("--repo", default=None, help="OWNER/NAME for gh")
+    p.set_defaults(func=cmd_confirm)
+
     p = verbs.add_parser("calibrate", help="the change-point rule's false-alarm and detection rates")
     p.add_argument("--repeats", nargs="+", type=Path, default=None, help="folders of `suite repeat` runs")
     p.add_argument("--histories", type=int, default=200, help="histories per case (default: %(default)s)")
@@ -184,6 +201,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     with needs("history", HISTORY, HISTORY_HINT):
         from suite.history.changes import Rule
+        from suite.history.confirm import annotate, kept
         from suite.history.report import render
         from suite.history.series import all_changes, points
         from suite.history.store import open_store
@@ -195,9 +213,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         pts = points(con, _filters(args))
         cache = store.change_cache(con, rule)  # the change points of series that have not changed
+        confirmations = kept(store, con)
     finally:
         con.close()
-    changes = all_changes(pts, rule, cache)
+    changes = annotate(all_changes(pts, rule, cache), confirmations)
     trend = trends(pts, changes) if not args.changes_only else trends(pts.iloc[:0], changes)
     _write(render(store.url, pts, changes, trend, rule, trends_too=not args.changes_only), args.output)
     store.keep_changes(cache)  # for the next reader; a store that cannot be written now is left as it is
@@ -229,6 +248,67 @@ def cmd_judge(args: argparse.Namespace) -> int:
     rule = Rule() if args.threshold is None else replace(Rule(), threshold=args.threshold)
     print(judge_runs(args.good, args.new, Cell.parse(args.cell), rule).json())
     return 0
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    with needs("history", HISTORY, HISTORY_HINT):
+        import pandas as pd
+
+        from suite.compare.rule import Rule
+        from suite.history.confirm import awaiting, judge_pair, listing, to_file
+        from suite.history.issues import gh_cli, sync_issues
+        from suite.history.verdict import RECENT_DAYS
+
+    if args.list == (args.change is not None):
+        raise UsageError("history confirm", "give --list, or --change ID with --good-run (and --bad-run)")
+    store, changes, newest = _annotated(args.store)
+    if args.list:  # the window the verdict files issues for (and the nightly index still holds)
+        since = None if newest is None else newest - pd.Timedelta(days=RECENT_DAYS)
+        for line in listing(awaiting(changes, since)):
+            print(line)
+        return 0
+    rows = changes[changes["change_id"] == args.change]
+    if rows.empty:
+        raise UsageError("--change", f"{args.change!r} is not a change point of {store.url} (see --list)")
+    if args.good_run is None:
+        raise UsageError("--good-run", "required with --change: the last good nightly's run folder")
+    for path in (args.good_run, args.bad_run):
+        if path is not None and not path.exists():
+            raise UsageError(str(path), "no such file or folder")
+    rule = Rule() if args.threshold is None else replace(Rule(), threshold=args.threshold)
+    conf = judge_pair(rows.iloc[0].to_dict(), args.good_run, args.bad_run, rule)
+    store.keep_confirmation_record(conf.change_id, conf.json())
+    states = {r.metric: conf.outcome(r.metric, r.change_pct) for r in rows.itertuples()}
+    told = ", ".join(f"{m} {s}" for m, s in states.items())
+    print(f"suite history: change {conf.change_id}: the gate says {conf.verdict!r}; {told}", file=sys.stderr)
+    print(conf.json())
+    if args.issues:
+        _, changes, newest = _annotated(args.store)
+        recent = changes[changes["first_bad_date"] >= newest - pd.Timedelta(days=RECENT_DAYS)]
+        for line in sync_issues(to_file(recent), gh_cli(args.repo)):
+            print(f"suite history: {line}", file=sys.stderr)
+    return 0
+
+
+def _annotated(where: str | None) -> tuple[Any, Any, Any]:
+    """The store, every change point of it with what measuring it again said, its newest night."""
+    from suite.history.changes import Rule as ChangeRule
+    from suite.history.confirm import annotate, kept
+    from suite.history.series import all_changes, points
+    from suite.history.store import open_store
+
+    store = open_store(where)
+    rule = ChangeRule()
+    con = store.connect()
+    try:
+        pts = points(con, {})
+        cache = store.change_cache(con, rule)
+        confirmations = kept(store, con)
+    finally:
+        con.close()
+    changes = all_changes(pts, rule, cache)
+    store.keep_changes(cache)
+    return store, annotate(changes, confirmations), (pts["date"].max() if len(pts) else None)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

@@ -7,10 +7,14 @@ import importlib
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from suite.cli.args import DEFAULT_MATRIX
 from suite.cli.needs import COMPARE_HINT, MERGE_HINT, REPORT, needs
 from suite.errors import UsageError
+
+if TYPE_CHECKING:  # pandas comes with it: imported where a verb needs it (suite.cli.needs)
+    from suite.compare.rule import Rule
 
 
 def _warn(verb: str, lines: Sequence[str]) -> None:
@@ -59,43 +63,53 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_rule(args: argparse.Namespace, rule: Rule) -> Rule:
+    """The gate's rule: its defaults (the help text names them: tests/test_gate.py checks they
+    agree), with the flags given."""
+    flags = ("threshold", "compile_threshold", "noise_z", "run_noise_pct", "speedup_noise_pct")
+    return replace(rule, **{f: getattr(args, f) for f in flags if getattr(args, f) is not None})
+
+
+def _report_to(args: argparse.Namespace, text: str) -> None:
+    """The report: to -o, else to stdout."""
+    if not args.output:
+        print(text, end="")
+        return
+    try:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError("-o", f"cannot write {args.output}: {exc.strerror or exc}") from None
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     with needs("compare", REPORT, COMPARE_HINT):
         from suite.compare.markdown import render, verdict_line
-        from suite.compare.rule import Rule, compare
+        from suite.compare.rule import Rule, Samples, compare
+        from suite.compare.samples import groups_of
         from suite.report.load import load
         from suite.report.samples import read_beside, recompute, report_line
 
     base, new = load([args.base]), load([args.new])
+    calls = {"base": read_beside(base.files), "new": read_beside(new.files)}
     # issue 27: each run's medians recomputed from the samples beside it (said after the verdict)
-    found = [(name, recompute(read_beside(x.files), x.frame)) for name, x in (("base", base), ("new", new))]
+    found = [(name, recompute(calls[name], x.frame)) for name, x in (("base", base), ("new", new))]
     samples_lines = [f"suite compare: {name}: {report_line(rows)}" for name, rows in found if rows]
+    # issue 37: where both runs kept a cell's samples, its median is judged from them
+    samples = None if args.medians_only else Samples(groups_of(calls["base"]), groups_of(calls["new"]))
+    rule = _compare_rule(args, Rule())
+    result = compare(base, new, rule.threshold, rule, samples)
+    text = render(result, [args.base], [args.new], base, new)
+    if result.nothing_judged:  # no cell compared like with like: not a pass; the report says why
+        _report_to(args, text)
+        raise UsageError(f"{args.base} vs {args.new}", verdict_line(result))
     _warn(
         "compare",
         [f"base: {line}" for line in base.report()[1:]] + [f"new: {line}" for line in new.report()[1:]],
     )
-    rule = Rule()  # the defaults (the help text names them: tests/test_gate.py checks they agree)
-    if args.threshold is not None:
-        rule = replace(rule, threshold=args.threshold)
-    if args.compile_threshold is not None:
-        rule = replace(rule, compile_threshold=args.compile_threshold)
-    if args.noise_z is not None:
-        rule = replace(rule, noise_z=args.noise_z)
-    if args.run_noise_pct is not None:
-        rule = replace(rule, run_noise_pct=args.run_noise_pct)
-    if args.speedup_noise_pct is not None:
-        rule = replace(rule, speedup_noise_pct=args.speedup_noise_pct)
-    result = compare(base, new, rule.threshold, rule)
-    text = render(result, [args.base], [args.new], base, new)
+    _report_to(args, text)
     if args.output:
-        try:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError("-o", f"cannot write {args.output}: {exc.strerror or exc}") from None
         print(f"suite compare: {verdict_line(result)} -> {args.output}", file=sys.stderr)
-    else:
-        print(text, end="")
     for line in samples_lines:
         print(line, file=sys.stderr)
     return 1 if result.failed else 0
@@ -111,7 +125,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise UsageError(str(path), "no such file or folder")
     if len(args.aa) < 2:
         raise UsageError("--aa", "needs two or more runs of the same cells")
-    text = calibration(args.aa, args.slowed, args.run_noise_pct, args.speedup_noise_pct)
+    text = calibration(args.aa, args.slowed, args.run_noise_pct, args.speedup_noise_pct, args.medians_only)
     print(text, end="")
     if args.output:
         args.output.write_text(text, encoding="utf-8")

@@ -7,7 +7,8 @@ any failing verdict there is a false positive (per cell, and per comparison: the
 calls slowed by a known factor, suite.measure.faults) is compared with each A/A run: its
 compiled cells must be flagged; its eager cells, untouched, are more null cases. The rates are
 given for several thresholds, each with and without the runs' noise floor (compare's default,
-`--noise-z`), with the spread of the A/A ratios they are set against.
+`--noise-z`), with the spread of the A/A ratios they are set against. As in `compare`, a cell whose
+two runs both kept its samples is judged from them (`medians_only`: from the CIs alone).
 """
 
 from __future__ import annotations
@@ -18,8 +19,19 @@ from dataclasses import dataclass, field, replace
 from itertools import permutations
 from pathlib import Path
 
-from suite.compare.rule import FAILING_VERDICTS, NOISE_Z, SUSPECT, Comparison, Rule, compare, speedup_change
+from suite.compare.rule import (
+    FAILING_VERDICTS,
+    NOISE_Z,
+    SUSPECT,
+    Comparison,
+    Rule,
+    Samples,
+    compare,
+    speedup_change,
+)
+from suite.compare.samples import Groups, groups_of
 from suite.report.load import Loaded, load
+from suite.report.samples import read_beside
 
 THRESHOLDS = (0.02, 0.05, 0.10)
 NOISE_ZS = (0.0, 3.0, NOISE_Z)  # without the noise floor or between-run noise, then two z
@@ -46,6 +58,7 @@ class Tally:
     slowed_floors: list[float] = field(default_factory=list)
     judged_on_noise: int = 0  # cell-compares judged against the rows' between-run noise (issue 27)
     judged: int = 0
+    apart: int = 0  # cell-compares not judged: the two rows' settings differ
 
     def floor_text(self) -> str:
         """The floors the comparisons measured: A/A (the drift alone), and against the slowed runs
@@ -70,29 +83,44 @@ def _mode(cmp: Comparison, key: tuple[str, ...]) -> str:
     return key[cmp.key_columns.index("mode")]
 
 
-def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule) -> Tally:
+@dataclass(frozen=True)
+class Pairs:
+    """Each ordered pair of runs' kept samples, shared by every rule (one bootstrap per cell)."""
+
+    groups: dict[int, Groups]
+    made: dict[tuple[int, int], Samples] = field(default_factory=dict)
+
+    def of(self, base: Loaded, new: Loaded) -> Samples | None:
+        if id(base) not in self.groups or id(new) not in self.groups:
+            return None
+        return self.made.setdefault((id(base), id(new)), Samples(self.groups[id(base)], self.groups[id(new)]))
+
+
+def tally(aa: Sequence[Loaded], slowed: Sequence[Loaded], rule: Rule, pairs: Pairs | None = None) -> Tally:
     t = Tally(rule)
+    pairs = pairs or Pairs({})
 
     def judged(cmp: Comparison) -> Comparison:
-        t.judged += len(cmp.changes)
+        t.judged += len(cmp.judged)
+        t.apart += len(cmp.not_comparable)
         t.judged_on_noise += cmp.rerun_cells
         return cmp
 
     for i, j in permutations(range(len(aa)), 2):
-        cmp = judged(compare(aa[i], aa[j], rule.threshold, rule))
+        cmp = judged(compare(aa[i], aa[j], rule.threshold, rule, pairs.of(aa[i], aa[j])))
         t.aa_floors.append(cmp.noise.bound(rule.noise_z))
         t.aa_comparisons += 1
         t.aa_failed += cmp.failed
-        t.aa_cells += len(cmp.changes)
+        t.aa_cells += len(cmp.judged)
         t.aa_flagged += sum(c.verdict in FAILING_VERDICTS for c in cmp.changes)
         t.aa_suspect += cmp.count(SUSPECT)
     for base in aa:
         for new in slowed:
-            cmp = judged(compare(base, new, rule.threshold, rule))
+            cmp = judged(compare(base, new, rule.threshold, rule, pairs.of(base, new)))
             t.slowed_floors.append(cmp.noise.bound(rule.noise_z))
             t.slowed_comparisons += 1
             t.slowed_failed += cmp.failed
-            for c in cmp.changes:
+            for c in cmp.judged:
                 if not (c.base.ok and c.new.ok):
                     continue
                 if _mode(cmp, c.key) == "eager":
@@ -148,12 +176,25 @@ def spreads(aa: Sequence[Loaded]) -> list[str]:
     ]
 
 
-def render(tallies: Sequence[Tally], aa: Sequence[Path], slowed: Sequence[Path], spread: list[str]) -> str:
+def render(
+    tallies: Sequence[Tally], aa: Sequence[Path], slowed: Sequence[Path], spread: list[str], sampled: int = 0
+) -> str:
+    how = (
+        f"{sampled} compare(s) judged medians from both runs' kept samples (a bootstrap of new / base)"
+        if sampled
+        else "medians judged from their CIs (no compare had both runs' samples, or --medians-only)"
+    )
     lines = [
         "# Regression gate: measured false-positive and detection rates",
         "",
         f"- A/A runs: {', '.join(map(str, aa))} (every ordered pair compared)",
         f"- Slowed runs: {', '.join(map(str, slowed)) or 'none'} (each compared with each A/A run)",
+        f"- Samples: {how}",
+        *(
+            [f"- Not comparable: {tallies[0].apart} cell compare(s) whose rows' settings differ, not judged"]
+            if tallies and tallies[0].apart
+            else []
+        ),
         "",
         "| threshold | noise floor of the medians (range over the compares) | compile threshold "
         "| A/A cells flagged | A/A compares exiting 1 | A/A suspect "
@@ -180,14 +221,20 @@ def calibration(
     slowed_runs: Sequence[Path],
     run_noise_pct: float | None = None,
     speedup_noise_pct: float | None = None,
+    medians_only: bool = False,
 ) -> str:
     """The report: every rule of THRESHOLDS x NOISE_ZS over the A/A and slowed runs, then how far
     apart the A/A runs are. `run_noise_pct`, `speedup_noise_pct`: the between-run noises for rows
-    that carry none (compare --run-noise-pct, --speedup-noise-pct)."""
+    that carry none (compare --run-noise-pct, --speedup-noise-pct); `medians_only`: the kept
+    samples left aside (compare --medians-only)."""
     aa = [load([p]) for p in aa_runs]
     slowed = [load([p]) for p in slowed_runs]
+    pairs = Pairs({} if medians_only else {id(x): groups_of(read_beside(x.files)) for x in [*aa, *slowed]})
     base = replace(Rule(), run_noise_pct=run_noise_pct, speedup_noise_pct=speedup_noise_pct)
     tallies = [
-        tally(aa, slowed, replace(base, threshold=th, noise_z=z)) for z in NOISE_ZS for th in THRESHOLDS
+        tally(aa, slowed, replace(base, threshold=th, noise_z=z), pairs)
+        for z in NOISE_ZS
+        for th in THRESHOLDS
     ]
-    return render(tallies, aa_runs, slowed_runs, spreads(aa))
+    sampled = sum(bool(s.memo) and any(v is not None for v in s.memo.values()) for s in pairs.made.values())
+    return render(tallies, aa_runs, slowed_runs, spreads(aa), sampled)

@@ -16,6 +16,7 @@ from suite.compare.rule import (
     NEWLY_FAILING,
     REGRESSION,
     SECTIONS,
+    SETTINGS_DIFFER,
     SUSPECT,
     UNCHANGED,
     CellChange,
@@ -26,6 +27,7 @@ from suite.compare.rule import (
 from suite.report.load import Loaded
 from suite.report.study import Gpu, Measurement, Setup
 from suite.results import STATUS_WORDS
+from suite.results.columns import SETTING_COLUMNS
 
 
 def _cell_label(columns: Sequence[str], key: tuple[str, ...]) -> list[str]:
@@ -89,22 +91,96 @@ def _health(c: CellChange) -> str:
     return f"{c.base.health or '—'} / {c.new.health or '—'}"
 
 
+def _apart_table(cmp: Comparison, rows: list[CellChange]) -> list[str]:
+    """The cells measured under other settings: what differs, and the figures, for reference."""
+    header = [*_label_header(cmp.key_columns), "settings that differ (base -> new)"]
+    header += ["base median (ms) [95% CI]", "new median (ms) [95% CI]", "compile s base -> new"]
+    return _table(
+        header,
+        [
+            [
+                *_cell_label(cmp.key_columns, c.key),
+                "; ".join(d.text() for d in c.settings),
+                _median(c.base),
+                _median(c.new),
+                _compile(c),
+            ]
+            for c in rows
+        ],
+    )
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     return lines + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
 
 
+def nothing_line(cmp: Comparison) -> str:
+    """Why nothing was judged: no cell in both runs, or every one measured under other settings."""
+    if not cmp.changes:
+        return (
+            f"NOTHING COMPARED: no cell in both runs ({len(cmp.only_base)} only in base, "
+            f"{len(cmp.only_new)} only in new)"
+        )
+    differ = "; ".join(
+        f"{name} {', '.join(pairs)} ({n} cell(s))" for name, (n, pairs) in cmp.differing_settings().items()
+    )
+    return (
+        f"NOTHING COMPARED: all {len(cmp.changes)} cell(s) in both runs were measured under other "
+        f"settings, none judged: {differ}"
+    )
+
+
 def verdict_line(cmp: Comparison) -> str:
-    """One line: REGRESSED or OK, and the counts."""
+    """One line: REGRESSED or OK, and the counts (NOTHING COMPARED where no cell was judged)."""
+    if cmp.nothing_judged:
+        return nothing_line(cmp)
     regressed = sum(cmp.count(v) for v in FAILING_VERDICTS)
+    apart = len(cmp.not_comparable)
     return (
         f"{'REGRESSED' if cmp.failed else 'OK'}: {regressed} failing change(s) "
         f"({cmp.count(REGRESSION)} slower, {cmp.count(NEWLY_FAILING)} newly failing, "
         f"{cmp.count(ACCURACY_REGRESSION)} accuracy), {cmp.count(LESS_SPEEDUP)} less speed-up, "
         f"{cmp.count(COMPILE_REGRESSION)} slower compile; {cmp.count(SUSPECT)} suspect (unhealthy "
         f"machine, not counted); {cmp.count(IMPROVEMENT)} improvement(s), "
-        f"{cmp.count(FIXED)} fixed, {cmp.count(UNCHANGED)} unchanged; {len(cmp.changes)} cell(s) matched, "
-        f"{len(cmp.only_base)} only in base, {len(cmp.only_new)} only in new"
+        f"{cmp.count(FIXED)} fixed, {cmp.count(UNCHANGED)} unchanged; {len(cmp.changes)} cell(s) matched"
+        + (f" ({apart} not comparable: settings differ, not judged)" if apart else "")
+        + f", {len(cmp.only_base)} only in base, {len(cmp.only_new)} only in new"
+    )
+
+
+def _like_text(cmp: Comparison) -> str:
+    """Which settings must agree, which differ, which one run does not record."""
+    text = (
+        f"- Like with like: a matched cell is judged only where both rows were measured under the same "
+        f"settings ({', '.join(SETTING_COLUMNS)}; a setting only one row records is not checked)."
+    )
+    differ = cmp.differing_settings()
+    if differ:
+        text += f" {len(cmp.not_comparable)} cell(s) differ and are listed as not comparable: " + "; ".join(
+            f"{name} {', '.join(pairs)} ({n})" for name, (n, pairs) in differ.items()
+        )
+        text += "."
+    if cmp.unrecorded:
+        text += " Recorded by one run only (not checked): " + ", ".join(
+            f"{name} ({n} cell(s))" for name, n in cmp.unrecorded
+        )
+        text += "."
+    return text
+
+
+def _interval_text(cmp: Comparison) -> str:
+    sampled = cmp.sampled_cells
+    text = "- Interval: [new CI low / base CI high, new CI high / base CI low] from each median's 95% CI"
+    if not sampled:
+        return (
+            text
+            + " (conservative; no cell was judged from samples: none kept by both runs, or --medians-only)."
+        )
+    return text + (
+        f" (conservative), except for the {sampled} cell(s) whose samples both runs kept: there, the "
+        "95% bootstrap interval of new / base from the per-call samples (processes, then calls, "
+        "resampled in each run)."
     )
 
 
@@ -157,9 +233,9 @@ def render(
         + ("" if "build" in cmp.key_columns else " (each run has one build, so builds may differ)"),
         f"- Threshold {t:.1%}; {_noise_text(cmp)}",
         f"- A regression is a new/base ratio of medians above {1 + m:.3f} (the higher of the two) whose "
-        f"interval lies above 1; an improvement, below {1 - m:.3f} with the interval below 1.",
-        "- Interval: [new CI low / base CI high, new CI high / base CI low] from each median's 95% CI "
-        "(conservative; the CSVs keep no samples).",
+        f"interval lies above 1; an improvement, below {max(0.0, 1 - m):.3f} with the interval below 1.",
+        _like_text(cmp),
+        _interval_text(cmp),
         f"- Less speed-up: base speed-up / new speed-up above {1 + t:.3f} with its interval above 1 (the "
         "speed-ups are paired within each run, so the machine's drift cancels: judged on any machine).",
         "- What moved: the speed-up's change split into its eager side (new eager / base eager median: "
@@ -180,6 +256,9 @@ def render(
     for verdict, title in SECTIONS:
         rows = [c for c in cmp.changes if c.verdict == verdict]
         if not rows:
+            continue
+        if verdict == SETTINGS_DIFFER:
+            lines += ["", f"## {title}: {len(rows)}", "", *_apart_table(cmp, rows)]
             continue
         lines += ["", f"## {title}: {len(rows)}", ""]
         lines += _table(

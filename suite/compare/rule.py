@@ -2,7 +2,7 @@
 with an interval, the paired speed-up's change and the compile time's, each judged against a
 threshold.
 
-Host side only. The raw CSVs keep each cell's median and its 95% CI, not the samples, so the
+Host side only. The raw CSVs keep each cell's median and its 95% CI, so without samples the
 ratio's interval is built from the two CIs: [new low / base high, new high / base low]. If the
 two runs are independent and each CI covers its true median with probability 0.95, both do with
 probability >= 0.9025, and then the true ratio lies inside. The CIs cover the noise within a
@@ -19,6 +19,11 @@ machine. Issue 27: where the rows carry the machine's measured between-run noise
 (`run_noise_pct`, `speedup_noise_pct`; docs/intervals.md), a median and a speed-up must also clear
 `noise_z` standard deviations of it, and the medians' noise floor is not used for those cells.
 Compile time is one sample per cell: its own, wider threshold and a floor in seconds.
+Issue 37: only like is compared with like. A cell whose two rows differ in a setting that both
+record (suite.compare.settings: compile cache, allocator, processes, stopping rule, ...) is not
+judged ("not comparable: settings differ", never a failing verdict) and is left out of the noise
+floor; where both runs kept their samples, a median's interval comes from them
+(suite.compare.samples) instead of the two CIs.
 The rates this rule gives on A/A and slowed runs: docs/merge.md, `suite calibrate`.
 """
 
@@ -26,13 +31,16 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
+from suite.compare.samples import Groups, Sampled, SampleKey, sampled_ratio
+from suite.compare.settings import SettingDiff, differences, settings_of, unrecorded
 from suite.report.load import Loaded
 from suite.report.moved import Side, SpeedupSplit
 from suite.report.study import Measurement, measurement_of, ratio_interval
-from suite.results import CELL_COLUMNS, FAILED_STATUSES, STATUS_WORDS
+from suite.results import CELL_COLUMNS, FAILED_STATUSES, KEY_COLUMNS, STATUS_WORDS, format_value
 from suite.stats import log_se, z_of
 
 # A cell across two runs; the build is added when a run holds several builds.
@@ -49,6 +57,7 @@ FIXED = "fixed"
 UNCHANGED = "unchanged"
 NO_INTERVAL = "no interval"
 NOT_COMPARABLE = "not comparable"
+SETTINGS_DIFFER = "settings differ"  # not comparable: measured under different settings, not judged
 # Verdicts that make `compare` exit 1.
 FAILING_VERDICTS: tuple[str, ...] = (
     REGRESSION,
@@ -90,6 +99,10 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     (IMPROVEMENT, "Improvements (faster beyond the threshold and the noise, interval below 1)"),
     (FIXED, "Fixed (failed in base, ok in new)"),
     (NO_INTERVAL, "Not judged: a median without a CI"),
+    (
+        SETTINGS_DIFFER,
+        "Not comparable: the settings differ (base -> new; not judged, never a regression)",
+    ),
     (NOT_COMPARABLE, "Not comparable (failed or skipped in both, or skipped in one)"),
     (UNCHANGED, "Unchanged (within the threshold or the noise, or the interval includes 1)"),
 )
@@ -145,10 +158,17 @@ class CellChange:
     low: float | None
     high: float | None
     verdict: str
+    settings: tuple[SettingDiff, ...] = ()  # what differs (verdict SETTINGS_DIFFER)
+    sampled: bool = False  # the median's interval came from both runs' samples
 
     @property
     def unhealthy(self) -> bool:
         return self.base.unhealthy or self.new.unhealthy
+
+    @property
+    def judged(self) -> bool:
+        """Compared like with like (the settings both rows record are the same)."""
+        return self.verdict != SETTINGS_DIFFER
 
 
 @dataclass(frozen=True)
@@ -160,13 +180,45 @@ class Comparison:
     threshold: float
     rule: Rule = Rule()
     noise: NoiseFloor = NoiseFloor()
+    # settings that one run records and the other does not, and in how many matched cells
+    unrecorded: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def judged(self) -> tuple[CellChange, ...]:
+        """The matched cells compared like with like."""
+        return tuple(c for c in self.changes if c.judged)
+
+    @property
+    def not_comparable(self) -> tuple[CellChange, ...]:
+        """The matched cells whose settings differ: listed, never judged."""
+        return tuple(c for c in self.changes if not c.judged)
+
+    @property
+    def nothing_judged(self) -> bool:
+        """No cell in both runs under the same settings: the gate has nothing to say."""
+        return not self.judged
+
+    def differing_settings(self) -> dict[str, tuple[int, tuple[str, ...]]]:
+        """Each setting that differs: in how many cells, and its distinct `base -> new` values."""
+        out: dict[str, tuple[int, tuple[str, ...]]] = {}
+        for c in self.not_comparable:
+            for d in c.settings:
+                n, seen = out.get(d.name, (0, ()))
+                pair = f"{d.base} -> {d.new}"
+                out[d.name] = (n + 1, seen if pair in seen else (*seen, pair))
+        return out
+
+    @property
+    def sampled_cells(self) -> int:
+        """Cells whose median was judged from both runs' samples."""
+        return sum(c.sampled for c in self.changes)
 
     @property
     def rerun_cells(self) -> int:
         """Cells whose medians were judged against the rows' between-run noise, not the floor."""
         if self.rule.noise_z <= 0:
             return 0
-        return sum(between_run_sd(c.base, c.new, self.rule.run_noise_pct) is not None for c in self.changes)
+        return sum(between_run_sd(c.base, c.new, self.rule.run_noise_pct) is not None for c in self.judged)
 
     @property
     def speedup_noise_cells(self) -> int:
@@ -174,7 +226,7 @@ class Comparison:
         if self.rule.noise_z <= 0:
             return 0
         return sum(
-            speedup_noise_sd(c.base, c.new, self.rule.speedup_noise_pct) is not None for c in self.changes
+            speedup_noise_sd(c.base, c.new, self.rule.speedup_noise_pct) is not None for c in self.judged
         )
 
     @property
@@ -236,15 +288,18 @@ def _noise_sd(
     return math.sqrt(sum(t * t for t in taus) + sum(e * e for e in ses))
 
 
-def between_run_sd(base: Measurement, new: Measurement, fallback_pct: float | None = None) -> float | None:
+def between_run_sd(
+    base: Measurement, new: Measurement, fallback_pct: float | None = None, sampled: Sampled | None = None
+) -> float | None:
     """The log-scale standard deviation of new / base medians where nothing changed, when both rows
     carry the machine's between-run noise (issue 27, docs/intervals.md; `fallback_pct` for a row
-    that carries none): both medians' sampling errors (from their CIs) and both runs' level
-    shifts. None when either lacks a figure."""
-    return _noise_sd(
-        [(m.ci_low_ms, m.ci_high_ms) for m in (base, new)],
-        [fallback_pct if m.run_noise_pct is None else m.run_noise_pct for m in (base, new)],
-    )
+    that carries none): both medians' sampling errors (from their CIs, or from both runs' samples
+    where `sampled`) and both runs' level shifts. None when either lacks a figure."""
+    pcts = [fallback_pct if m.run_noise_pct is None else m.run_noise_pct for m in (base, new)]
+    if sampled is not None:
+        sd = _noise_sd([], pcts)
+        return None if sd is None else math.hypot(sd, sampled.log_se)
+    return _noise_sd([(m.ci_low_ms, m.ci_high_ms) for m in (base, new)], pcts)
 
 
 def speedup_noise_sd(base: Measurement, new: Measurement, fallback_pct: float | None = None) -> float | None:
@@ -256,17 +311,23 @@ def speedup_noise_sd(base: Measurement, new: Measurement, fallback_pct: float | 
 
 
 def judge(
-    base: Measurement, new: Measurement, threshold: float, rule: Rule | None = None, floor: float = 0.0
+    base: Measurement,
+    new: Measurement,
+    threshold: float,
+    rule: Rule | None = None,
+    floor: float = 0.0,
+    sampled: Sampled | None = None,
 ) -> tuple[str, float | None, float | None, float | None]:
     """The verdict for one cell, with the ratio new/base and its interval when both are ok.
     A median is judged against the threshold or its noise, whichever is higher: where both rows
     carry the machine's between-run noise, `noise_z` standard deviations of it (`between_run_sd`;
     the interval is then the ratio's 95% one under no change); else `floor`, the runs' noise floor
-    (NoiseFloor.bound), and the interval from the two CIs. The paired speed-up's fall is judged
+    (NoiseFloor.bound), and the interval from the two CIs, or from both runs' samples where
+    `sampled` (suite.compare.samples). The paired speed-up's fall is judged
     against the threshold and its two CIs, and where both rows carry its between-run noise, against
     `noise_z` standard deviations of that too (`speedup_noise_sd`)."""
     rule = rule or Rule(threshold=threshold)
-    sd = between_run_sd(base, new, rule.run_noise_pct) if rule.noise_z > 0 else None
+    sd = between_run_sd(base, new, rule.run_noise_pct, sampled) if rule.noise_z > 0 else None
     bound = max(threshold, floor if sd is None else math.expm1(rule.noise_z * sd))
     if base.ok and new.status in FAILED_STATUSES:
         return NEWLY_FAILING, None, None, None
@@ -275,7 +336,7 @@ def judge(
     if not (base.ok and new.ok) or base.median_ms is None or new.median_ms is None:
         return NOT_COMPARABLE, None, None, None
     ratio = new.median_ms / base.median_ms
-    low, high = ratio_interval(new, base)
+    low, high = ratio_interval(new, base) if sampled is None else (sampled.low, sampled.high)
     if sd is not None:
         low, high = ratio * math.exp(-Z95 * sd), ratio * math.exp(Z95 * sd)
     if new.accuracy_failed and not base.accuracy_failed:
@@ -301,36 +362,69 @@ def judge(
     return UNCHANGED, ratio, low, high
 
 
-def _index(loaded: Loaded, columns: Sequence[str]) -> dict[tuple[str, ...], tuple[str, Measurement]]:
+@dataclass(frozen=True)
+class _Row:
+    """One run's row of a cell, as compare needs it."""
+
+    build: str
+    measurement: Measurement
+    settings: dict[str, str]
+    samples: SampleKey
+
+
+def _index(loaded: Loaded, columns: Sequence[str]) -> dict[tuple[str, ...], _Row]:
     out = {}
     for r in loaded.frame.itertuples(index=False):
-        out[tuple(str(getattr(r, c)) for c in columns)] = (r.build, measurement_of(r))
+        row = r._asdict()
+        sample_key = (tuple(format_value(row.get(c)) for c in KEY_COLUMNS), str(row.get("run_id") or ""))
+        out[tuple(str(row[c]) for c in columns)] = _Row(
+            r.build, measurement_of(r), settings_of(row), sample_key
+        )
     return out
 
 
-def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = None) -> Comparison:
-    """Match cells (ignoring the build when each run has one build, else by build too) and judge."""
-    rule = rule or Rule(threshold=threshold)
+@dataclass(frozen=True)
+class Samples:
+    """Both runs' kept samples (suite.compare.samples.groups_of), where they kept any; each
+    cell's bootstrap made once however many rules judge it (calibrate)."""
+
+    base: Groups
+    new: Groups
+    memo: dict[tuple[SampleKey, SampleKey], Sampled | None] = field(default_factory=dict, compare=False)
+
+    def ratio(self, base: SampleKey, new: SampleKey) -> Sampled | None:
+        """new / base from the two rows' samples (None where either run kept none)."""
+        if (base, new) not in self.memo:
+            groups = self.base.get(base), self.new.get(new)
+            self.memo[base, new] = sampled_ratio(*groups) if groups[0] and groups[1] else None
+        return self.memo[base, new]
+
+
+def compare(
+    base: Loaded, new: Loaded, threshold: float, rule: Rule | None = None, samples: Samples | None = None
+) -> Comparison:
+    """Match cells (ignoring the build when each run has one build, else by build too), set aside
+    those measured under different settings, and judge the others (from their samples where both
+    runs kept them)."""
+    rule = replace(rule or Rule(), threshold=threshold)
     one_build_each = base.frame["build"].nunique() == 1 and new.frame["build"].nunique() == 1
     columns = MATCH_COLUMNS if one_build_each else ("build", *MATCH_COLUMNS)
     b, n = _index(base, columns), _index(new, columns)
     both = b.keys() & n.keys()
+    apart = {k: differences(b[k].settings, n[k].settings) for k in both}
     noise = NoiseFloor.of(
-        n[k][1].median_ms / b[k][1].median_ms  # type: ignore[operator]
+        n[k].measurement.median_ms / b[k].measurement.median_ms  # type: ignore[operator]
         for k in both
-        if _counts_for_noise(b[k][1]) and _counts_for_noise(n[k][1])
+        if not apart[k] and _counts_for_noise(b[k].measurement) and _counts_for_noise(n[k].measurement)
     )
-    changes = []
-    for key in both:
-        (bb, bm), (nb, nm) = b[key], n[key]
-        verdict, ratio, low, high = judge(bm, nm, threshold, rule, noise.bound(rule.noise_z))
-        changes.append(CellChange(key, bb, nb, bm, nm, ratio, low, high, verdict))
+    changes = [_change(key, b[key], n[key], apart[key], (rule, noise), samples) for key in both]
     bs = columns.index("batch_size")
 
     def order(key: tuple[str, ...]) -> tuple[object, ...]:
         return (*key[:bs], int(key[bs]), *key[bs + 1 :])
 
     changes.sort(key=lambda c: order(c.key))
+    missing = Counter(name for k in both for name in unrecorded(b[k].settings, n[k].settings))
     return Comparison(
         changes=tuple(changes),
         only_base=tuple(sorted(b.keys() - n.keys(), key=order)),
@@ -339,6 +433,27 @@ def compare(base: Loaded, new: Loaded, threshold: float, rule: Rule | None = Non
         threshold=threshold,
         rule=rule,
         noise=noise,
+        unrecorded=tuple(sorted(missing.items())),
+    )
+
+
+def _change(
+    key: tuple[str, ...],
+    base: _Row,
+    new: _Row,
+    apart: tuple[SettingDiff, ...],
+    how: tuple[Rule, NoiseFloor],
+    samples: Samples | None,
+) -> CellChange:
+    """One matched cell: set aside when its settings differ, else judged."""
+    bm, nm = base.measurement, new.measurement
+    if apart:
+        return CellChange(key, base.build, new.build, bm, nm, None, None, None, SETTINGS_DIFFER, apart)
+    rule, noise = how
+    sampled = samples.ratio(base.samples, new.samples) if samples is not None and bm.ok and nm.ok else None
+    verdict, ratio, low, high = judge(bm, nm, rule.threshold, rule, noise.bound(rule.noise_z), sampled)
+    return CellChange(
+        key, base.build, new.build, bm, nm, ratio, low, high, verdict, sampled=sampled is not None
     )
 
 

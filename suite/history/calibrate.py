@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from suite.compare.settings import differences, settings_of
 from suite.errors import UsageError
 from suite.history.changes import Rule, detect
 from suite.report.load import load
@@ -70,9 +72,27 @@ def repetitions(folder: Path) -> list[Path]:
     return reps
 
 
+def _alike(both: pd.DataFrame) -> np.ndarray:
+    """Which merged pairs of rows were measured under the same settings (suite.compare.settings):
+    a pair that differs in one is no sample of the noise, as the gate judges no such pair."""
+    names = [c for c in both.columns if c.endswith("_a")]
+    records = both.to_dict("records")
+    return np.array(
+        [
+            not differences(
+                settings_of({n[:-2]: r[n] for n in names}),
+                settings_of({n[:-2]: r[n[:-2] + "_b"] for n in names}),
+            )
+            for r in records
+        ],
+        dtype=bool,
+    )
+
+
 def noise_pool(folders: Sequence[Path]) -> NoisePool:
-    """Every pair of repetitions of every cell, ok in both (and, for latency and compile time,
-    timed on a healthy machine in both: the gate judges no other)."""
+    """Every pair of repetitions of every cell, ok in both and measured under the same settings
+    (and, for latency and compile time, timed on a healthy machine in both: the gate judges no
+    other)."""
     found: dict[str, list[float]] = {m: [] for m in METRICS}
     pairs = 0
     for folder in folders:
@@ -80,6 +100,7 @@ def noise_pool(folders: Sequence[Path]) -> NoisePool:
         for a, b in itertools.combinations(frames, 2):
             both = a.merge(b, on=[*CELL, "build", "gpu_name"], suffixes=("_a", "_b"))
             both = both[(both["status_a"] == OK) & (both["status_b"] == OK)]
+            both = both[_alike(both)] if len(both) else both
             pairs += 1
             for metric in METRICS:
                 x, y = both[f"{metric}_a"].to_numpy(float), both[f"{metric}_b"].to_numpy(float)

@@ -41,6 +41,9 @@ PARTIAL = "partial last row"
 _LINE = re.compile(r"(\d+)\.(\d+)")
 _DEV_DATE = re.compile(r"\.dev(\d{8})")
 _RUN_ID_DATE = re.compile(r"(20\d\d)-?(\d\d)-?(\d\d)")
+_STATED_DATE = re.compile(r"^(\d{4}-?\d\d-?\d\d)$")
+# the columns a run may state its resolved nightly's date in (the version's date otherwise)
+NIGHTLY_DATE_COLUMNS: tuple[str, ...] = ("torch_nightly_date", "nightly_date")
 
 
 @dataclass(frozen=True)
@@ -93,15 +96,17 @@ def build_line(kind: str, torch_version: str) -> str:
     return f"{kind} {match.group(1)}.{match.group(2)}" if match else kind
 
 
-def torch_date(torch_version: str) -> date | None:
-    """A nightly's date from its version (`2.15.0.dev20261203+cu130`); None for a release."""
-    match = _DEV_DATE.search(torch_version or "")
-    if not match:
-        return None
-    try:
-        return datetime.strptime(match.group(1), "%Y%m%d").date()
-    except ValueError:
-        return None
+def torch_date(torch_version: str, stated: str = "") -> date | None:
+    """A nightly's date: as the run stated it (a column of NIGHTLY_DATE_COLUMNS: `20261203` or
+    `2026-12-03`), else from its version (`2.15.0.dev20261203+cu130`); None for a release."""
+    for text, pattern in ((stated.strip(), _STATED_DATE), (torch_version or "", _DEV_DATE)):
+        match = pattern.search(text) if text else None
+        if match:
+            try:
+                return datetime.strptime(match.group(1).replace("-", ""), "%Y%m%d").date()
+            except ValueError:
+                continue
+    return None
 
 
 NUMBER_NAMES: tuple[str, ...] = tuple(name for name, c in BY_NAME.items() if c.kind != TEXT)
@@ -233,6 +238,24 @@ class _Rows:
     def number(self, name: str) -> np.ndarray:
         return self.numbers[:, NUMBER_POS[name]]
 
+    def named(self, name: str) -> np.ndarray:
+        """A column by name, the contract's or one a file has beyond it ("" where absent)."""
+        if name in NAME_AT:
+            return self.column(name)
+        parts = [
+            b.values[:, b.header.at[name]] if name in b.header.at else np.full(len(b.values), "", object)
+            for b in self.blocks
+        ]
+        return np.concatenate(parts) if parts else np.empty(0, object)
+
+    def stated_nightly(self) -> np.ndarray:
+        """Each row's nightly date as the run stated it ("" where it did not)."""
+        out = np.full(len(self), "", object)
+        for name in reversed(NIGHTLY_DATE_COLUMNS):
+            values = self.named(name)
+            out = np.where(values != "", values, out)
+        return out
+
 
 def _block(header: _Header, sources: list[str], values: list[list[str]]) -> _Block:
     grid = np.empty((len(values), len(values[0]) if values else 0), dtype=object)
@@ -333,6 +356,7 @@ class _Group:
     started: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
     gits: list[str] = field(default_factory=list)
+    nightlies: list[str] = field(default_factory=list)
     run_dir: str = ""
 
 
@@ -359,6 +383,7 @@ def read_run(
         for i, key in enumerate(rows.grid[:, NIGHT_AT].tolist()):
             mine.setdefault(tuple(key), []).append(i)
         table = _typed(rows, np.array([i for at in mine.values() for i in at], dtype=np.intp))
+        stated = rows.stated_nightly()
         start = 0
         for key, at in mine.items():
             group = groups.setdefault(key, _Group())
@@ -367,6 +392,7 @@ def read_run(
             group.started += rows.column("started_at")[at].tolist()
             group.versions += rows.column("torch_version")[at].tolist()
             group.gits += rows.column("torch_git")[at].tolist()
+            group.nightlies += stated[at].tolist()
             group.run_dir = run_dir
             start += len(at)
     kinds, _ = build_kinds(sorted({key[1] for key in groups}), matrix, matrix_explicit)
@@ -389,7 +415,7 @@ def read_run(
             "run_dir": pa.array([group.run_dir] * n, pa.string()),
             "run_page": pa.array([run_page] * n, pa.string()),
             "ingested_at": pa.array([stamp] * n, pa.timestamp("us")),
-            "torch_date": pa.array([torch_date(version)] * n, pa.date32()),
+            "torch_date": pa.array([torch_date(version, _most_common(group.nightlies))] * n, pa.date32()),
         }
         part = group.parts[0] if len(group.parts) == 1 else pa.concat_tables(group.parts).combine_chunks()
         data = {c: night_values[c] if c in night_values else part.column(c) for c in column_names()}

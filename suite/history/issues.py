@@ -1,5 +1,6 @@
-"""One GitHub issue per regressed cell, through `gh`: opened at the cell's first confirmed
-regression, updated (a comment, and the body) when another one is found; never one per night.
+"""One GitHub issue per regressed cell, through `gh`: opened at the cell's first regression held
+and confirmed by measuring it again (suite.history.confirm: the caller passes only those),
+updated (a comment, and the body) when another one is found; never one per night.
 
 An issue is found again by a marker in its body that names the cell's track (GPU, build, model,
 batch size, mode, dtype, scenario), and a change already told by a marker of its own (figure and
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from suite.errors import UsageError, last_line
+from suite.history.confirm import measurement_table
 from suite.history.report import FIGURE, change_table
 from suite.history.series import TRACK_KEY
 
@@ -63,14 +65,31 @@ class CellIssue:
             "",
             *change_table(self.changes),
             "",
-            "Each row's last column is the command that confirms "
-            "it. Opened by `python -m suite history verdict "
-            "--issues` (docs/history.md); it updates this issue when it finds another change of this cell.",
+            *self.measured(),
+            "Opened by `python -m suite history verdict --issues` or `history confirm --issues` "
+            "(docs/history.md) only once the last good and first bad nightly, measured again back to "
+            "back on one machine, agreed with the change; it updates this issue when it finds another "
+            "change of this cell. Each row's last column is the command that bisects it.",
             "",
             self.marker,
             *(self.change_marker(r) for r in self.changes.itertuples()),
         ]
         return "\n".join(lines) + "\n"
+
+    def measured(self) -> list[str]:
+        """Both measurements of each confirmation (the last good and the first bad nightly)."""
+        if "confirmation" not in self.changes.columns:
+            return []
+        confs = list({c.change_id: c for c in self.changes["confirmation"] if c is not None}.values())
+        if not confs:
+            return []
+        return [
+            "Measured again, back to back on one machine (the gate's verdict of the first bad against "
+            "the last good):",
+            "",
+            *measurement_table(confs, self.changes),
+            "",
+        ]
 
 
 def cell_issues(regressions: pd.DataFrame) -> list[CellIssue]:
@@ -88,7 +107,7 @@ def cell_issues(regressions: pd.DataFrame) -> list[CellIssue]:
 def sync_issues(regressions: pd.DataFrame, gh: Gh) -> list[str]:
     """Open or update one issue per cell of `regressions`; what was done, one line each."""
     if regressions.empty:
-        return ["no confirmed regression: no issue opened or updated"]
+        return ["no regression confirmed by measuring it again: no issue opened or updated"]
     gh(
         [
             "label",

@@ -1,6 +1,8 @@
 """One cell of a bisect's run judged against the good end's, by the gate's own rule
 (suite.compare.rule.judge: the threshold, the paired speed-up, compile time, failures; with one
-cell there is no noise floor, as `compare` has none under 8 cells). `python -m suite history judge`
+cell there is no noise floor, as `compare` has none under 8 cells), and like with like: a row
+measured under other settings than the good end's (suite.compare.settings) is skipped, not judged.
+`python -m suite history judge`
 prints it as one JSON line for `nox -s bisect` (suite.sessions.bisect), which has no pandas.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from suite.compare.rule import FAILING_VERDICTS, SUSPECT, Rule, judge
+from suite.compare.settings import differences, settings_of
 from suite.errors import UsageError
 from suite.history.bisect import BAD, GOOD, SKIP, Cell, Judged
 from suite.report.load import load
@@ -37,6 +40,10 @@ def judge_runs(good_run: Path, run: Path | None, cell: Cell, rule: Rule | None =
     new = _row(run, cell) if run is not None else None
     if new is None:
         return Judged(SKIP, "did not run")
+    apart = differences(settings_of(base._asdict()), settings_of(new._asdict()))  # type: ignore[attr-defined]
+    if apart:
+        why = "not comparable: " + "; ".join(d.text() for d in apart)
+        return Judged(SKIP, why, str(new.torch_version), str(new.torch_git))  # type: ignore[attr-defined]
     verdict = judge(measurement_of(base), measurement_of(new), rule.threshold, rule)[0]
     outcome = SKIP if verdict == SUSPECT else BAD if verdict in FAILING_VERDICTS else GOOD
     return Judged(outcome, verdict, str(new.torch_version), str(new.torch_git))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from suite.history.changes import Rule
+from suite.history.confirm import annotate, kept
 from suite.history.series import CHANGE_COLUMNS, POINT_COLUMNS, all_changes, points
 from suite.history.store import open_store
 
@@ -20,7 +21,8 @@ from suite.history.store import open_store
 class HistoryView:
     """`points`: one row per (series, night); `changes`: one row per confirmed change point.
     Both carry the contract's columns first (series.POINT_COLUMNS, series.CHANGE_COLUMNS), then
-    a few of the store's own (night_id, build_kind, model_name, ...; p_value, ...)."""
+    a few of the store's own (night_id, build_kind, model_name, run_date, nightly_date, ...;
+    p_value, change_id, remeasured: what measuring the two nightlies again said, ...)."""
 
     points: pd.DataFrame
     changes: pd.DataFrame
@@ -69,9 +71,10 @@ def view(
     try:
         pts = points(con, filters)
         cache = history.change_cache(con, rule or Rule())
+        confirmations = kept(history, con)
     finally:
         con.close()
-    changes = all_changes(pts, cache.rule, cache)
+    changes = annotate(all_changes(pts, cache.rule, cache), confirmations).drop(columns="confirmation")
     history.keep_changes(cache)
     changes = changes[changes["confirmed"]].reset_index(drop=True)
     pts["run_page"] = _run_pages(pts, Path(pages_dir) if pages_dir is not None else None)

@@ -48,12 +48,24 @@ def setup_name(r: object) -> str:
     return ", ".join(p for p in parts if p)
 
 
+MEASURED = {
+    "agrees": "agrees",
+    "disagrees": "disagrees: not confirmed",
+    "not run": "a nightly did not run",
+    "awaiting": "awaiting (`nox -s confirm`)",
+    "": "—",
+}
+
+
 def change_table(changes: pd.DataFrame) -> list[str]:
+    """The change points; with a `remeasured` column (suite.history.confirm.annotate), what
+    measuring the two nightlies again said. For a nightly build the dates are the nightlies'."""
+    again = "remeasured" in changes.columns
     lines = [
         "| GPU | build line | cell | setup | figure | last good "
         "| first bad | change [95% CI] | torch, good → bad "
-        "| commits | confirm |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| commits | confirm |" + (" measured again |" if again else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if again else ""),
     ]
     for r in changes.itertuples(index=False):
         if r.commit_range_url:
@@ -67,7 +79,7 @@ def change_table(changes: pd.DataFrame) -> list[str]:
         lines.append(
             f"| {r.gpu} | {r.build_line} | {cell_name(r)} | {setup_name(r)} | {FIGURE[r.metric]} | "
             f"{_day(r.last_good_date)} | {_day(r.first_bad_date)} | {size} | {torch} | {commits} | "
-            f"`{r.confirm_command}` |"
+            f"`{r.confirm_command}` |" + (f" {MEASURED.get(r.remeasured, r.remeasured)} |" if again else "")
         )
     return lines
 
@@ -131,7 +143,9 @@ def render(
         f"then a Mann-Whitney test at p < {rule.alpha:g} and a Hodges-Lehmann shift whose 95% CI excludes 0, "
         f"at least {rule.min_change:.0%}); confirmed once the "
         f"new level has held {rule.confirm_nights} nights. "
-        "+ is slower or larger.",
+        "+ is slower or larger. A nightly build's dates are its nightlies' (the torch it ran), "
+        "not when it ran; an issue is opened only once the two nightlies, measured again back to "
+        "back, agree (`nox -s confirm`).",
         "",
     ]
     out += change_table(confirmed) if len(confirmed) else ["None confirmed."]

@@ -6,6 +6,11 @@ model's name carries what else sets a row apart ("ViT (smoke, random weights)"),
 dynamic setting. Change points are looked for along a build's whole track (its series joined
 across build lines), so a nightly that moves from 2.x to 2.y keeps its history, and a change at
 that move is found and named with both lines' nights.
+
+A point's `date` is where it stands on the x axis: for a nightly build, the nightly's own date
+(`torch_date`: the date the run installed, not the night it ran), else the run's date; both are
+kept (`nightly_date`, `run_date`). So the nights of a series, its change points' last good and
+first bad nights and the `since` / `until` filters all speak of nightlies where there are some.
 """
 
 from __future__ import annotations
@@ -60,18 +65,36 @@ _SUFFIX = """CASE
         WHEN coalesce(variant, '') <> '' THEN ' (' || variant || ')'
         WHEN weights = 'random' THEN ' (random weights)'
         ELSE '' END"""
+# Like with like (suite.compare.settings): nights measured under another compile cache, allocator
+# or number of processes are another series, named by the setting where it is not the default
+# (so a series' name stays as it was where nothing was set apart). A failed row that recorded none
+# of them stays in the default's series; other settings are the verdict's gate's to check.
+_SETTINGS = """concat_ws(', ',
+        CASE WHEN compile_cache = 'run' THEN 'compile cache run' END,
+        CASE WHEN malloc = 'steady' THEN 'malloc steady' END,
+        CASE WHEN TRY_CAST(processes AS INTEGER) > 1 THEN CAST(processes AS INTEGER) || ' processes' END)"""
+
+
+def matrix_scenario(text: str) -> str:
+    """The matrix's scenario of a series' scenario text ("inference (auto) [malloc steady]")."""
+    return text.split(" [")[0].split(" (")[0]
+
+
 _POINTS_SQL = f"""
 SELECT
     gpu, build_line, build, model || {_SUFFIX} AS model, task, batch_size, mode, dtype,
-    scenario || CASE WHEN coalesce(dynamic, '') <> '' THEN ' (' || dynamic || ')' ELSE '' END AS scenario,
-    CAST(date AS TIMESTAMP) AS date, run_id, coalesce(torch_version, '') AS torch_version,
+    scenario || CASE WHEN coalesce(dynamic, '') <> '' THEN ' (' || dynamic || ')' ELSE '' END
+        || CASE WHEN {_SETTINGS} <> '' THEN ' [' || {_SETTINGS} || ']' ELSE '' END AS scenario,
+    CAST(coalesce(torch_date, date) AS TIMESTAMP) AS date, run_id,
+    coalesce(torch_version, '') AS torch_version,
     coalesce(torch_git, '') AS torch_git, coalesce(run_page, '') AS run_page, status,
     coalesce(health, '') AS health,
     median_ms, ci95_low_ms AS median_ci_low_ms, ci95_high_ms AS median_ci_high_ms,
     speedup, speedup_ci95_low AS speedup_ci_low, speedup_ci95_high AS speedup_ci_high,
     CASE WHEN mode = 'eager' THEN NULL ELSE compile_s END AS compile_s,
     night_id, build_kind, model AS model_name, coalesce(variant, '') AS variant, weights,
-    coalesce(run_dir, '') AS run_dir, ingested_at
+    coalesce(run_dir, '') AS run_dir, ingested_at,
+    CAST(date AS TIMESTAMP) AS run_date, CAST(torch_date AS TIMESTAMP) AS nightly_date
 FROM history
 """
 
@@ -106,9 +129,11 @@ def points(con: duckdb.DuckDBPyConnection, filters: Mapping[str, object] | None 
     except duckdb.Error as exc:
         raise UsageError("history", f"cannot read the store ({str(exc).splitlines()[0]})") from None
     # in series then night order: the rows sorted here, by their ranks (sort_order), in pandas
-    frame = table.to_pandas().take(sort_order(table, (*TRACK_KEY, "date", "ingested_at", "run_id")))
+    order = sort_order(table, (*TRACK_KEY, "date", "run_date", "ingested_at", "run_id"))
+    frame = table.to_pandas().take(order)
     frame["batch_size"] = frame["batch_size"].astype("int64")
-    frame["date"] = frame["date"].astype("datetime64[ns]")
+    for col in ("date", "run_date", "nightly_date"):
+        frame[col] = frame[col].astype("datetime64[ns]")
     for col in ("median_ms", "median_ci_low_ms", "median_ci_high_ms", "speedup", "speedup_ci_low",
                 "speedup_ci_high", "compile_s"):  # fmt: skip
         frame[col] = frame[col].astype(float)
@@ -223,6 +248,29 @@ def confirm_command(bad: pd.Series, good_day: date, bad_day: date, good_run: str
     )
 
 
+# what a change row carries of its two nights beside the contract: the runs that measured them
+# (the x axis is the nightly's date for a nightly build: the run's own date is kept here) and
+# whether both are dated nightlies (a change between two nightlies can be measured again)
+NIGHT_EXTRAS: tuple[str, ...] = (
+    "last_good_run", "first_bad_run", "last_good_run_date", "first_bad_run_date", "last_good_run_dir",
+    "first_bad_run_dir", "nightly", "model_name", "build_kind",
+)  # fmt: skip
+
+
+def nights_of(good: pd.Series, bad: pd.Series) -> dict[str, object]:
+    return {
+        "last_good_run": good["run_id"],
+        "first_bad_run": bad["run_id"],
+        "last_good_run_date": good["run_date"],
+        "first_bad_run_date": bad["run_date"],
+        "last_good_run_dir": good["run_dir"],
+        "first_bad_run_dir": bad["run_dir"],
+        "nightly": bool(pd.notna(good["nightly_date"]) and pd.notna(bad["nightly_date"])),
+        "model_name": bad["model_name"],
+        "build_kind": bad["build_kind"],
+    }
+
+
 def change_rows(pts: pd.DataFrame, found: Sequence[Found]) -> pd.DataFrame:
     rows = []
     for f in found:
@@ -250,11 +298,14 @@ def change_rows(pts: pd.DataFrame, found: Sequence[Found]) -> pd.DataFrame:
                 "last_good_torch": good["torch_version"],
                 "first_bad_torch": bad["torch_version"],
                 "last_good_build_line": good["build_line"],
+                **nights_of(good, bad),
             }
         )
     frame = pd.DataFrame(rows, columns=[*CHANGE_COLUMNS, "confirmed", "p_value", "last_good_torch",
-                                        "first_bad_torch", "last_good_build_line"])  # fmt: skip
-    for col in ("last_good_date", "first_bad_date"):
+                                        "first_bad_torch", "last_good_build_line",
+                                        *NIGHT_EXTRAS])  # fmt: skip
+    frame["nightly"] = frame["nightly"].astype(bool)
+    for col in ("last_good_date", "first_bad_date", "last_good_run_date", "first_bad_run_date"):
         frame[col] = frame[col].astype("datetime64[ns]")
     for col in ("change_pct", "change_ci_low_pct", "change_ci_high_pct", "p_value"):
         frame[col] = frame[col].astype(float)

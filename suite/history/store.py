@@ -150,6 +150,21 @@ class Store(ABC):
     def migrate(self) -> int:
         """Bring the store to this suite's schema; the version it was at."""
 
+    @abstractmethod
+    def confirmation_records(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        """The confirmations kept (suite.history.confirm): change id -> its JSON; `con`: a
+        connection of `connect()`."""
+
+    @abstractmethod
+    def keep_confirmation_record(self, change_id: str, text: str) -> None:
+        """Keep a confirmation (one per change id: a later one replaces it); UsageError (one
+        line) where the store cannot be written."""
+
+
+CONFIRM_TABLE = "history_confirmations"
+CONFIRM_FILE = "_confirmations.parquet"
+CONFIRM_SCHEMA = pa.schema([("change_id", pa.string()), ("record", pa.string())])
+
 
 def _refuse_newer(where: str, version: int) -> None:
     if version > SCHEMA_VERSION:
@@ -277,6 +292,28 @@ class DuckDbStore(Store):
                 con.execute(f"DELETE FROM {CACHE_TABLE} WHERE series IN (SELECT series FROM fresh_changes)")
                 con.execute(f"INSERT INTO {CACHE_TABLE} SELECT series, digest, shifts FROM fresh_changes")
                 con.unregister("fresh_changes")
+                con.commit()
+            except BaseException:
+                con.rollback()
+                raise
+
+    def confirmation_records(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        try:
+            return dict(con.execute(f"SELECT change_id, record FROM {CONFIRM_TABLE}").fetchall())
+        except duckdb.CatalogException:  # none kept yet
+            return {}
+
+    def keep_confirmation_record(self, change_id: str, text: str) -> None:
+        if not self.path.exists():
+            raise UsageError(self.url, "no history here yet: nothing to confirm")
+        with self._open(write=True) as con:
+            if self._meta(con) is None:
+                raise UsageError(self.url, "no history here yet: nothing to confirm")
+            con.begin()
+            try:
+                con.execute(f"CREATE TABLE IF NOT EXISTS {CONFIRM_TABLE} (change_id VARCHAR, record VARCHAR)")
+                con.execute(f"DELETE FROM {CONFIRM_TABLE} WHERE change_id = ?", [change_id])
+                con.execute(f"INSERT INTO {CONFIRM_TABLE} VALUES (?, ?)", [change_id, text])
                 con.commit()
             except BaseException:
                 con.rollback()
@@ -536,6 +573,29 @@ class ParquetStore(Store):
         buf = io.BytesIO()
         pq.write_table(entries, buf)
         self._put(path, buf.getvalue())
+
+    def confirmation_records(self, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+        return self._confirmations()
+
+    def _confirmations(self) -> dict[str, str]:
+        path = self._path(CONFIRM_FILE)
+        if not self.fs.exists(path):
+            return {}
+        table = self._read(path)
+        if not set(CONFIRM_SCHEMA.names) <= set(table.column_names):
+            raise UsageError(path, f"not a history's confirmations (no {', '.join(CONFIRM_SCHEMA.names)})")
+        ids, records = table.column("change_id").to_pylist(), table.column("record").to_pylist()
+        return dict(zip(ids, records, strict=True))
+
+    def keep_confirmation_record(self, change_id: str, text: str) -> None:
+        if self._manifest() is None:
+            raise UsageError(self.url, "no history here yet: nothing to confirm")
+        kept = self._confirmations()
+        kept[change_id] = text
+        table = pa.table({"change_id": list(kept), "record": list(kept.values())}, schema=CONFIRM_SCHEMA)
+        buf = io.BytesIO()
+        pq.write_table(table, buf)
+        self._put(self._path(CONFIRM_FILE), buf.getvalue())
 
     def ingest(self, nights: Sequence[Night]) -> list[NightResult]:
         self.migrate()

@@ -51,12 +51,13 @@ class Build:
     name: str
     torch: str  # "2.0.1+cu118"; a nightly: "2.15.0.dev{date}+cu130" (the night's date filled in)
     line_change: tuple[int, str] | None = None  # (night, torch pattern from that night on)
+    lag: int = 0  # the nightly a night installs is this many days older than the night
 
     def version(self, night: int, day: date) -> str:
         pattern = self.torch
         if self.line_change is not None and night >= self.line_change[0]:
             pattern = self.line_change[1]
-        return pattern.format(date=f"{day:%Y%m%d}")
+        return pattern.format(date=f"{day - timedelta(days=self.lag):%Y%m%d}")
 
 
 def fake_sha(version: str) -> str:

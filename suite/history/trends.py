@@ -36,13 +36,14 @@ def trends(pts: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
     and per figure the level since its last change point within the series and the change from
     the previous usable night."""
     if pts.empty:
-        return pd.DataFrame(columns=[*SERIES_KEY, "nights", "ok_nights", "first", "last"])
+        return pd.DataFrame(columns=[*SERIES_KEY, "nights", "ok_nights", "first", "last", "last_run"])
     changed: dict[tuple[object, ...], list[np.datetime64]] = {}
     for r in changes.itertuples(index=False):
         changed.setdefault((*(getattr(r, k) for k in TRACK_KEY), r.metric), []).append(
             np.datetime64(r.first_bad_date, "ns")
         )
     dates = pts["date"].to_numpy("datetime64[ns]")
+    run_dates = pts["run_date"].to_numpy("datetime64[ns]") if "run_date" in pts.columns else dates
     ok = (pts["status"] == OK).to_numpy(bool)
     masks = {m: usable_mask(pts, m) for m in METRICS}
     values = {m: pts[m].to_numpy(float) for m in METRICS}
@@ -67,6 +68,7 @@ def trends(pts: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
             last_status=cols["status"][last],
             last_health=cols["health"][last],
             torch_version=cols["torch_version"][last],
+            last_run=pd.Timestamp(run_dates[last]),  # when its last night ran (`last`: its place)
         )
         track = tuple(row[k] for k in TRACK_KEY)
         for metric in METRICS:

@@ -18,6 +18,7 @@ import pandas as pd
 from suite.compare.rule import FAILING_VERDICTS, Comparison, Rule, compare
 from suite.errors import UsageError
 from suite.history.changes import Rule as ChangeRule
+from suite.history.confirm import AGREES, AWAITING, DISAGREES, NOT_RUN, annotate, kept, to_file
 from suite.history.ingest import Night, read_run
 from suite.history.report import cell_name, change_table, trend_table
 from suite.history.series import all_changes, is_regression, points
@@ -41,7 +42,8 @@ class NightVerdict:
 class Verdict:
     markdown: str
     nights: tuple[NightVerdict, ...]
-    regressions: pd.DataFrame  # confirmed regressions (slower, smaller) of the last RECENT_DAYS
+    regressions: pd.DataFrame  # regressions of the last RECENT_DAYS held and measured again: agreeing
+    held: pd.DataFrame  # every regression of the last RECENT_DAYS held, whatever measuring it again said
 
     @property
     def failed(self) -> bool:
@@ -75,10 +77,18 @@ def previous_night(con: duckdb.DuckDBPyConnection, night: Night) -> tuple[str, s
 def _judged(comparison: Comparison | None) -> str:
     if comparison is None:
         return "—"
+    apart = len(comparison.not_comparable)
+    differ = ", ".join(
+        f"{name} {' / '.join(pairs)}" for name, (_, pairs) in comparison.differing_settings().items()
+    )
+    if comparison.nothing_judged:  # like with like only (suite.compare.settings): nothing to judge
+        return f"**not comparable**: all {apart} cells measured under other settings ({differ}); none judged"
     failing = [c for c in comparison.changes if c.verdict in FAILING_VERDICTS]
     floor = comparison.noise.bound(comparison.rule.noise_z)
     parts = [f"**{len(failing)} failing**" if failing else "no regression"]
-    parts.append(f"{comparison.count('improvement')} faster, {len(comparison.changes)} cells")
+    parts.append(f"{comparison.count('improvement')} faster, {len(comparison.judged)} cells")
+    if apart:
+        parts.append(f"{apart} not comparable ({differ}), not judged")
     parts.append(f"noise floor {floor:.1%}" if floor else "no noise floor (< 8 healthy cells)")
     return "; ".join(parts)
 
@@ -98,6 +108,37 @@ def _failing_lines(v: NightVerdict) -> list[str]:
             f"{c.verdict} | {ratio} |"
         )
     return lines
+
+
+def confirmation_lines(held: pd.DataFrame, store: str | Path | None) -> list[str]:
+    """The held regressions by what measuring them again said: the confirmed ones (an issue each),
+    those a measurement did not confirm, and those awaiting one, with the command that measures."""
+    if held.empty:
+        return []
+    out = []
+    for state, what in ((AGREES, "Confirmed regressions (measured again: agrees; an issue each)"),
+                        (DISAGREES, "Not confirmed (measured again: disagrees; no issue)"),
+                        (NOT_RUN, "Measured again, but a nightly did not run (no issue)")):  # fmt: skip
+        rows = held[held["remeasured"] == state]
+        if len(rows):
+            out += ["", f"{what}: " + ", ".join(sorted({cell_name(r) for r in rows.itertuples()}))]
+    waiting = held[held["remeasured"] == AWAITING]
+    if len(waiting):
+        where = f" --store {store}" if store else ""
+        out += ["", "Awaiting a confirmation (no issue until the last good and first bad nightly, measured "
+                f"again back to back, agree): `nox -s confirm --{where}` measures them:", ""]  # fmt: skip
+        pairs = waiting.drop_duplicates("change_id").itertuples()
+        out += [f"- {cell_name(r)} on {r.gpu}: {_day(r.last_good_date)} → {_day(r.first_bad_date)} "
+                f"(change {r.change_id})" for r in pairs]  # fmt: skip
+    same = held[held["remeasured"] == ""]
+    if len(same):
+        out += ["", "Not a torch change (the same torch, or not two dated nightlies; no issue): "
+                + ", ".join(sorted({cell_name(r) for r in same.itertuples()}))]  # fmt: skip
+    return out
+
+
+def _day(value: object) -> str:
+    return f"{pd.Timestamp(value):%Y-%m-%d}"
 
 
 def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -> Verdict:
@@ -140,16 +181,18 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
             {"gpu": sorted({n.gpu for n in read.nights}), "build": sorted({n.build for n in read.nights})},
         )
         cache = history.change_cache(con, change_rule)
+        confirmations = kept(history, con)
     finally:
         con.close()
-    changes = all_changes(pts, change_rule, cache)
+    changes = annotate(all_changes(pts, change_rule, cache), confirmations)
     history.keep_changes(cache)  # the night's series, searched once: the next report reads them
     newest = max(n.date for n in read.nights)
     recent = changes[changes["first_bad_date"] >= pd.Timestamp(newest - timedelta(days=RECENT_DAYS))]
     regressing = [is_regression(m, c) for m, c in zip(recent["metric"], recent["change_pct"], strict=True)]
-    regressions = recent[recent["confirmed"].to_numpy(bool) & np.array(regressing, dtype=bool)]
+    held = recent[recent["confirmed"].to_numpy(bool) & np.array(regressing, dtype=bool)]
+    regressions = to_file(held)
     series = trends(pts, changes)
-    series = series[series["last"] == pd.Timestamp(newest)]
+    series = series[series["last_run"] == pd.Timestamp(newest)]  # its place may be its nightly's
     md = [f"## History: the verdict of {read.nights[0].run_id if read.nights else run_dir}", ""]
     md += [
         "Each night judged by the gate (`suite compare`'s "
@@ -167,11 +210,9 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
         md += ["", "| night | cell | gate verdict | ratio of medians |", "|---|---|---|---|", *failing]
     md += ["", f"### Change points of the last {RECENT_DAYS} days", ""]
     md += change_table(recent) if len(recent) else ["None."]
-    if len(regressions):
-        md += [
-            "",
-            "Confirmed regressions: " + ", ".join(sorted({cell_name(r) for r in regressions.itertuples()})),
-        ]
+    md += confirmation_lines(held, store)
     md += ["", f"### Trends of the {len(series)} series this run measured", ""]
     md += trend_table(series) if len(series) else ["None."]
-    return Verdict("\n".join(md) + "\n", tuple(judged), regressions.reset_index(drop=True))
+    return Verdict(
+        "\n".join(md) + "\n", tuple(judged), regressions.reset_index(drop=True), held.reset_index(drop=True)
+    )

@@ -17,7 +17,7 @@ import pandas as pd
 from suite.errors import UsageError
 from suite.measure import cudagraphs, energy, phases
 from suite.report.paths import shown
-from suite.results import FAIL, OK
+from suite.results import FAIL, OK, slug
 from suite.results.health import HEALTHY
 from suite.spec.load import load_matrix
 from suite.spec.model import BUILD_KINDS
@@ -56,8 +56,13 @@ class Gpu:
     name: str
 
     @property
+    def is_gpu(self) -> bool:
+        """A GPU row's device is its name's slug ("nvidia-h200"), or "cuda" in older rows."""
+        return self.device in ("cuda", slug(self.name))
+
+    @property
     def label(self) -> str:
-        return self.name if self.device == "cuda" else f"{self.device.upper()}: {self.name}"
+        return self.name if self.is_gpu else f"{self.device.upper()}: {self.name}"
 
 
 CUSTOM_PREFIX = "custom of "

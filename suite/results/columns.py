@@ -36,6 +36,9 @@ class Column:
     choices: tuple[str, ...] = ()  # the values allowed besides empty, where the set is closed
     doc: str = ""
     nonfinite: bool = False  # a NUMBER that may be `nan` or `inf` (measured so); elsewhere: empty
+    # a setting that changes the row's figures (compare, calibrate and history match cells on it:
+    # two rows that both record it and differ in it are not compared); empty: not recorded
+    setting: bool = False
 
 
 def _timed(
@@ -110,12 +113,18 @@ TABLE: tuple[Column, ...] = (
         "warmup",
         INT,
         contract=False,
+        setting=True,
         doc="warm-up calls that ran (untimed) before the timed ones: an eager cell's eager function's, "
         "a compiled cell's compiled function's after its compiling first call; empty unless ok",
     ),
-    Column("tolerance", NUMBER, contract=False, doc="accuracy tolerance of the pass/fail check"),
     Column(
-        "compile_cache", contract=False, doc="cold (fresh inductor/triton cache per cell) or run (shared)"
+        "tolerance", NUMBER, contract=False, setting=True, doc="accuracy tolerance of the pass/fail check"
+    ),
+    Column(
+        "compile_cache",
+        contract=False,
+        setting=True,
+        doc="cold (fresh inductor/triton cache per cell) or run (shared)",
     ),
     # compile cost (issue 14; README "What compiling costs"): figures of the compile-cost
     # processes and of the dynamic-batch scenario
@@ -162,13 +171,14 @@ TABLE: tuple[Column, ...] = (
         "with the batch dimension",
     ),
     Column("variant", contract=False, cell=9, doc='"smoke" for a shrunk model; "custom of <base>"'),
-    Column("input_source", contract=False, doc="which image fed the model (URL or file name)"),
+    Column("input_source", contract=False, setting=True, doc="which image fed the model (URL or file name)"),
     Column("torch_cuda_build", contract=False, doc="torch.version.cuda, CPU runs too (cuda_version: empty)"),
     Column("cpu_name", contract=False, doc="host CPU model (latency on CPU, launch overhead on GPU)"),
-    Column("torch_threads", INT, contract=False, doc="torch.get_num_threads() in the worker"),
+    Column("torch_threads", INT, contract=False, setting=True, doc="torch.get_num_threads() in the worker"),
     Column(
         "malloc",
         contract=False,
+        setting=True,
         choices=("steady", "system"),
         doc="the worker's C allocator: steady (glibc's mmap and trim thresholds fixed) or system (as is)",
     ),
@@ -268,7 +278,10 @@ TABLE: tuple[Column, ...] = (
     ),
     Column("cudagraph_note", contract=False, doc="why a CUDA-graph figure is empty"),
     Column(
-        "energy_source", contract=False, doc="nvml | rapl (zones): the counter the energy figures come from"
+        "energy_source",
+        contract=False,
+        setting=True,
+        doc="nvml | rapl (zones): the counter the energy figures come from",
     ),
     _extra_timed(
         "idle_power_w", "W", "the device's power before the first call, nothing running (not subtracted)"
@@ -291,6 +304,7 @@ TABLE: tuple[Column, ...] = (
     Column(
         "gpu_clocks_locked",
         contract=False,
+        setting=True,
         doc='"MIN,MAX" MHz when the run locked the GPU clocks, "no" when it did not (not asked, or the '
         "lock failed), empty when nothing said",
     ),
@@ -328,7 +342,9 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("parity_diff_bound", "", "the most parity_scaled_diff may be (the rule's)", positive=False),
     Column("parity_note", contract=False, doc="what the parity figures were judged on"),
     # issue 28: one request end to end, per stage (`pipeline` rows, docs/pipeline.md)
-    Column("pipeline_post", contract=False, doc="the task's post-processing the post stage calls"),
+    Column(
+        "pipeline_post", contract=False, setting=True, doc="the task's post-processing the post stage calls"
+    ),
     *(
         _extra_timed(f"{stage}_{figure}_ms", "ms", f"{what}: {figure.replace('_', ' ')}")
         for stage, what in (
@@ -368,6 +384,7 @@ TABLE: tuple[Column, ...] = (
         INT,
         contract=False,
         timing=True,
+        setting=True,
         doc="worker processes whose samples the row's figures pool (the `processes` setting, less failures)",
     ),
     _extra_timed(
@@ -392,6 +409,14 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("speedup_rerun95_low", "x", "where another run's paired speed-up should fall, 95%: low"),
     _extra_timed("speedup_rerun95_high", "x", "where another run's paired speed-up should fall, 95%: high"),
     Column("process_note", contract=False, doc="a process of the cell that gave no samples, and why"),
+    # issue 37: the stopping rule as set (stop_reason says why a row's loop stopped), on every row
+    Column(
+        "stop_rule",
+        contract=False,
+        setting=True,
+        doc='the timed loop\'s rule as set: "fixed, <iterations> calls" or "ci <ci_target_pct>%, '
+        '<min_iterations>-<iterations> calls, <max_timing_s> s" (stop_rule_text)',
+    ),
     # issue 38: throughput beside latency (suite.measure.timing, docs/measurement.md): blocks of
     # back-to-back calls with one synchronize (CUDA events on a GPU), timed in the same rounds
     _extra_timed(
@@ -479,6 +504,17 @@ KEY_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if c.key)
 CELL_COLUMNS: tuple[str, ...] = tuple(
     c.name for c in sorted((c for c in TABLE if c.cell), key=lambda c: c.cell)
 )
+# The settings that change a row's figures beyond the cell key (compile cache, allocator,
+# processes, stopping rule, warm-up, threads, image, ...): cells are compared across runs only
+# where every setting both rows record is the same (suite.compare.settings).
+SETTING_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if c.setting)
+
+
+def stop_rule_text(rule: str, calls: int, min_calls: int, ci_target_pct: float, max_s: float) -> str:
+    """The `stop_rule` column: a fixed rule by its calls, a CI rule by its target and limits."""
+    if rule == "fixed":
+        return f"fixed, {calls} calls"
+    return f"{rule} {ci_target_pct:g}%, {min(min_calls, calls)}-{calls} calls, {max_s:g} s"
 
 
 @dataclass(frozen=True)

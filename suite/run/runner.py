@@ -22,6 +22,7 @@ from typing import Any
 from suite.errors import UsageError
 from suite.measure.provenance import Environment
 from suite.results import TIMING_COLUMNS, RowWriter, health, key_of, samples
+from suite.results.columns import stop_rule_text
 from suite.results.samples import samples_path
 from suite.run import cell_path, preflight, resume, tidy
 from suite.run.launch import SAMPLES, RunPaths, WorkerJob
@@ -91,6 +92,9 @@ def build_row(
         "warmup": fields.get("warmup"),  # the calls that ran (suite.measure.timing), not the setting
         "tolerance": s.tolerance,
         "compile_cache": s.compile_cache,
+        "stop_rule": stop_rule_text(
+            s.stop_rule, s.iterations, s.min_iterations, s.ci_target_pct, s.max_timing_s
+        ),
         "variant": cell.variant,
         "shard": shard,
         "log_file": log_file,

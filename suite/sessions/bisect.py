@@ -12,18 +12,25 @@ Flags: --cell, --good, --bad (YYYY-MM-DD or YYYYMMDD), --build (a nightly build 
 TORCH_NIGHTLY_DATE; default nightly-current), --profile (full), --device (cuda|cpu), --threshold,
 --out (results), --local-bases, --index URL (a mirror of the build's nightly index, which the
 images then install from too).
+
+`nox -s confirm -- [--store URL] [--gpu NAME] [--change ID] [--device cuda|cpu] [--profile full]
+[--threshold T] [--out DIR] [--index URL] [--local-bases] [--issues [--repo OWNER/NAME]]`: a held
+regression's last good and first bad nightly measured again, back to back, before an issue is
+opened (suite.history.confirm judges and keeps it): the same images and the same `suite run`.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from datetime import date, datetime
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timezone
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from suite.errors import UsageError
 from suite.history.bisect import SKIP, Cell, Judged, Result, bisect
@@ -204,3 +211,145 @@ def bisect_session(
     for line in result.lines(cell, build.name):
         runner.log(line)
     return result
+
+
+# --- `nox -s confirm`: a change point's two nightlies measured again, back to back ----------------
+
+Host = Callable[[Sequence[str]], str]  # `python -m suite history ARGS...` in the host Python -> stdout
+
+
+def host_history(host_python: str) -> Host:
+    """`python -m suite history ...` in the host Python (it has pandas and DuckDB); its failure is
+    one line."""
+
+    def run(args: Sequence[str]) -> str:
+        proc = subprocess.run(
+            [host_python, "-m", "suite", "history", *args], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            raise UsageError(f"history {args[0]}", (proc.stderr.strip().splitlines() or ["failed"])[-1])
+        return proc.stdout
+
+    return run
+
+
+CONFIRM_VALUES = (
+    "--store", "--change", "--gpu", "--profile", "--device", "--threshold", "--out", "--index", "--repo",
+)  # fmt: skip
+
+
+def confirm_session(
+    runner: Runner,
+    posargs: Sequence[str],
+    root: Path,
+    host_python: str = sys.executable,
+    host: Host | None = None,
+) -> list[str]:
+    """Each held regression awaiting a confirmation (`history confirm --list`; `--gpu NAME`: those
+    found on that GPU; `--change ID`: that one): both nightlies' images built, then the cell run in
+    each, back to back, and the two runs judged and kept by `history confirm` (which opens the
+    issues with `--issues`). Its lines."""
+    args = list(posargs)
+    flags = take(args, values=list(CONFIRM_VALUES), switches=["--local-bases", "--issues"])
+    refuse_rest(args, "confirm", ", ".join([*CONFIRM_VALUES, "--local-bases", "--issues"]))
+    ask = host or host_history(host_python)
+    store = ["--store", flags["--store"]] if flags["--store"] else []
+    device = flags["--device"] or "cuda"
+    if device not in docker.DEVICES:
+        raise UsageError("--device", f"{device!r}: cuda or cpu")
+    pending = [json.loads(line) for line in ask(["confirm", "--list", *store]).splitlines() if line.strip()]
+    if flags["--gpu"]:  # this machine's GPU (as the history names it): the changes found on it
+        pending = [p for p in pending if p["gpu"] == flags["--gpu"]]
+    if flags["--change"]:
+        pending = [p for p in pending if p["change"] == flags["--change"]]
+        if not pending:
+            raise UsageError("--change", f"{flags['--change']!r} is not awaiting a confirmation")
+    if not pending:
+        runner.log("no change point awaits a confirmation")
+        return []
+    docker.check_docker()
+    if device == "cuda":
+        docker.check_gpu()
+    matrix = load(root)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    lines: list[str] = []
+    failed: list[str] = []
+    for item in pending:
+        build = matrix.builds.get(item["build"])
+        if build is None or "TORCH_NIGHTLY_DATE" not in build.build_args:
+            lines.append(f"change {item['change']}: {item['build']} is not a nightly build of matrix.yaml "
+                         "pinned by TORCH_NIGHTLY_DATE: it cannot be measured again here")  # fmt: skip
+            runner.log(lines[-1])
+            continue
+        if flags["--index"]:
+            build = replace(build, index_url=flags["--index"])
+        try:
+            lines.append(_confirm_one(runner, ask, item, _Where(matrix, build, root, flags, stamp, store)))
+        except UsageError as exc:  # this change's runs refused (another GPU, another nightly): the next
+            failed.append(f"change {item['change']}: not confirmed ({exc})")
+            runner.log(failed[-1])
+    if failed:  # the others are measured and kept; the session still fails, in one line
+        raise UsageError(
+            "confirm", f"{len(failed)} of {len(pending)} change(s) could not be judged: {failed[0]}"
+        )
+    return lines
+
+
+def quiet(runner: Runner) -> Runner:
+    """The runner whose error is an exception of this module's (a nightly that does not build or
+    run is told and skipped, not the session's end)."""
+
+    def error(message: str) -> None:
+        raise _NotRun(message)
+
+    return Runner(run=runner.run, log=runner.log, error=error)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _Where:
+    """What every confirmation of one session shares."""
+
+    matrix: Matrix
+    build: BuildSpec
+    root: Path
+    flags: dict[str, Any]
+    stamp: str
+    store: list[str]
+
+
+def _confirm_one(runner: Runner, ask: Host, item: dict[str, str], where: _Where) -> str:
+    """One pair of nightlies: both images built first (so the runs follow each other), then good,
+    then bad, then `history confirm` on the two runs."""
+    flags = where.flags
+    cell = Cell.parse(item["cell"])
+    out = Path(flags["--out"] or where.root / "results") / f"confirm-{item['change']}-{where.stamp}"
+    subs = images.Substitutes(local_bases=flags["--local-bases"])
+    suite_args = ["--profile", flags["--profile"] or "full", "--scenarios", item["scenario"]]
+    device = flags["--device"] or "cuda"
+    measure = container_measure(
+        runner, where.matrix, where.build, cell, suite_args, device, out, where.root, subs
+    )
+    days = [parse_day("good", item["good"]), parse_day("bad", item["bad"])]
+    for day in days:  # built (or found) first: the two runs then follow each other
+        spec = replace(
+            where.build, build_args={**where.build.build_args, "TORCH_NIGHTLY_DATE": f"{day:%Y%m%d}"}
+        )
+        try:
+            containers.ensure_image(
+                quiet(runner), where.matrix, spec, where.root, containers.Build(subs=subs)
+            )
+        except (_NotRun, UsageError, docker.DockerProblem) as exc:
+            runner.log(f"{day}: its image did not build ({exc})")
+    good_run, bad_run = measure(days[0]), measure(days[1])
+    if good_run is None:  # nothing to judge against: the change still awaits
+        raise UsageError(f"{days[0]}", "the last good nightly's cell did not run")
+    args = ["confirm", *where.store, "--change", item["change"], "--good-run", str(good_run)]
+    args += ["--bad-run", str(bad_run)] if bad_run is not None else []
+    args += ["--threshold", flags["--threshold"]] if flags["--threshold"] else []
+    args += ["--issues"] if flags["--issues"] else []
+    args += ["--repo", flags["--repo"]] if flags["--repo"] else []
+    kept = json.loads(ask(args).strip().splitlines()[-1])
+    line = (f"change {item['change']}: {cell.label} ({where.build.name}) {days[0]} against {days[1]}, "
+            f"measured again: the gate says {kept['verdict']!r} ({kept['judged']})")  # fmt: skip
+    runner.log(line)
+    return line

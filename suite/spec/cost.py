@@ -1,14 +1,14 @@
 """An estimate of how long one cell takes, in seconds: for balancing shards and for the ETA.
 
 This is a rough model of what the worker does, not a measurement. Its rates come in two
-sets: a GPU's (GPU_RATES, of the order an A100-class GPU shows for the guide's models: a cold
-`torch.compile` takes tens of seconds, max-autotune several minutes) and a 2-core CPU's
-(CPU_RATES, read off this project's own runs), which `plan` uses for `--device cpu` or a machine
-without an NVIDIA GPU. Sharding and the runner's ETA use the GPU's rates whatever the device:
-they need only the *ratios* between cells, and read only the cell's matrix data (never the
-running device), so every machine computes the same shards.
+sets: a GPU's (GPU_RATES, measured on an H200 with torch 2.11 for the models the GPU study ran, the
+others by a formula: a cold `torch.compile` takes tens of seconds, max-autotune several minutes)
+and a 2-core CPU's (CPU_RATES, read off this project's own runs), which `plan` uses for
+`--device cpu` or a machine without an NVIDIA GPU. Sharding and the runner's ETA use the GPU's
+rates whatever the device: they need only the *ratios* between cells, and read only the cell's
+matrix data (never the running device), so every machine computes the same shards.
 
-    seconds = startup + load + compile + forwards * seconds per forward
+    seconds = startup + load + compile + forwards * seconds per forward + energy window
 
 plus, with `processes: k`, k - 1 more processes (each: startup + a warm compile + the same
 calls), plus, with the `compile_cost` setting, the warm and mega-cache processes of a compiled cell
@@ -28,17 +28,49 @@ from suite.spec.warmup import loop_calls, warmup_calls
 class Rates:
     """What a kind of device takes for the parts of a cell that differ most between devices."""
 
-    startup_s: float  # child process, torch + transformers imports, model build, inputs
+    startup_s: float  # child process, torch + transformers imports, model build, inputs, teardown
     compile_base_s: float  # a cold compile of the smallest graph
     forward_s_per_m_params_image: float  # compute of one forward, per million parameters and image
+    compile_s_per_m_params: float = 0.3  # bigger models have more layers, so bigger graphs
+    energy_s: float = 0.0  # the energy window after the timed calls (suite.measure.energy)
+    # a cold default-mode compile measured per model (display name -> seconds): used instead of
+    # compile_base_s + compile_s_per_m_params where known
+    compile_by_model: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if min(self.startup_s, self.compile_base_s, self.forward_s_per_m_params_image) <= 0:
             raise ValueError(f"{self}: every rate must be positive")
+        if min(self.compile_s_per_m_params, self.energy_s, *(s for _, s in self.compile_by_model)) < 0:
+            raise ValueError(f"{self}: no rate may be negative")
+
+    def compile_s(self, model: str, size_m: float) -> float:
+        """A cold default-mode compile of `model` (`size_m` million parameters)."""
+        measured = dict(self.compile_by_model).get(model)
+        return (
+            measured if measured is not None else self.compile_base_s + self.compile_s_per_m_params * size_m
+        )
 
 
-# compute: ViT-base (86 M) x 16 images ~ 28 ms
-GPU_RATES = Rates(startup_s=15.0, compile_base_s=30.0, forward_s_per_m_params_image=2e-5)
+# One NVIDIA H200 (16 cores, torch 2.11, the GPU study of 2026-11-26, results/2026-11-26-h200-torch2.11):
+# compiled cells at batch 1 took 36-54 s where the rates before these estimated 54-129 s. Start-up
+# (the eager first result, model load included) 11-18 s, and 5-7 s after the timed calls beside the
+# 5 s energy window (NVML); a cold compile 12-27 s that does not follow the parameter count
+# (MobileNet, 2.5 M: 21 s; ConvNeXT-large, 198 M: 16.5 s): the models measured keep their own
+# figure (the mean of their runs), the others 18 s + 0.1 s per million parameters.
+GPU_RATES = Rates(
+    startup_s=19.0,
+    compile_base_s=18.0,
+    forward_s_per_m_params_image=2e-5,  # compute: ViT-base (86 M) x 16 images ~ 28 ms
+    compile_s_per_m_params=0.1,
+    energy_s=5.0,
+    compile_by_model=(
+        ("ViT", 14.0),
+        ("BeiT", 25.0),
+        ("ConvNeXT", 16.5),
+        ("ResNet", 15.5),
+        ("MobileNet", 21.1),
+    ),
+)
 # A 2-core CPU (this project's AMD EPYC VM): in `nox -s bench-local` of 2026-11-21
 # (results/2026-11-21-cpu-amd-epyc-smoke, load 1.0-1.4) an eager smoke cell took 2.4 s (torch
 # 2.0.1) to 4.8 s (torch 2.13) and a compiled one 17-23 s on average, most of it the compile;
@@ -55,7 +87,6 @@ FORWARD_OVERHEAD_S = 0.004  # kernel launches of one forward, whatever its size
 # compile about twice a forward's (AOTAutograd compiles the backward graph as well).
 TRAIN_STEP_FORWARDS = 3.0
 TRAIN_COMPILE_FACTOR = 2.0
-COMPILE_S_PER_M_PARAMS = 0.3  # bigger models have more layers, so bigger graphs
 # Compile cost of each mode relative to `default`; a mode not named here counts as default.
 COMPILE_FACTOR: dict[str, float] = {
     "eager": 0.0,
@@ -134,7 +165,9 @@ def estimate_seconds(cell: Cell, device_type: str = "cuda") -> float:
     rates = RATES[device_type]
     size = params_m(cell)
     startup_s = rates.startup_s + LOAD_S_PER_M_PARAMS * size
-    compile_s = COMPILE_FACTOR.get(cell.mode, 1.0) * (rates.compile_base_s + COMPILE_S_PER_M_PARAMS * size)
+    measured_as = "" if cell.settings.shrink else cell.model.name  # a shrunk model is not the one measured
+    compiled = rates.compile_s(measured_as, size)
+    compile_s = COMPILE_FACTOR.get(cell.mode, 1.0) * compiled
     if cell.scenario == DYNAMIC_BATCH:
         return startup_s + _dynamic_seconds(cell, size, compile_s, rates)
     forward_s = _forward_s(size, cell.batch_size, rates)
@@ -145,7 +178,7 @@ def estimate_seconds(cell: Cell, device_type: str = "cuda") -> float:
     timed_s = timed * forward_s
     if cell.settings.stop_rule == STOP_CI:  # the rule stops timing after max_timing_s
         timed_s = min(timed_s, cell.settings.max_timing_s)
-    seconds = startup_s + compile_s + (forwards(cell) - timed) * forward_s + timed_s
+    seconds = startup_s + compile_s + (forwards(cell) - timed) * forward_s + timed_s + rates.energy_s
     # processes per cell (suite.run.cell_path): each further one starts, compiles on the first's
     # caches (warm) and makes the same calls
     extra_processes = cell.settings.processes - 1

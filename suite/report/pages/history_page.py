@@ -164,9 +164,13 @@ def history_data(view: HistoryViewLike) -> dict[str, Any]:
         .ngroup()
     )
     first = points.groupby(night_of, sort=True).head(1)  # one row per night, in night order
+    # where a night stands (its nightly's date, for a nightly build) is not always when it ran
+    ran = _days(first["run_date"]) if "run_date" in first.columns else pd.Series("", index=first.index)
+    first = first.assign(ran=ran.where(ran != first["day"], ""))
     nights = [
         {
             "date": r.day,
+            "ran": r.ran,
             "gpu": _text(r.gpu),
             "line": _text(r.build_line),
             "build": _text(r.build),
@@ -237,6 +241,7 @@ def history_data(view: HistoryViewLike) -> dict[str, Any]:
                 "hi": one(r["change_ci_high_pct"]),
                 "direction": _text(r["direction"]),
                 "confirm": _text(r["confirm_command"]),
+                "measured": _text(r.get("remeasured", "")),
                 "last_good_page": _page_of(nights, r, "last_good_date"),
                 "first_bad_page": _page_of(nights, r, "first_bad_date"),
             }

@@ -107,7 +107,7 @@ def group_stem(study: Study, *parts: object, setup: Setup | None = None) -> str:
 
 
 def gpu_stem(gpu: Gpu) -> str:
-    return slug(gpu.name) if gpu.device == "cuda" else slug(f"{gpu.device} {gpu.name}")
+    return slug(gpu.name) if gpu.is_gpu else slug(f"{gpu.device} {gpu.name}")
 
 
 def row_context(gpu: Gpu, setup: Setup, task: str, model: str, **more: object) -> dict[str, object]:

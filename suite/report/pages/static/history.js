@@ -59,7 +59,7 @@
       const n = D.nights[s.night[i]];
       const status = D.statuses[s.status[i]];
       const health = D.healths[s.health[i]];
-      const parts = [`<b>${D.dates[d]}</b> · ${PG.esc(seriesName(s))}`, `${PG.esc(s.build)}: torch ${PG.esc(n.torch)}${n.git ? " (" + n.git.slice(0, 10) + ")" : ""}`];
+      const parts = [`<b>${D.dates[d]}</b> · ${PG.esc(seriesName(s))}`, `${PG.esc(s.build)}: torch ${PG.esc(n.torch)}${n.git ? " (" + n.git.slice(0, 10) + ")" : ""}${n.ran ? ", ran " + n.ran : ""}`];
       if (status !== "ok") parts.push(`<b>${PG.esc(status)}</b>: no figure this night`);
       else {
         // the page keeps 4 significant digits of each figure: shown as kept
@@ -182,7 +182,7 @@
       changesBox.append(el("p", { class: "ok", text: `No change point on ${gpu}.` }));
       return;
     }
-    const head = ["first bad night", "Task/Model", "series", "metric", "change [95% CI]", "last good", "first bad", "commits", "confirm with"];
+    const head = ["first bad night", "Task/Model", "series", "metric", "change [95% CI]", "last good", "first bad", "commits", "measured again", "confirm with"];
     const body = rows.map((c) => {
       const night = (date, git, page) => el("td", {}, page ? el("a", { href: page, text: date }) : date, git ? ` (${git.slice(0, 10)})` : "");
       const pct = PG.num(c.pct) ? `${c.pct > 0 ? "+" : ""}${c.pct.toFixed(1)}%${PG.interval(c.lo, c.hi, 1, "%")} ${c.direction}` : c.direction;
@@ -192,6 +192,7 @@
         el("td", { class: "num", text: pct }), night(c.last_good, c.last_good_git, c.last_good_page),
         night(c.first_bad, c.first_bad_git, c.first_bad_page),
         el("td", {}, c.url ? el("a", { href: c.url, text: "compare" }) : "unknown"),
+        el("td", { text: c.measured || "—" }),
         el("td", {}, c.confirm ? el("code", { text: c.confirm }) : "—"));
     });
     changesBox.append(el("table", {}, el("thead", {}, el("tr", {}, head.map((h) => el("th", { text: h })))), el("tbody", {}, body)));
@@ -205,7 +206,7 @@
     el("p", { class: "sub", text: `${D.dates.length} night(s) from ${M.first} to ${M.last}, ${D.series.length} series, ${M.points} points. suite ${M.suite_version}.` }),
     el("nav", { class: "filters" }, gpuBox, lines.box, sizes.box, modes.box),
     el("section", { id: "changes" }, el("h2", { text: "Change points" }),
-      el("p", { class: "sub", text: "Each: the last good and the first bad night of a series (links: their run pages), the change with its 95% CI, the torch commits between them, and the command that confirms it." }),
+      el("p", { class: "sub", text: "Each: the last good and the first bad night of a series (links: their run pages; a nightly build's nights are its nightlies' dates), the change with its 95% CI, the torch commits between them, what measuring the two nightlies again back to back said (an issue is opened only where it agrees), and the command that bisects it." }),
       changesBox));
   renderChanges();
   const grid = el("section", { id: "trends" }, el("h2", { text: "Trends per model" }),

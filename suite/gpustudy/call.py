@@ -1,5 +1,6 @@
-"""Running one call of the GPU study (suite.spec.gpustudy) on a lent machine: its steps, each the
-suite's own CLI in a child process (`python -m suite run|crosscheck|repeat ... --run-id ID`), under
+"""Running one call of the GPU study (suite.gpustudy.plan) on a lent machine: the steps not done
+yet, each the suite's own CLI in a child process
+(`python -m suite run|crosscheck|repeat ... --run-id ID`), under
 a deadline, and its outputs packed where the device tool brings files back.
 
 A lent machine's command is killed at its limit and only files under `$OUT` come back (at most 8,
@@ -30,9 +31,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from suite.run.packing import pack, unpack
+from suite.gpustudy.packing import pack, unpack
+from suite.gpustudy.plan import DEVICE, PROFILE, STEP_OVERHEAD_S, Call, PlannedStep
 from suite.spec.cost import format_duration
-from suite.spec.gpustudy import DEVICE, PROFILE, STEP_OVERHEAD_S, Call, PlannedStep
 
 PACK_EVERY_S = 30.0
 LOG_LIMIT_BYTES = 8 * 2**20  # the call's log: its last part, past this
@@ -73,6 +74,7 @@ class CallReport:
     steps: list[StepOutcome] = field(default_factory=list)
     calibration: str = ""
     packed: str = ""
+    command: str = ""  # the call as run (`--out "$OUT"`: no path of the machine)
     cells: dict[str, int] = field(default_factory=dict)  # the rows of its run folders, by status
 
     def complete(self) -> bool:
@@ -90,29 +92,63 @@ def command_line(argv: Sequence[str]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Calibration: the cost model against what earlier calls measured here
+# What is done already, and the cost model against it
 
 
-def calibration(summaries: Sequence[Path]) -> tuple[float, str] | None:
-    """(measured / estimated, a line saying from what) over the finished steps of earlier calls'
-    summaries (callN.json), or None when there are none."""
-    measured = estimated = 0.0
-    calls = []
-    for path in summaries:
+def _key(model: str, batch_size: object, mode: str, scenario: str) -> tuple[str, int, str, str]:
+    return model, int(str(batch_size)), mode, scenario
+
+
+def _rows(folder: Path) -> list[dict[str, str]]:
+    from suite.results import read_rows
+
+    rows: list[dict[str, str]] = []
+    for csv_path in sorted(folder.glob("raw/*.csv")):
         try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            rows += read_rows(csv_path).rows
+        except Exception:  # unreadable: the step's own resume says why, and runs it
             continue
-        done = [s for s in report.get("steps", []) if s.get("status") == DONE]
-        if done:
-            calls.append(str(report.get("call")))
-            measured += sum(float(s["wall_s"]) for s in done)
-            estimated += sum(float(s["estimate_s"]) for s in done)
-    if not estimated:
+    return rows
+
+
+def finished(work: Path, p: PlannedStep) -> bool:
+    """Whether every cell of a run step has its row (ok or oom: what a resume keeps), so that the
+    step need not start at all (a step's start-up alone is 14-18 s of a call's 9 minutes)."""
+    if p.step.verb != "run" or not p.cells or any(c.dynamic for c in p.cells):
+        return False
+    have = {
+        _key(r["model"], r["batch_size"], r["mode"], r["scenario"])
+        for r in _rows(work / p.step.run_id)
+        if r.get("status") in ("ok", "oom") and not r.get("dynamic")
+    }
+    return all(_key(c.model.name, c.batch_size, c.mode, c.scenario) in have for c in p.cells)
+
+
+def calibration(work: Path, planned: Sequence[PlannedStep]) -> tuple[float, str] | None:
+    """(measured / estimated, a line saying from what) over every cell that ended ok in the run
+    folders here (earlier calls on this machine, a restored tarball), each against the cost
+    model's estimate of it; None when there is none."""
+    estimates = {
+        _key(c.model.name, c.batch_size, c.mode, c.scenario): s
+        for p in planned
+        for c, s in zip(p.cells, p.each, strict=False)
+        if not c.dynamic
+    }
+    measured = estimated = 0.0
+    count = 0
+    for p in planned:
+        if p.step.verb != "run":
+            continue
+        for row in _rows(work / p.step.run_id):
+            est = estimates.get(_key(row["model"], row["batch_size"], row["mode"], row["scenario"]))
+            if row.get("status") != "ok" or row.get("dynamic") or est is None or not row.get("wall_s"):
+                continue
+            measured, estimated, count = measured + float(row["wall_s"]), estimated + est, count + 1
+    if not count:
         return None
     ratio = measured / estimated
     line = (
-        f"calls {', '.join(calls)} here took {ratio:.2f} x the cost model's estimate "
+        f"the {count} cell(s) finished here took {ratio:.2f} x the cost model's estimate "
         f"({format_duration(measured)} for {format_duration(estimated)})"
     )
     return ratio, line
@@ -280,23 +316,36 @@ def plan_lines(
     return lines
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where a call works and what it runs its steps with: the run folders (`work`), the files the
+    tool brings back (`out`), an earlier attempt's tarball to resume from, the Python and folder
+    the steps run in, where their output is echoed, and the call's own command as run."""
+
+    work: Path
+    out: Path
+    resume_from: Path | None = None
+    python: str = sys.executable
+    cwd: Path | None = None
+    echo: TextIO | None = None
+    command: str = ""
+
+
 def run_call(
-    call: Call,
-    variant: str,
-    planned: Sequence[PlannedStep],
-    work: Path,
-    out: Path,
-    budget_s: float,
-    resume_from: Path | None = None,
-    python: str = sys.executable,
-    cwd: Path | None = None,
-    echo: TextIO | None = None,
+    call: Call, variant: str, planned: Sequence[PlannedStep], where: Where, budget_s: float
 ) -> CallReport:
-    """Run the call's steps (see the module doc); the report is also written to `out`."""
+    """Run the call's steps (see the module doc); the report is also written to `where.out`."""
     from datetime import datetime, timezone
 
-    echo = echo or sys.stdout
-    cwd = cwd or Path(__file__).resolve().parents[2]
+    work, out, resume_from, python, command = (
+        where.work,
+        where.out,
+        where.resume_from,
+        where.python,
+        where.command,
+    )
+    echo = where.echo or sys.stdout
+    cwd = where.cwd or Path(__file__).resolve().parents[2]
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -310,6 +359,7 @@ def run_call(
         budget_s=budget_s,
         estimate_s=sum(p.seconds for p in planned),
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        command=command,
         steps=[
             StepOutcome(p.step.what, command_line(p.step.argv(variant, work)), len(p.cells), p.seconds)
             for p in planned
@@ -320,13 +370,13 @@ def run_call(
         tee = _Tee(log, echo)
         for line in plan_lines(call, variant, planned, budget_s, work):
             tee.line(line)
-        earlier = sorted(p for p in work.glob("call*.json") if p.name != f"call{call.number}.json")
-        found = calibration(earlier)
+        restored = _restore(call, ids, work, resume_from, tee)
+        found = calibration(work, planned)
         if found:
             ratio, said = found
-            report.calibration = f"{said}; scaled so, this call: {format_duration(report.estimate_s * ratio)}"
+            left = sum(p.seconds for p in planned if not finished(work, p))
+            report.calibration = f"{said}; scaled so, the steps not done yet: {format_duration(left * ratio)}"
             tee.line(f"calibration: {report.calibration}")
-        restored = _restore(call, ids, work, resume_from, tee)
 
         in_flight: list[tuple[StepOutcome, float]] = []  # the step running now, and its start
 
@@ -350,6 +400,12 @@ def run_call(
                 if p.step.verb == "crosscheck" and (work / p.step.run_id / "crosscheck.json").exists():
                     outcome.status = ALREADY
                     tee.line(f"gpu-study: {p.step.what}: already done ({p.step.run_id}/crosscheck.json)")
+                    continue
+                if finished(work, p):
+                    outcome.status = ALREADY
+                    tee.line(
+                        f"gpu-study: {p.step.what}: already done (every cell has its row in {p.step.run_id})"
+                    )
                     continue
                 # a cross-check keeps nothing until it ends: start one only if it fits
                 need = p.seconds if p.step.verb == "crosscheck" else STEP_OVERHEAD_S
@@ -393,12 +449,18 @@ def run_call(
     return report
 
 
+def _latest_archive(folder: Path) -> Path:
+    """The last call's tarball in `folder` (it holds every run folder of the calls before it)."""
+    found = [(int(p.name[4:-7]), p) for p in folder.glob("call*.tar.gz") if p.name[4:-7].isdigit()]
+    return max(found)[1] if found else folder / "call1.tar.gz"
+
+
 def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | None, tee: _Tee) -> list[str]:
     """Bring an earlier attempt's run folders back from its tarball, each one a warm machine does
     not still have; the folders restored."""
     if resume_from is None:
         return []
-    archive = resume_from / f"call{call.number}.tar.gz" if resume_from.is_dir() else resume_from
+    archive = _latest_archive(resume_from) if resume_from.is_dir() else resume_from
     if not archive.is_file():
         tee.line(f"gpu-study: nothing to resume from ({archive} is not there): starting afresh")
         return []
@@ -413,9 +475,6 @@ def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | Non
             continue
         shutil.move(str(staging / name), str(work / name))
         restored.append(name)
-    summary = staging / f"call{call.number}.json"
-    if summary.exists():  # the earlier attempt's steps, for the calibration of later calls
-        shutil.move(str(summary), str(work / f"call{call.number}.attempt.json"))
     shutil.rmtree(staging, ignore_errors=True)
     tee.line(
         f"gpu-study: resuming from {archive}: restored {', '.join(restored) or 'nothing'}"

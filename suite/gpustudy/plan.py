@@ -1,10 +1,10 @@
-"""The GPU study (issue 30) as data: three calls of a lent GPU machine, each a few steps of the
-suite's own verbs (`run`, `crosscheck`, `repeat`) on the `gpu-study` profile, narrowed by flags.
+"""The GPU study as data: one ordered list of steps of the suite's own verbs (`run`, `crosscheck`,
+`repeat`) on the `gpu-study` profile, narrowed by flags, and how calls of a lent machine cut it.
 
-A lent machine gives a session about 30 minutes of GPU time, at most 10 minutes a command, and a
-fresh machine is bare: so the study is cut into calls that each fit a budget, each step has a fixed
-run id (the same command again resumes it: the suite's own `--run-id` resume), and the `tiny`
-variant runs the very same steps on shrunk models on a CPU, which is how the study is tested.
+A lent machine gives a session 15 minutes of device time, at most 10 minutes a command, and a
+fresh machine is bare: so each call runs the steps not done yet, in order, until its deadline, each
+step has a fixed run id (the same command again resumes it: the suite's own `--run-id` resume), and
+the `tiny` variant runs the very same steps on shrunk models on a CPU, which is how it is tested.
 
 Only the matrix and the cost model are read here (no torch): `plan` prints the steps, their cells
 and estimates on any host. Estimates are suite.spec.cost's, with one correction for the GPU: where
@@ -30,10 +30,21 @@ VARIANTS: tuple[str, ...] = (GPU, TINY)
 PROFILE = {GPU: "gpu-study", TINY: "gpu-study-tiny"}
 DEVICE = {GPU: "cuda", TINY: "cpu"}
 # A call of the device tool may run 600 s; the study stops its own steps before that, leaving time
-# to pack what it measured (suite.run.gpustudy) and for the transfers.
-CALL_LIMIT_S = 540.0  # the issue's "under 9 minutes"
-DEFAULT_BUDGET_S = {GPU: 480.0, TINY: 0.0}  # 0: no deadline (a CPU test waits for every cell)
-STEP_OVERHEAD_S = 10.0  # a step's own Python, the model check and the environment probe (children)
+# to pack what it measured (suite.gpustudy.call) and for the transfers.
+# The device tool: a session has 15 minutes of device time in all (a fresh machine costs 1-2 of
+# them), at most 10 minutes a command, and at most 8 files come back from $OUT, 2 folders down.
+# The study's call keeps to 9 minutes (a rerun still fits after it) and to 6 files.
+CALL_LIMIT_S = 540.0  # the longest call (`--deadline-s`, the `run` call's timeout_s)
+RESERVE_S = (
+    70.0  # within the deadline, after the steps: a step's stop (SIGINT, SIGKILL 45 s on), the last pack
+)
+MAX_FILES = 6  # what a call may leave in $OUT: its 4 (CALL_FILES) and what the command adds (nvidia-smi)
+CALL_FILES = ("call{n}.tar.gz", "call{n}.log", "call{n}.md", "call{n}.json")
+MAX_CALLS = 99
+DEFAULT_DEADLINE_S = {GPU: CALL_LIMIT_S, TINY: 0.0}  # 0: no deadline (a CPU test waits for every cell)
+STEP_OVERHEAD_S = 16.0  # a step's own Python, the model check and the environment probe: 14-18 s on the H200
+DEFAULT_MATRIX = Path(__file__).resolve().parents[2] / "matrix.yaml"  # as suite.cli.args
+DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
 REFERENCE_GPU = "A100"  # the guide's figures the GPU estimate borrows per-call times from
 
 RO_MODELS = ("ConvNeXT", "ResNet", "Conditional-DETR", "MobileNet")  # the guide's reduce-overhead table
@@ -101,6 +112,8 @@ class Step:
 
 @dataclass(frozen=True)
 class Call:
+    """One call of the device tool: the study's steps not done yet, in order, until its deadline."""
+
     number: int
     title: str
     steps: tuple[Step, ...] = field(default_factory=tuple)
@@ -113,7 +126,7 @@ def _models(names: Sequence[str]) -> str:
 def _crosscheck(name: str) -> Step:
     return Step(
         "crosscheck",
-        f"call2-crosscheck-{name.lower()}",
+        f"crosscheck-{name.lower()}",
         f"cross-check {name} (suite loop vs torch.utils.benchmark and CUDA events)",
         ("--models", name, "--batch-sizes", "1", "--modes", "default"),
         iterations=50,
@@ -121,110 +134,97 @@ def _crosscheck(name: str) -> Step:
     )
 
 
-def _ro(sizes: str, mode: str, what: str) -> Step:
-    flags = ("--models", _models(RO_MODELS), "--batch-sizes", sizes, "--modes", mode)
-    run_id = f"call2-{'ro' if mode == 'reduce-overhead' else mode}-bs{sizes}"
-    return Step("run", run_id, f"reduce-overhead table: {what}", flags)
+def _run(run_id: str, what: str, models: Sequence[str] | None, sizes: str, modes: str) -> Step:
+    flags = ("--models", _models(models)) if models else ()
+    return Step("run", run_id, what, (*flags, "--batch-sizes", sizes, "--modes", modes))
 
 
-# Every step has a run folder of its own: steps sharing one, a later step's resume would move an
-# earlier step's failed rows (error, timeout) to superseded/ to run them again, and not run them,
-# since it does not select them (seen in the tiny run). The merge reads them all.
-# Each call's steps in the order they matter, since a call that reaches its deadline stops there
-# (resumable): compiled cells before eager ones (a compiled cell also times eager, interleaved: the
-# paired speed-up), and what only this call measures before more of the same.
-CALLS: tuple[Call, ...] = (
-    Call(
-        1,
-        "every model at batch 1, eager and default",
-        (
-            Step("run", "call1-default", "batch 1, default", ("--batch-sizes", "1", "--modes", "default")),
-            Step("run", "call1-eager", "batch 1, eager", ("--batch-sizes", "1", "--modes", "eager")),
-        ),
+# The other models, in the matrix's order (a step's cells come in it: model, then batch, then mode)
+OTHERS = ("ViT", "BeiT", "Segformer", "Mask2former", "Maskformer", "OwlViT", "DETR", "Resnet-101")
+
+# The whole study, in the order it matters: a call runs the steps not done yet, in this order,
+# until its deadline (the cell in flight is lost, every finished one kept), and the next call goes
+# on from there. First the headline: the cross-check of the suite's timing on the GPU, then the
+# guide's reduce-overhead table at batch 1 model by model (each model's default and
+# reduce-overhead cell, each timing eager interleaved: a finished model is a whole row of it),
+# then the other models at batch 1, then more. Every step has a run folder of its own: steps
+# sharing one, a later step's resume would move an earlier step's failed rows to superseded/
+# without running them again (it does not select them; seen in the tiny run).
+STUDY: tuple[Step, ...] = (
+    _crosscheck("ResNet"),
+    _run(
+        "ro-bs1",
+        "the reduce-overhead table at batch 1: default and reduce-overhead, model by model",
+        RO_MODELS,
+        "1",
+        "default,reduce-overhead",
     ),
-    Call(
-        2,
-        "the guide's reduce-overhead models at batch 1 and 4; the cross-check",
-        (
-            _crosscheck(CROSSCHECK_MODELS[0]),
-            _ro("1", "reduce-overhead", "batch 1, reduce-overhead (eager and default: call 1)"),
-            _crosscheck(CROSSCHECK_MODELS[1]),
-            _ro("4", "reduce-overhead", "batch 4, reduce-overhead"),
-            _crosscheck(CROSSCHECK_MODELS[2]),
-            _ro("4", "eager", "batch 4, eager"),
-        ),
+    _run("bs1-default", "the other models at batch 1, default", OTHERS, "1", "default"),
+    _run(
+        "ro-bs4",
+        "the reduce-overhead table at batch 4 (default: cls-default, compile-cost)",
+        RO_MODELS,
+        "4",
+        "reduce-overhead",
     ),
-    Call(
-        3,
-        "classification at batch 4 and 16; compile cost; dynamic batch; repeatability",
-        (
-            Step(
-                "run",
-                "call3-compile-cost",
-                "ResNet at batch 4 and 16, default, with the compile-cost processes (warm, mega-cache)",
-                ("--models", "ResNet", "--batch-sizes", "4,16", "--modes", "default"),
-                extra=("--compile-cost",),
-            ),
-            Step(
-                "run",
-                "call3-dynamic",
-                "dynamic batch: one process serving 1, 4, 16, 1 (torch's default, auto)",
-                (
-                    "--models",
-                    "ResNet",
-                    "--modes",
-                    "default",
-                    "--scenarios",
-                    "dynamic-batch",
-                    "--dynamic",
-                    "auto",
-                ),
-            ),
-            Step(
-                "repeat",
-                "call3-repeat",
-                "repeatability: 4 cells, 3 back-to-back runs",
-                ("--models", _models(REPEAT_MODELS), "--batch-sizes", "1", "--modes", "eager,default"),
-                times=3,
-            ),
-            Step(
-                "run",
-                "call3-default",
-                "classification at batch 4 and 16, default",
-                ("--models", "ViT,BeiT,ConvNeXT", "--batch-sizes", "4,16", "--modes", "default"),
-            ),
-            Step(
-                "run",
-                "call3-eager-bs4-16",
-                "classification at batch 4 and 16, eager (ConvNeXT and ResNet at 4: call 2)",
-                ("--models", "ViT,BeiT", "--batch-sizes", "4,16", "--modes", "eager"),
-            ),
-            Step(
-                "run",
-                "call3-eager-bs16",
-                "classification at batch 16, eager",
-                ("--models", "ConvNeXT,ResNet", "--batch-sizes", "16", "--modes", "eager"),
-            ),
-        ),
+    _crosscheck("ViT"),
+    _run("bs1-eager", "every model at batch 1, eager alone (its memory and energy)", None, "1", "eager"),
+    _crosscheck("ConvNeXT"),
+    Step(
+        "run",
+        "compile-cost",
+        "ResNet at batch 4 and 16, default, with the compile-cost processes (warm, mega-cache)",
+        ("--models", "ResNet", "--batch-sizes", "4,16", "--modes", "default"),
+        extra=("--compile-cost",),
     ),
+    Step(
+        "run",
+        "dynamic",
+        "dynamic batch: one process serving 1, 4, 16, 1 (torch's default, auto)",
+        ("--models", "ResNet", "--modes", "default", "--scenarios", "dynamic-batch", "--dynamic", "auto"),
+    ),
+    Step(
+        "repeat",
+        "repeat",
+        "repeatability: 4 cells, 3 back-to-back runs",
+        ("--models", _models(REPEAT_MODELS), "--batch-sizes", "1", "--modes", "eager,default"),
+        times=3,
+    ),
+    _run(
+        "cls-default",
+        "classification at batch 4 and 16, default",
+        ("ViT", "BeiT", "ConvNeXT"),
+        "4,16",
+        "default",
+    ),
+    _run(
+        "cls-eager-bs4-16",
+        "classification at batch 4 and 16, eager (ConvNeXT and ResNet at 4: ro-bs4)",
+        ("ViT", "BeiT"),
+        "4,16",
+        "eager",
+    ),
+    _run("cls-eager-bs16", "classification at batch 16, eager", ("ConvNeXT", "ResNet"), "16", "eager"),
+    _run("ro-eager-bs4", "the reduce-overhead models at batch 4, eager alone", RO_MODELS, "4", "eager"),
 )
+TITLE = "the GPU study, from where it stands: the headline first (docs/gpu-study.md)"
 
 
-def _check_run_ids(calls: Sequence[Call]) -> None:
-    ids = [step.run_id for call in calls for step in call.steps]
+def _check_run_ids(steps: Sequence[Step]) -> None:
+    ids = [step.run_id for step in steps]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
         raise ValueError(f"steps share a run folder: {', '.join(twice)}")
 
 
-_check_run_ids(CALLS)
+_check_run_ids(STUDY)
 
 
 def call_of(number: int) -> Call:
-    for call in CALLS:
-        if call.number == number:
-            return call
-    raise UsageError("CALL", f"the study has calls {', '.join(str(c.number) for c in CALLS)}, not {number}")
+    """Call N: the study's steps, all of them (those done already are passed over as it runs)."""
+    if not 1 <= number <= MAX_CALLS:
+        raise UsageError("CALL", f"a call's number is 1 to {MAX_CALLS}, not {number}")
+    return Call(number, TITLE, STUDY)
 
 
 def check_variant(variant: str) -> str:
@@ -300,6 +300,7 @@ class PlannedStep:
     step: Step
     cells: tuple[Cell, ...]
     seconds: float
+    each: tuple[float, ...] = ()  # a run step's cells' own estimates (its start-up aside)
 
 
 def plan_call(
@@ -315,5 +316,58 @@ def plan_call(
             raise UsageError(
                 f"{matrix.path}: profiles.{PROFILE[variant]}", f"step {step.what!r} selects no cell"
             )
-        out.append(PlannedStep(step, tuple(cells), step_seconds(step, cells, guide)))
+        each = tuple(cell_seconds(c, guide) for c in cells) if step.verb == "run" else ()
+        out.append(PlannedStep(step, tuple(cells), step_seconds(step, cells, guide), each))
     return out
+
+
+def budget_of(deadline_s: float) -> float:
+    """The steps' budget in a call given `deadline_s` seconds in all (0: none): what is left once a
+    stopped step's grace and the last pack are kept back."""
+    return max(0.0, deadline_s - RESERVE_S) if deadline_s else 0.0
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What the cost model expects call N of a fresh study to finish: each step it reaches, with
+    the cells it ends (a run step cut by the deadline goes on in the next call), and its seconds."""
+
+    number: int
+    steps: tuple[tuple[PlannedStep, tuple[Cell, ...]], ...]
+    seconds: float
+
+
+def cut_into_calls(planned: Sequence[PlannedStep], budget_s: float) -> list[CallPlan]:
+    """The study's steps cut into calls of `budget_s` seconds each, by the cost model: a run step
+    cell by cell (its start-up again in each call it spans), a cross-check or a repeat whole."""
+    calls: list[CallPlan] = []
+    items: list[tuple[PlannedStep, tuple[Cell, ...]]] = []
+    used = 0.0
+
+    def close() -> None:
+        nonlocal items, used
+        if items:
+            calls.append(CallPlan(len(calls) + 1, tuple(items), used))
+        items, used = [], 0.0
+
+    for p in planned:
+        if p.step.verb != "run" or not p.each:
+            if items and budget_s and used + p.seconds > budget_s:
+                close()
+            items.append((p, p.cells))
+            used += p.seconds
+            continue
+        if items and budget_s and used + STEP_OVERHEAD_S + p.each[0] > budget_s:
+            close()
+        done: list[Cell] = []
+        used += STEP_OVERHEAD_S
+        for cell, seconds in zip(p.cells, p.each, strict=True):
+            if done and budget_s and used + seconds > budget_s:
+                items.append((p, tuple(done)))
+                close()
+                done, used = [], STEP_OVERHEAD_S
+            done.append(cell)
+            used += seconds
+        items.append((p, tuple(done)))
+    close()
+    return calls
