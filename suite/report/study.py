@@ -43,7 +43,6 @@ MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
     *cudagraphs.COLUMNS,
     *energy.COLUMNS,
-    *THROUGHPUT_COLUMNS,
 )
 KIND_ORDER: tuple[str, ...] = BUILD_KINDS  # the order builds are listed in: stable, nightly, release
 
@@ -280,12 +279,12 @@ def measurement_of(r: Any) -> Measurement:
 
 
 def more_of(r: Any) -> dict[str, Any]:
-    """Issue 29's columns of a typed row (an older file lacks them: None, "")."""
+    """Issue 29's and issue 38's columns of a typed row (an older file lacks them: None, "")."""
     from suite.results import BY_NAME, TEXT
 
     return {
         name: (str(getattr(r, name, "") or "") if BY_NAME[name].kind == TEXT else _extra(r, name))
-        for name in MORE_COLUMNS
+        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS)
     }
 
 
