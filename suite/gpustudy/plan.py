@@ -256,13 +256,11 @@ def guide_forward_ms(reference: Path) -> dict[tuple[str, int], float]:
     return out
 
 
-def _forward_s(cell: Cell) -> float:
-    """Seconds the cost model gives one forward call of the cell, read off the model itself: what
-    one more timed iteration adds, over the forward calls it adds (the timing loop's blocks make
-    an iteration more than one call of each function: suite.spec.warmup.loop_calls)."""
+def _timed_calls_s(cell: Cell) -> float:
+    """Seconds the cost model gives one more timed iteration of the cell (both functions of a
+    compiled cell, interleaved): its per-call figure, read off the model itself."""
     more = replace(cell, settings=replace(cell.settings, iterations=cell.settings.iterations + 1))
-    calls = forwards(more) - forwards(cell)
-    return (estimate_seconds(more) - estimate_seconds(cell)) / calls if calls > 0 else 0.0
+    return estimate_seconds(more) - estimate_seconds(cell)
 
 
 def cell_seconds(cell: Cell, guide: dict[tuple[str, int], float]) -> float:
@@ -272,7 +270,8 @@ def cell_seconds(cell: Cell, guide: dict[tuple[str, int], float]) -> float:
     ms = guide.get((cell.model.name, cell.batch_size))
     if ms is None or cell.settings.shrink or cell.dynamic:
         return seconds
-    return seconds + max(0.0, ms / 1000.0 - _forward_s(cell)) * forwards(cell)
+    per_forward = _timed_calls_s(cell) / (1 if cell.mode == "eager" else 2)
+    return seconds + max(0.0, ms / 1000.0 - per_forward) * forwards(cell)
 
 
 def _timed_seconds(cell: Cell, guide: dict[tuple[str, int], float]) -> float:

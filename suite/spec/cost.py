@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from suite.spec.model import DYNAMIC_BATCH, STOP_CI, Cell
-from suite.spec.warmup import loop_calls, warmup_calls
+from suite.spec.warmup import warmup_calls
 
 
 @dataclass(frozen=True)
@@ -139,20 +139,9 @@ def forwards(cell: Cell) -> int:
     s = cell.settings
     eager_warmup = warmup_calls(s.warmup, compiled=False)
     if cell.mode == "eager":
-        return eager_warmup + _timed_forwards(cell)
+        return eager_warmup + timed_calls(cell)
     compiled_warmup = warmup_calls(s.warmup, compiled=True)
-    return eager_warmup + compiled_warmup + _timed_forwards(cell) + 4  # + eager, first compiled, 2 accuracy
-
-
-def _timed_forwards(cell: Cell) -> int:
-    """Timed calls of all the cell's functions: the blocked loop's (latency, throughput blocks,
-    switch calls: suite.spec.warmup.loop_calls); a dynamic-batch cell's latency calls alone
-    (TimingLoop.interleaved)."""
-    functions = 1 if cell.mode == "eager" else 2
-    n = timed_calls(cell)
-    if cell.scenario == DYNAMIC_BATCH:
-        return functions * n
-    return loop_calls(n, functions)
+    return eager_warmup + compiled_warmup + 2 * timed_calls(cell) + 4  # + eager, first compiled, 2 accuracy
 
 
 def _forward_s(size: float, batch_size: int, rates: Rates) -> float:
@@ -174,7 +163,7 @@ def estimate_seconds(cell: Cell, device_type: str = "cuda") -> float:
     if cell.scenario == "train":
         forward_s *= TRAIN_STEP_FORWARDS
         compile_s *= TRAIN_COMPILE_FACTOR
-    timed = _timed_forwards(cell)
+    timed = 2 * timed_calls(cell) if cell.mode != "eager" else timed_calls(cell)
     timed_s = timed * forward_s
     if cell.settings.stop_rule == STOP_CI:  # the rule stops timing after max_timing_s
         timed_s = min(timed_s, cell.settings.max_timing_s)

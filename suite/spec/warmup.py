@@ -24,17 +24,6 @@ def warmup_calls(setting: int, compiled: bool) -> int:
 
 # The timing loop's blocks (suite.measure.timing.TimingLoop.until): per function and round, this
 # many synchronized calls (latency) and one block of as many back-to-back calls (throughput),
-# plus a switch call in every other round where two functions alternate. Here for the same
-# reason as the warm-up: the loop runs them and the cost model counts them.
+# plus a switch call in every other round where two functions alternate. (The cost model,
+# suite.spec.cost, still counts the latency calls alone: its rates were fitted on rows timed so.)
 BLOCK_CALLS = 5
-
-
-def loop_calls(latency_calls: int, functions: int) -> int:
-    """Calls the blocked loop makes over all `functions` for `latency_calls` latency calls each:
-    those, a throughput block per function and round, and the switch calls (where two or more
-    functions alternate: every function in the first round, all but the round's first later)."""
-    if latency_calls <= 0 or functions <= 0:
-        return 0
-    rounds = -(-latency_calls // BLOCK_CALLS)
-    switches = functions + (rounds - 1) * (functions - 1) if functions > 1 else 0
-    return functions * (latency_calls + rounds * min(BLOCK_CALLS, latency_calls)) + switches
