@@ -25,7 +25,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on this side)
 
-from suite.sessions import containers, requirements, trust, venv  # noqa: E402
+from suite.sessions import containers, posargs, push, requirements, trust, venv  # noqa: E402
 from suite.sessions import containers_e2e as e2e  # noqa: E402  (its session is containers_e2e)
 from suite.sessions.bisect import bisect_session, confirm_session  # noqa: E402
 from suite.sessions.posargs import BenchArgs  # noqa: E402
@@ -100,16 +100,18 @@ def suite_verb(args: Sequence[str]) -> str:
 def bench_done(session: nox.Session, bench: containers.Bench) -> None:
     """Merge what ran; then fail the session (status 1) if a container failed: its cells are
     `error` rows, the other containers' rows are merged."""
-    merge_after(session, bench.merge)
+    merge_after(session, bench.merge, bench.push)
     if bench.failed:
         session.error(f"{len(bench.failed)} container(s) failed: {'; '.join(bench.failed)}")
 
 
-def merge_after(session: nox.Session, run_dir: str | None) -> None:
-    """Queue the merge of the run; an offline run's merge installs nothing."""
+def merge_after(session: nox.Session, run_dir: str | None, push_url: str = "") -> None:
+    """Queue the merge of the run; an offline run's merge installs nothing; a pushed run's
+    merge pushes its tables and plots to the same place."""
     if run_dir is not None:
         offline = "--offline" in session.posargs
-        session.notify("merge", posargs=[run_dir, *(["--offline"] if offline else [])])
+        pushed = ["--push", push_url] if push_url else []
+        session.notify("merge", posargs=[run_dir, *(["--offline"] if offline else []), *pushed])
 
 
 @nox.session(name="bench-local", python=False)
@@ -141,7 +143,10 @@ def bench_stable(session: nox.Session) -> None:
     after checking the build against the driver and GPU, then merge.
 
     `nox -s bench-stable -- [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--models ...]
-    [--run-id ID] [--offline] [--local-bases] [--torch-from-pypi]`.
+    [--run-id ID | --new] [--offline] [--local-bases] [--torch-from-pypi] [--push URL]
+    [--push-every N] [--allow-busy-gpu] [--allow-mig]`: without --run-id, the newest run this
+    session began and never finished is resumed; --push (or SUITE_PUSH) copies the run to a
+    folder, s3:// or hf:// every N rows and at the end (docs/containers.md).
     """
     bench = containers.bench_containers(
         runner(session), session.posargs, ROOT, "stable", check_selection, verb=suite_verb
@@ -158,7 +163,8 @@ def bench_nightly(session: nox.Session) -> None:
 
     `nox -s bench-nightly -- [--build nightly,nightly-current] [--shard i/n] [--run-id ID]
     [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--offline] [--no-merge]
-    [--local-bases] [--torch-from-pypi]`; other arguments go to `python -m suite run`.
+    [--local-bases] [--torch-from-pypi] [--new] [--push URL] [--push-every N] [--allow-busy-gpu]
+    [--allow-mig]`, as bench-stable; other arguments go to `python -m suite run`.
     """
     bench = containers.bench_containers(
         runner(session), session.posargs, ROOT, "nightly", check_selection, verb=suite_verb
@@ -284,7 +290,13 @@ def merge(session: nox.Session) -> None:
     under results/. Its virtualenv is kept: `--offline` (what an offline bench asks for)
     installs nothing and uses the pandas and matplotlib an earlier merge installed.
     """
-    venv.merge(runner(session), session.posargs, ROOT, Path(session.bin) / "python", session.install)
+    args = list(session.posargs)
+    url = posargs.take(args, values=["--push"])["--push"]  # a bench session's: push the tables too
+    target = push.open_target(url) if url else None
+    venv.merge(runner(session), args, ROOT, Path(session.bin) / "python", session.install)
+    if target is not None and args and not args[0].startswith("-"):
+        written = push.push(Path(args[0]), target)
+        session.log(f"pushed {Path(args[0]).name} to {target.url}: {written} file(s) new or changed")
 
 
 # The history (issue 25, docs/history.md): the results store, trends, change points, bisect.

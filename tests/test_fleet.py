@@ -92,7 +92,10 @@ def test_eight_gpus_on_two_numa_nodes_get_a_container_each_pinned_and_sharded(fl
         for run in mine:
             gpu = int(flag(run, "--gpus").split("=")[1])
             node = 0 if gpu < 4 else 1
-            assert flag(run, "--cpuset-cpus") == ("0-55,112-167" if node == 0 else "56-111,168-223")
+            # its node's 112 CPUs split among the node's 4 GPUs: 28 each, none shared
+            first = (gpu % 4) * 14 + (0 if node == 0 else 56)  # cores with their hyperthreads
+            assert flag(run, "--cpuset-cpus") == f"{first}-{first + 13},{first + 112}-{first + 125}"
+            assert "TORCHINDUCTOR_COMPILE_THREADS=28" in run
             assert flag(run, "--cpuset-mems") == str(node)
             assert flag(run, "--shard") == f"{gpu + 1}/8"
             assert flag(run, "--name") == f"suite-f8-{build}-shard-{gpu + 1}-of-8"
@@ -108,6 +111,61 @@ def test_eight_gpus_on_two_numa_nodes_get_a_container_each_pinned_and_sharded(fl
     queries = [c for c in smi_calls(fleet_env) if c[0].startswith("--query-gpu=")]
     assert len(queries) == 1 and smi_calls(fleet_env).count(["topo", "-m"]) == 1
     assert any("8 GPUs (NVIDIA A100-SXM4-40GB): one container each" in line for line in fleet_env.lines)
+
+
+def test_a_busy_gpu_and_a_mig_gpu_are_refused_and_the_others_get_disjoint_cpus(fleet_env) -> None:
+    """8 GPUs on two NUMA nodes, GPU 2 running another process and GPU 6 in MIG mode: those two
+    are refused with their reasons, the six others each run a container on CPUs of their own."""
+    session(fleet_env, "--run-id", "bm", *SMOKE, prefix="stable", FAKE_SMI_GPUS="8", FAKE_SMI_BUSY="2",
+            FAKE_SMI_MIG="6")  # fmt: skip
+    mine = runs(fleet_env)
+    assert sorted(flag(r, "--gpus") for r in mine) == [f"device={i}" for i in (0, 1, 3, 4, 5, 7)]
+    sets = [set(fleet.cpu_list(flag(r, "--cpuset-cpus"))) for r in mine]
+    assert all(len(s) == 28 for s in sets) and len(set().union(*sets)) == 28 * 6  # pairwise disjoint
+    refused = [line for line in fleet_env.lines if line.startswith("refused: ")]
+    assert refused == [
+        "refused: GPU 2 (GPU-00000002-0000-0000-0000-000000000000) runs other processes (4244 python3); "
+        "pass --allow-busy-gpu to time it anyway",
+        "refused: GPU 6 (GPU-00000006-0000-0000-0000-000000000000) is in MIG mode: a slice, not the whole "
+        "GPU; pass --allow-mig to time it anyway",
+    ]
+    Path(fleet_env.env["FAKE_DOCKER_LOG"]).unlink()
+    session(fleet_env, "--run-id", "bm2", *SMOKE, "--allow-busy-gpu", "--allow-mig", prefix="stable")
+    assert len(runs(fleet_env)) == 8 and not any("--allow-mig" in r for r in runs(fleet_env))
+
+
+def test_a_lone_busy_gpu_is_one_line_before_docker(fleet_env) -> None:
+    with pytest.raises(UsageError, match=r"^GPU: GPU 0 \(GPU-0+-0000-0000-0000-000000000000\) runs other"):
+        session(fleet_env, "--run-id", "b1", *SMOKE, prefix="stable", FAKE_SMI_BUSY="0")
+    assert runs(fleet_env) == []
+
+
+def test_suite_run_refuses_a_busy_or_mig_gpu_unless_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`suite run --device cuda` outside a container (bench-local on a GPU): the same rule, in
+    its preflight; inside a container (SUITE_GPU_STATE handed over) the host has checked."""
+    from support import stub_environment
+
+    from suite.run import preflight
+
+    env = stub_environment(device="nvidia-h100", device_type="cuda", gpu_count=1)
+    gpu = machine.GpuState("0", "GPU-x", "NVIDIA H100", mig="Enabled")
+    monkeypatch.delenv("SUITE_GPU_STATE", raising=False)
+    monkeypatch.setattr(machine, "for_this_process", lambda *a, **k: gpu)
+    monkeypatch.setattr(machine, "compute_apps", lambda *a, **k: {"GPU-x": ["77 python"]})
+    with pytest.raises(UsageError, match=r"^--device: GPU 0 \(GPU-x\) is in MIG mode"):
+        preflight.check_gpu(env, allow_busy=False, allow_mig=False)
+    with pytest.raises(UsageError, match=r"runs other processes \(77 python\); pass --allow-busy-gpu"):
+        preflight.check_gpu(env, allow_busy=False, allow_mig=True)
+    preflight.check_gpu(env, allow_busy=True, allow_mig=True)
+    monkeypatch.setenv("SUITE_GPU_STATE", gpu.to_json())
+    preflight.check_gpu(env, allow_busy=False, allow_mig=False)
+
+
+def test_cpu_shares_split_each_node_among_its_gpus() -> None:
+    affinity = {"0": ("0-3,8-11", "0"), "1": ("0-3,8-11", "0"), "2": ("4-7", "1"), "3": ("", "")}
+    assert fleet.cpu_shares(affinity) == {"0": "0-1,8-9", "1": "2-3,10-11", "2": "4-7"}
+    assert fleet.cpu_text([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8" and fleet.cpu_list("0-2,5") == [0, 1, 2, 5]
+    assert docker.compile_threads("0-2,5,7-8") == 6
 
 
 def test_a_workflow_shard_is_split_again_over_the_gpus(fleet_env) -> None:

@@ -91,7 +91,7 @@ def test_merge_and_compare_without_pandas_say_what_to_install(
 ) -> None:
     line = one_line(suite(host, verb, *[a.format(tmp=tmp_path) for a in args]), verb)
     assert "pandas: not installed in this Python" in line and hint in line
-    assert "pip install pandas matplotlib" in line
+    assert "pip install -e '.[host]'" in line
     assert not (tmp_path / "tables").exists()
 
 
@@ -107,7 +107,7 @@ def test_merge_without_pyarrow_says_so_before_writing_anything(
     assert main(["merge", str(SMOKE_RUN), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pyarrow: not installed in this Python" in err
-    assert "pip install pandas matplotlib pyarrow" in err
+    assert "pip install -e '.[host]'` (pandas, matplotlib, pyarrow)" in err
     assert not (tmp_path / "out").exists()
 
 
@@ -122,7 +122,7 @@ def test_history_html_without_pandas_says_what_to_install(host: Path, tmp_path: 
 
 def test_calibrate_without_pandas_says_what_to_install(host: Path) -> None:
     line = one_line(suite(host, "calibrate", "--aa", str(SMOKE_RUN), str(SMOKE_RUN)), "calibrate")
-    assert "pandas: not installed in this Python" in line and "pip install pandas matplotlib" in line
+    assert "pandas: not installed in this Python" in line and "pip install -e '.[host]'" in line
 
 
 @pytest.mark.parametrize("verb", ["repeat", "crosscheck"])
@@ -226,3 +226,20 @@ def test_bench_local_runs_the_builds_it_has_a_python_for(
     with pytest.raises(UsageError, match=r"bench-local: build stable needs Python 3\.10"):
         venv.bench_local(runner, [*out, "--build", "stable"], REPO, lambda build, bench: None)
     assert ran == []
+
+
+def test_a_bare_import_error_naming_a_needed_package_is_one_line() -> None:
+    """pandas without pyarrow raises ImportError, not ModuleNotFoundError, with the package in
+    its message: `needs` reads it as that package missing; an ImportError about something else
+    stays an error (a bug is not a missing package)."""
+    from suite.cli.needs import REPORT, needs
+
+    finish = needs("gpu-study finish", REPORT, "hint")
+    with pytest.raises(UsageError, match=r"pyarrow: not installed .* `suite gpu-study finish` needs"), finish:
+        raise ImportError("Unable to find a usable engine; tried using: 'pyarrow', 'fastparquet'.")
+    with pytest.raises(UsageError, match=r"^pyarrow: "), needs("merge", REPORT, "hint"):
+        raise ImportError("Missing optional dependency 'pyarrow'.  Use pip or conda to install pyarrow.")
+    with pytest.raises(ImportError, match="cannot import name"), needs("merge", REPORT, "hint"):
+        raise ImportError("cannot import name 'frobnicate' from 'suite.report'")
+    with pytest.raises(ModuleNotFoundError), needs("merge", REPORT, "hint"):
+        raise ModuleNotFoundError("No module named 'yaml'", name="yaml")

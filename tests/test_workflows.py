@@ -415,3 +415,117 @@ def test_the_containers_carry_the_label_the_cleanup_filters_on() -> None:
 
     assert nightly.CONTAINER_LABEL == docker.RUNNER_LABEL
     assert nightly.IMAGE_REPOSITORY == images.REPOSITORY
+
+
+# --- failures show: the run id of every attempt, failed cells, the strict merge's summary -----
+
+
+def test_every_attempt_keeps_the_run_id_from_the_runs_creation() -> None:
+    asked = []
+
+    def github(url: str, headers: dict[str, str]) -> bytes:
+        asked.append((url, headers["Authorization"]))
+        return b'{"created_at": "2026-11-26T02:17:41Z", "run_started_at": "2026-11-27T09:00:00Z"}'
+
+    env = {"GITHUB_RUN_ID": "77", "GITHUB_REPOSITORY": "o/r", "GH_TOKEN": "tok", "GITHUB_RUN_ATTEMPT": "3"}
+    created = nightly.run_created(env, github)
+    assert nightly.run_id(created, "77") == "nightly-20261126-0217-gh77"  # not the attempt's start
+    assert asked == [("https://api.github.com/repos/o/r/actions/runs/77", "Bearer tok")]
+
+    def down(url: str, headers: dict[str, str]) -> bytes:
+        raise OSError("network unreachable")
+
+    with pytest.raises(nightly.Invalid, match="cannot read when run 77 was created"):
+        nightly.run_created(env, down)  # a later attempt never makes up a new id
+    assert nightly.run_created({**env, "GITHUB_RUN_ATTEMPT": "1"}, down).tzinfo is timezone.utc
+    wf = _workflow("bench-nightly.yml")
+    (step,) = [s for s in wf["jobs"]["setup"]["steps"] if s.get("id") == "matrix"]
+    assert step["env"]["GH_TOKEN"] == "${{ github.token }}" and wf["permissions"]["actions"] == "read"
+
+
+def _night(tmp_path: Path) -> Path:
+    from support.rows import row, write_one_csv
+
+    rows = [
+        row("stable", "NVIDIA A100-SXM4-80GB", "ViT", 1, "eager"),
+        row("stable", "NVIDIA A100-SXM4-80GB", "ViT", 1, "default", status="error", error="boom"),
+        row("stable", "NVIDIA A100-SXM4-80GB", "ViT", 4, "default", status="timeout"),
+        row("stable", "NVIDIA A100-SXM4-80GB", "ViT", 16, "default", status="oom"),
+        row("stable", "NVIDIA A100-SXM4-80GB", "DETR", 1, "default", status="skipped"),
+        # a cell that failed in the first attempt and ran in the second: not failed
+        row("stable", "NVIDIA A100-SXM4-80GB", "DETR", 1, "eager", status="error"),
+        row("stable", "NVIDIA A100-SXM4-80GB", "DETR", 1, "eager", started_at="2026-01-01T01:00:00+00:00"),
+    ]
+    return write_one_csv(tmp_path / "run", rows, "stable__cuda-a100.csv")
+
+
+def test_a_shard_with_failed_cells_fails_its_job_after_the_upload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _night(tmp_path)
+    failed = nightly.failed_cells(run)
+    assert [(r["model"], r["batch_size"], r["status"]) for r in failed] == [
+        ("ViT", "1", "error"),
+        ("ViT", "4", "timeout"),
+    ]
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.delenv("ALLOW_FAILED", raising=False)
+    assert nightly.main(["failed", str(run)]) == 1
+    assert "::error::2 cell(s) ended in error or timeout" in capsys.readouterr().out
+    text = summary.read_text()
+    assert text.startswith("## 2 failed cell(s) in this shard") and "| stable | ViT | 1 | default |" in text
+    assert "| error | boom |" in text
+    monkeypatch.setenv("ALLOW_FAILED", "true")  # the input allow-failed-cells
+    assert nightly.main(["failed", str(run)]) == 0
+    assert nightly.failed_cells(tmp_path / "empty") == []
+    # the workflow: after the upload, on every outcome, with the input and its variable
+    steps = _workflow("bench-nightly.yml")["jobs"]["bench"]["steps"]
+    at = next(i for i, s in enumerate(steps) if "nightly.py failed" in s.get("run", ""))
+    upload = next(i for i, s in enumerate(steps) if "upload-artifact" in s.get("uses", ""))
+    assert upload < at and steps[at]["if"] == "always()"
+    assert "inputs.allow-failed-cells" in steps[at]["env"]["ALLOW_FAILED"]
+    inputs = _workflow("bench-nightly.yml")["on"]["workflow_dispatch"]["inputs"]
+    assert (
+        inputs["allow-failed-cells"]["type"] == "boolean" and inputs["allow-failed-cells"]["default"] is False
+    )
+
+
+def test_the_merge_is_strict_and_its_summary_lists_failed_cells_first_and_torn_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _night(tmp_path)
+    (run / "raw" / "nightly__cuda-a100.csv").write_text("")  # an empty file
+    header = (run / "raw" / "stable__cuda-a100.csv").read_text().splitlines()[0]
+    (run / "raw" / "nightly__cuda-t4.csv").write_text(header + "\n" + "x," * 3)  # a torn row
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    log = tmp_path / "merge.log"
+    log.write_text("suite merge: error: --strict: nightly__cuda-t4.csv:2: partial last row\nnoise\n")
+    assert nightly.main(["merge-summary", str(run), str(log)]) == 0
+    text = summary.read_text()
+    assert text.startswith("## The merge: 4 torn or skipped file(s) or row(s)")
+    assert "- nightly__cuda-a100.csv: no rows (an empty file)" in text
+    assert "- nightly__cuda-t4.csv: partial last row (writer killed mid-write)" in text
+    assert "- error: --strict: nightly__cuda-t4.csv:2: partial last row" in text and "noise" not in text
+    steps = _workflow("bench-nightly.yml")["jobs"]["merge"]["steps"]
+    (merge,) = [s for s in steps if "nox -s merge" in s.get("run", "")]
+    assert '"$RUN_DIR" --strict' in merge["run"] and "merge-summary" in merge["run"]
+    # the collect step's summary: the night's failed cells before the jobs' table
+    artifacts = tmp_path / "artifacts"
+    _artifact(artifacts, "raw-a100-shard-1-of-1-attempt-1")
+    (artifacts / "raw-a100-shard-1-of-1-attempt-1" / "raw" / "stable__cuda-a100.csv").write_bytes(
+        (run / "raw" / "stable__cuda-a100.csv").read_bytes()
+    )
+    summary.unlink()
+    monkeypatch.setenv("MATRIX", json.dumps({"include": [{"artifact": "raw-a100-shard-1-of-1"}]}))
+    assert nightly.main(["collect", str(artifacts), str(tmp_path / "merged")]) == 0
+    text = summary.read_text()
+    assert text.startswith("## 2 failed cell(s) in this run") and text.index("## Benchmark jobs") > 0
+
+
+def test_pages_are_switched_by_a_variable() -> None:
+    wf = _workflow("bench-nightly.yml")
+    assert "vars.BENCH_PAGES == 'on'" in wf["jobs"]["pages"]["if"]
+    (upload,) = [s for s in wf["jobs"]["merge"]["steps"] if "upload-pages-artifact" in s.get("uses", "")]
+    assert upload["if"] == "vars.BENCH_PAGES == 'on'"

@@ -5,7 +5,9 @@
     python .github/scripts/nightly.py cleanup                     # bench job: leftovers, old images
     python .github/scripts/nightly.py space                       # bench job: room for images, rows
     python .github/scripts/nightly.py collect ARTIFACTS RUN_DIR   # merge job: gather raw CSVs
-    python .github/scripts/nightly.py history RUN_DIR             # merge job: the history (issue 25)
+    python .github/scripts/nightly.py history RUN_DIR             # merge job: the history
+    python .github/scripts/nightly.py failed RUN_DIR              # bench job: fail on failed cells
+    python .github/scripts/nightly.py merge-summary RUN_DIR LOG   # merge job: torn or skipped files
 
 `matrix` reads GPU_LABELS (a JSON list of runner label sets), SHARDS and BUILDS from the
 environment, so no workflow input is ever pasted into a script, and writes `run_id`,
@@ -20,7 +22,14 @@ the results) has less room than BENCH_MIN_FREE_GB. `collect` gathers every uploa
 (each job uploads its rows several times, and again in each attempt: shard_rows.py) into
 RUN_DIR/raw/, one CSV per name, refusing one name from two jobs (two label sets that reach
 the same GPU model would overwrite each other's results), and reports on the job summary
-which jobs delivered. Standard library only (`price` runs the suite, which reads
+which jobs delivered, after the night's failed cells. `failed` lists a shard's cells that
+ended in error or timeout on the job summary and fails the job when there are any (unless
+ALLOW_FAILED is true), after its rows were uploaded: "Re-run failed jobs" then runs exactly
+those shards again, and their resume runs exactly those cells. `merge-summary` lists every raw
+CSV the strict merge would skip or cut, and the merge's own warnings. The run id is the run's
+creation time (asked of GitHub's API: the same in every attempt) and its GitHub id. Standard
+library only (`failed` and `merge-summary` read the CSVs with the suite's own reader, standard
+library only too) (`price` runs the suite, which reads
 matrix.yaml with PyYAML): it runs before anything is installed. Errors are one `::error::`
 line and exit status 1.
 """
@@ -33,10 +42,12 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import shard_rows  # beside this script
@@ -121,8 +132,41 @@ def plan_jobs(gpu_labels: str, shards: str) -> list[Job]:
 
 
 def run_id(now: datetime, github_run_id: str) -> str:
-    """Shared by every job of one workflow run (a re-run of failed jobs keeps it)."""
+    """Shared by every job of one workflow run, and by every attempt of it: `now` is when the
+    run was created (run_created), not when this attempt started."""
     return f"nightly-{now:%Y%m%d-%H%M}-gh{github_run_id}"
+
+
+Fetch = Callable[[str, dict[str, str]], bytes]  # (url, headers) -> body
+
+
+def fetch_url(url: str, headers: dict[str, str]) -> bytes:
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read()
+
+
+def run_created(environ: Mapping[str, str], fetch: Fetch = fetch_url) -> datetime:
+    """When this workflow run was created: GitHub's `created_at`, the same in every attempt, so
+    "Re-run all jobs" (which re-runs this setup job too) keeps the run id. Outside Actions: now.
+    An attempt after the first that cannot ask GitHub stops here: a new id would put its rows
+    in another run folder than the first attempt's."""
+    run = environ.get("GITHUB_RUN_ID", "")
+    if not run:
+        return datetime.now(timezone.utc)
+    api = environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+    url = f"{api}/repos/{environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{run}"
+    token = environ.get("GH_TOKEN", "")
+    headers = {"Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}"}
+    try:
+        created = json.loads(fetch(url, headers))["created_at"]
+        return datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if environ.get("GITHUB_RUN_ATTEMPT", "1") not in ("", "1"):
+            why = f"cannot read when run {run} was created ({exc})"
+            raise Invalid(f"{why}: this attempt's run id would differ from the first's") from None
+        print(f"::warning::cannot read when run {run} was created ({exc}); the run id uses this moment")
+        return datetime.now(timezone.utc)
 
 
 def builds_list(text: str) -> list[str]:
@@ -132,7 +176,7 @@ def builds_list(text: str) -> list[str]:
 
 def cmd_matrix() -> None:
     jobs = plan_jobs(os.environ.get("GPU_LABELS", ""), os.environ.get("SHARDS", ""))
-    rid = run_id(datetime.now(timezone.utc), os.environ.get("GITHUB_RUN_ID", "local"))
+    rid = run_id(run_created(os.environ), os.environ.get("GITHUB_RUN_ID", "local"))
     pinned = [b for b in builds_list(os.environ.get("BUILDS", "")) if b in PINNED_NIGHTLY]
     outputs = {
         "run_id": rid,
@@ -360,13 +404,105 @@ def collect(artifacts: Path, run_dir: Path, expected: list[str]) -> list[str]:
 
 
 def cmd_collect(artifacts: str, run_dir: str) -> None:
+    """The jobs' rows into run_dir/raw/; on the summary the night's failed cells first, then
+    which job delivered what."""
     matrix = json.loads(os.environ.get("MATRIX", "") or '{"include": []}')
     expected = [entry["artifact"] for entry in matrix["include"]]
     lines = collect(Path(artifacts), Path(run_dir), expected)
-    text = "\n".join(["## Benchmark jobs", "", *lines, ""]) + "\n"
+    _summary([*failed_lines(failed_cells(Path(run_dir)), "this run"), "## Benchmark jobs", "", *lines, ""])
+
+
+# --- failed: the cells that ended in error or timeout; the merge's torn or skipped files -------
+
+RETRIED = ("error", "timeout")  # what a re-run runs again (skipped: this build cannot; oom: it would again)
+
+
+def _results() -> ModuleType:
+    """The suite's CSV contract (standard library only), from this checkout."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    import suite.results as results
+
+    return results
+
+
+def failed_cells(run_dir: Path) -> list[dict[str, str]]:
+    """The cells of run_dir's raw CSVs whose kept row (the suite's rule: an ok row, else the
+    latest) is an error or a timeout."""
+    results = _results()
+    failed = []
+    for path in sorted((run_dir / "raw").glob("*.csv")):
+        try:
+            rows = results.read_rows(path).rows
+        except (OSError, ValueError):
+            continue  # the merge's strict check names it
+        kept, _ = results.one_per_cell(rows, results.KEY_COLUMNS)
+        failed += [{**rows[i], "file": path.name} for i in kept if rows[i].get("status") in RETRIED]
+    return failed
+
+
+def failed_lines(failed: Sequence[Mapping[str, str]], where: str) -> list[str]:
+    """The summary's first section: every failed cell, its status and the first line of why."""
+    if not failed:
+        return [f"## No failed cells in {where}", ""]
+    lines = [f"## {len(failed)} failed cell(s) in {where}", ""]
+    lines += ["| build | model | batch | mode | scenario | status | why |", "| --- " * 7 + "|"]
+    for row in failed:
+        said = (row.get("error") or "").strip()
+        why = said.splitlines()[0][:200].replace("|", "\\|") if said else ""
+        cells = [row.get(k, "") for k in ("build", "model", "batch_size", "mode", "scenario", "status")]
+        lines.append("| " + " | ".join([*cells, why]) + " |")
+    return [*lines, ""]
+
+
+def _summary(lines: Sequence[str]) -> None:
+    text = "\n".join(lines) + "\n"
     print(text)
     with open(os.environ.get("GITHUB_STEP_SUMMARY", os.devnull), "a", encoding="utf-8") as fh:
         fh.write(text)
+
+
+def cmd_failed(run_dir: str) -> None:
+    """The bench job's last step: its failed cells to the summary, and the job failed when there
+    are any (so "Re-run failed jobs" runs this shard again), unless ALLOW_FAILED is true."""
+    failed = failed_cells(Path(run_dir))
+    _summary(failed_lines(failed, "this shard"))
+    allowed = os.environ.get("ALLOW_FAILED", "").strip().lower() in ("true", "1", "yes", "on")
+    if failed and not allowed:
+        raise Invalid(
+            f"{len(failed)} cell(s) ended in error or timeout (the summary lists them; their rows are "
+            "uploaded): Re-run failed jobs runs them again; the input allow-failed-cells keeps the job green"
+        )
+
+
+def file_problems(run_dir: Path) -> list[str]:
+    """Every raw CSV the merge would skip or cut (empty, another header, torn or unreadable
+    rows), one line each: the strict merge stops on the first, the summary lists them all."""
+    results = _results()
+    said = []
+    for path in sorted((run_dir / "raw").glob("*.csv")):
+        try:
+            read = results.read_rows(path)
+        except (OSError, ValueError) as exc:
+            said.append(f"{path.name}: skipped ({exc})")
+            continue
+        if not read.rows:
+            said.append(f"{path.name}: no rows (an empty file)")
+        said += [f"{path.name}: {p.split(': ', 1)[-1]}" for p in read.problems]
+    return said
+
+
+def cmd_merge_summary(run_dir: str, log: str) -> None:
+    """After the strict merge, pass or fail: the files it skipped or cut, and its own warnings."""
+    said = file_problems(Path(run_dir))
+    try:
+        text = Path(log).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    said += [ln.split("suite merge: ", 1)[-1] for ln in text.splitlines() if "suite merge: warning:" in ln
+             or "suite merge: error:" in ln]  # fmt: skip
+    if said:
+        head = f"## The merge: {len(said)} torn or skipped file(s) or row(s)"
+        _summary([head, "", *(f"- {s}" for s in said), ""])
 
 
 # --- history: the night into the store, the verdict and the trends, issues (docs/history.md) ----
@@ -418,9 +554,13 @@ def main(argv: list[str]) -> int:
             cmd_collect(argv[1], argv[2])
         elif len(argv) == 2 and argv[0] == "history":
             cmd_history(argv[1])
+        elif len(argv) == 2 and argv[0] == "failed":
+            cmd_failed(argv[1])
+        elif len(argv) == 3 and argv[0] == "merge-summary":
+            cmd_merge_summary(argv[1], argv[2])
         else:
             usage = "usage: nightly.py matrix | price | cleanup | space | collect ARTIFACTS RUN_DIR"
-            usage += " | history RUN_DIR"
+            usage += " | history RUN_DIR | failed RUN_DIR | merge-summary RUN_DIR LOG"
             print(usage, file=sys.stderr)
             return 2
     except Invalid as exc:

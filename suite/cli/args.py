@@ -264,6 +264,12 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
         help="keep the compile cache of a `compile_cache: run` profile in <run>/.compile-cache "
         "(default: removed when the run ends)",
     )
+    p.add_argument(
+        "--allow-busy-gpu",
+        action="store_true",
+        help="time on a GPU that other processes use (default: refused before the first cell)",
+    )
+    p.add_argument("--allow-mig", action="store_true", help="time on a GPU in MIG mode (default: refused)")
 
 
 def filters_of(args: argparse.Namespace) -> Filters:

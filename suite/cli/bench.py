@@ -105,6 +105,7 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Collect
 def cmd_run(args: argparse.Namespace) -> int:
     request = request_of(args)
     prepared = preflight.prepare(request, args.min_free_mb)
+    preflight.check_gpu(prepared.environment, args.allow_busy_gpu, args.allow_mig)
     environment, profile, build, cells = (
         prepared.environment,
         prepared.profile,

@@ -28,7 +28,7 @@ from suite.errors import UsageError
 HISTORY = ("duckdb", "pyarrow", "pandas", "ruptures", "scipy", "fsspec", "numpy")
 HISTORY_HINT = (
     "use `nox -s history -- VERB ...` (it keeps a virtualenv with them in .nox/history), or "
-    "`pip install duckdb pyarrow pandas ruptures fsspec` into this one"
+    "`pip install -e '.[history]'` (duckdb, pyarrow, pandas, ruptures, scipy, fsspec) into this one"
 )
 STORE_HELP = (
     "the history: a DuckDB file (default: results/history.duckdb; any path ending in .duckdb), or a "

@@ -58,6 +58,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
     )
     if result.page is not None:
         print(f"suite merge: the run page -> {result.page}", file=sys.stderr)
+    if result.exports:
+        more = f" and {len(result.exports) - 1} dynamo-format CSV(s)" if len(result.exports) > 1 else ""
+        print(f"suite merge: {result.exports[0]}{more} (docs/merge.md#exports)", file=sys.stderr)
     where = f" -> {result.samples}" if result.samples is not None else ""
     print(f"suite merge: {result.samples_line}{where}", file=sys.stderr)
     return 0

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from suite.history.changes import Rule
+from suite.history.trends import MIN_CI_NIGHTS
 
 FIGURE = {"median_ms": "median latency", "speedup": "paired speed-up", "compile_s": "compile time"}
 
@@ -160,7 +161,8 @@ def render(
             "Last night: that night's median and paired speed-up "
             "with the run's own 95% CIs. Level: the median of "
             "the nights since the figure's last change point "
-            "(all, if none), with its 95% CI over those nights. "
+            "(all, if none), with its 95% CI over those nights where there are at least "
+            f"{MIN_CI_NIGHTS} (fewer give no 95% interval: the level alone). "
             "§: timed on an unhealthy machine (not judged).",
             "",
         ]

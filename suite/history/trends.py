@@ -3,7 +3,8 @@ change point with its CI over the nights, and the change from the night before.
 
 The level is the median of the usable nights (series.usable_mask) since the last change point of
 that figure on the series' track (all of them if none), with a distribution-free 95% CI from order
-statistics (suite.stats.median_ci): the night-to-night spread, not one run's CI.
+statistics (suite.stats.median_ci): the night-to-night spread, not one run's CI; under 6 nights
+none (too few for a 95% interval), and the level stands alone.
 """
 
 from __future__ import annotations
@@ -15,18 +16,24 @@ import pandas as pd
 
 from suite.history.series import METRICS, SERIES_KEY, TRACK_KEY, groups, usable_mask
 from suite.results import OK
-from suite.stats import median_ci_of_sorted
+from suite.stats import median_ci_of_sorted, median_ci_rank
+
+MIN_CI_NIGHTS = 6  # the fewest nights whose order statistics give a 95% CI of their median
 
 
 def level(values: np.ndarray) -> tuple[float, float, float]:
     """The median of some nights' figures and its 95% CI (NaN if none): `np.median` and
-    `suite.stats.median_ci_of_sorted`, read off one sort of the figures."""
+    `suite.stats.median_ci_of_sorted`, read off one sort of the figures. Under MIN_CI_NIGHTS
+    nights no pair of order statistics covers the median with 95% (two nights' range: 50%),
+    so the CI is NaN there, not the range called a CI."""
     n = len(values)
     if n == 0:
         return math.nan, math.nan, math.nan
     s = np.sort(values)
     mid = n // 2
     median = float(s[mid]) if n % 2 else float((s[mid - 1] + s[mid]) / 2)  # np.median's mean of two
+    if median_ci_rank(n) == 0:
+        return median, math.nan, math.nan
     low, high = median_ci_of_sorted(s)
     return median, float(low), float(high)
 

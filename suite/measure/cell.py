@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from suite.measure import inputs, models
+from suite.measure.aot import AOT_MODE, AotModel
 from suite.spec.model import Cell, weights_dtype
 from suite.stats import Speedup, Summary, breakeven_calls
 
@@ -65,6 +66,8 @@ def compile_model(model: Any, mode: str, **options: Any) -> Any:
     go to torch.compile as they are (the dynamic-batch scenario's `dynamic=False`)."""
     import torch
 
+    if mode == AOT_MODE:  # exported and packaged ahead of time on its first call (suite.measure.aot)
+        return AotModel(model)
     return torch.compile(model, mode=None if mode == "default" else mode, **options)
 
 

@@ -116,6 +116,42 @@ def query(smi: str | None = None, timeout: float = SMI_TIMEOUT_S) -> tuple[list[
     return [], "nvidia-smi: no answer"
 
 
+APPS_FIELDS = ("gpu_uuid", "pid", "process_name")
+
+
+def compute_apps(smi: str | None = None, timeout: float = SMI_TIMEOUT_S) -> dict[str, list[str]]:
+    """The processes each GPU runs now (`--query-compute-apps`): GPU UUID -> "pid name" lines;
+    {} where nvidia-smi cannot tell (then no GPU is called busy)."""
+    exe = smi or shutil.which("nvidia-smi")
+    if not exe:
+        return {}
+    cmd = [exe, f"--query-compute-apps={','.join(APPS_FIELDS)}", "--format=csv,noheader,nounits"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    found: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        values = [clean(v) for v in line.split(",")]
+        if len(values) == len(APPS_FIELDS) and values[0]:
+            found.setdefault(values[0], []).append(f"{values[1]} {values[2]}".strip())
+    return found
+
+
+def refusal(gpu: GpuState, apps: Mapping[str, Sequence[str]], allow_busy: bool, allow_mig: bool) -> str:
+    """Why a benchmark must not time on this GPU ("" when it may): another process on it (its
+    timings would share the SMs and memory bandwidth), or MIG mode (a slice, not the GPU the
+    row names), each unless allowed."""
+    name = f"GPU {gpu.index} ({gpu.uuid})"
+    if gpu.mig.lower() == "enabled" and not allow_mig:
+        return f"{name} is in MIG mode: a slice, not the whole GPU; pass --allow-mig to time it anyway"
+    busy = list(apps.get(gpu.uuid, ()))
+    if busy and not allow_busy:
+        shown = "; ".join(busy[:3]) + (f"; {len(busy) - 3} more" if len(busy) > 3 else "")
+        return f"{name} runs other processes ({shown}); pass --allow-busy-gpu to time it anyway"
+    return ""
+
+
 def clocks_locked(environ: Mapping[str, str]) -> str:
     """What the run's clock-lock step said: "MIN,MAX" (MHz) when it locked them, "no" when it
     did not (not asked, or it failed), empty when nothing said either."""

@@ -117,6 +117,8 @@ def build_processor(spec: ModelSpec, settings: Settings) -> tuple[Any, bool]:
     processor is built from its class and the checkpoint's settings in matrix.yaml;
     otherwise it comes from the hub checkpoint, like the model."""
     offline = settings.weights == "random" and (spec.processor or spec.model_type)
+    if spec.outside and not _has_processor(spec.hub_id):
+        return _default_processor(spec.hub_id), False
     if not offline:
         import transformers
 
@@ -133,6 +135,28 @@ def build_processor(spec: ModelSpec, settings: Settings) -> tuple[Any, bool]:
     name = kwargs.pop("class", "") or _default_processor_class(spec.model_type)
     cls = _transformers_attr(name, "image processor")
     return cls(**kwargs), bool(spec.text_queries)
+
+
+def _has_processor(hub_id: str) -> bool:
+    """A hub id, or a folder with the processor's settings saved beside the model (a model
+    saved alone with `save_pretrained` has none)."""
+    from pathlib import Path
+
+    folder = Path(hub_id)
+    return not folder.is_dir() or (folder / "preprocessor_config.json").is_file()
+
+
+def _default_processor(folder: str) -> Any:
+    """The default image processor of the folder's model type (its own defaults), for a model
+    folder saved without one."""
+    import json
+    from pathlib import Path
+
+    model_type = json.loads((Path(folder) / "config.json").read_text()).get("model_type", "")
+    print(
+        f"note: {folder} has no preprocessor_config.json: the default processor of {model_type!r}", flush=True
+    )
+    return _transformers_attr(_default_processor_class(model_type), "image processor")()
 
 
 def _default_processor_class(model_type: str) -> str:

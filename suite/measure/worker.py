@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from suite.measure import allocator, compile_cost, lifeline
+from suite.measure import allocator, aot, compile_cost, lifeline
 from suite.measure import training as train
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.scenarios import SCENARIOS, dynamic, measure
@@ -57,7 +57,7 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
                 )
                 row["compile_note"] = "; ".join(n for n in notes if n)
         row["status"], row["error"] = "ok", ""
-    except (train.Unsupported, dynamic.Unsupported, reduced.Unsupported) as exc:  # not here: say why
+    except (train.Unsupported, dynamic.Unsupported, reduced.Unsupported, aot.Unsupported) as exc:  # say why
         traceback.print_exc()
         return {**row, "status": "skipped", "error": one_line(str(exc))}
     except Exception as exc:  # the sweep goes on: record why, in one line

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from suite.errors import UsageError
+from suite.report.export import write_dynamo_csvs, write_report_json
 from suite.report.load import Loaded, load
 from suite.report.pages.run_data import RunReport
 from suite.report.pages.run_page import write_run_page
@@ -20,14 +21,17 @@ from suite.report.paths import shown
 from suite.report.reference import Reference
 from suite.report.samples import PARQUET, read_beside, recompute, report_line, write_parquet
 from suite.report.study import Study, build_kinds
+from suite.report.tables.aot import aot_tables
 from suite.report.tables.cells import LEGEND, TRAIN, TRAIN_LEGEND
 from suite.report.tables.compile_cost import compile_cost_tables
 from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
 from suite.report.tables.dynamic import dynamic_tables
 from suite.report.tables.memory import peak_memory
+from suite.report.tables.mixed_resolution import mixed_resolution_tables
 from suite.report.tables.modes import compile_modes
 from suite.report.tables.phases import cudagraph_tables, energy_tables, phase_tables
 from suite.report.tables.precision import pipeline_tables, precision_tables
+from suite.report.tables.serving import serving_tables
 from suite.report.tables.stable_vs import stable_vs_others
 from suite.report.tables.summary import summary_table
 from suite.report.tables.table import Table, markdown_table, write_table
@@ -91,6 +95,22 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "What compiling saves per request (preprocess, forward, post-process)",
         "No compiled pipeline cell in the inputs (run the pipeline profile).",
     ),
+    # issue 40 (docs/serving.md)
+    (
+        "serving",
+        "Images a second at a p99 latency target (serving: eager vs compile modes)",
+        "No serving cell in the inputs (run the serving profile, or --scenarios serving).",
+    ),
+    (
+        "aot-inductor",
+        "Compiling ahead (AOTInductor) vs the JIT",
+        "No aot-inductor cell in the inputs (run the aot-inductor profile).",
+    ),
+    (
+        "mixed resolution",
+        "Image sizes that change (mixed-resolution: static, auto, marked)",
+        "No mixed-resolution cell in the inputs (run the mixed-resolution profile).",
+    ),
 )
 
 
@@ -104,6 +124,7 @@ class MergeResult:
     page: Path | None = None  # the run page, index.html beside tables.md (issue 26)
     samples_line: str = ""  # the rows' medians recomputed from the samples (suite.report.samples)
     samples: Path | None = None  # tables/samples.parquet, when any samples were found
+    exports: list[Path] = field(default_factory=list)  # report.json and the dynamo CSVs (report.export)
 
 
 def _clear(folder: Path, patterns: Sequence[str]) -> None:
@@ -147,8 +168,16 @@ def run_merge(
     tables += [*compile_cost_tables(study), *dynamic_tables(study)]
     tables += [*phase_tables(study), *cudagraph_tables(study), *energy_tables(study)]
     tables += [*precision_tables(loaded.frame), *pipeline_tables(loaded.frame)]
+    tables += [
+        *serving_tables(loaded.frame),
+        *mixed_resolution_tables(loaded.frame),
+        *aot_tables(loaded.frame),
+    ]
     for table in tables:
         write_table(table, tables_dir)
+    # what other tools read: report.json, the dynamo scripts' CSVs (issue 40, suite.report.export)
+    exports = [write_report_json(loaded.frame, tables_dir, [shown(f) for f in loaded.files])]
+    exports += write_dynamo_csvs(loaded.frame, tables_dir)
 
     plot_links: dict[str, list[Path]] = {}
     written: list[Path] = []
@@ -188,6 +217,7 @@ def run_merge(
         page=page,
         samples_line=samples_line,
         samples=parquet,
+        exports=exports,
     )
 
 

@@ -417,6 +417,54 @@ TABLE: tuple[Column, ...] = (
         doc='the timed loop\'s rule as set: "fixed, <iterations> calls" or "ci <ci_target_pct>%, '
         '<min_iterations>-<iterations> calls, <max_timing_s> s" (stop_rule_text)',
     ),
+    # issue 40: the serving scenario (docs/serving.md): the highest Poisson arrival rate whose p99
+    # latency, queueing included, met the target, and that trial's figures
+    _extra_timed("serving_target_ms", "ms", "the p99 latency target (set, or 5 x eager batch-1 median)"),
+    _extra_timed(
+        "serving_rate_per_s", "/s", "highest arrival rate that met the target (0: none)", positive=False
+    ),
+    _extra_timed("serving_throughput_per_s", "/s", "images served a second at that rate"),
+    _extra_timed("serving_p50_ms", "ms", "latency at that rate, queueing included: median"),
+    _extra_timed("serving_p90_ms", "ms", "latency at that rate, queueing included: p90"),
+    _extra_timed("serving_p99_ms", "ms", "latency at that rate, queueing included: p99"),
+    Column(
+        "serving_dropped", INT, contract=False, timing=True, doc="requests dropped (queue full) at that rate"
+    ),
+    Column("serving_requests", INT, contract=False, timing=True, doc="requests that trial finished"),
+    _extra_timed("serving_mean_batch", "", "mean batch the batcher formed at that rate"),
+    Column("serving_trials", INT, contract=False, timing=True, doc="arrival rates the search tried"),
+    Column("serving_note", contract=False, doc="the target's origin, the batcher, the search's bracket"),
+    # issue 40: the mixed-resolution scenario (docs/mixed-resolution.md)
+    Column("mixed_sizes", contract=False, doc="the image sizes served in turn (HxW>...), back to the first"),
+    _extra_timed("mixed_compile_s", "s", "compile seconds paid after the first size's", positive=False),
+    Column(
+        "mixed_cudagraph_records",
+        INT,
+        contract=False,
+        timing=True,
+        doc="CUDA graphs recorded after the first size",
+    ),
+    _extra_timed("mixed_p50_ms", "ms", "compiled, every size round-robin: median"),
+    _extra_timed("mixed_p99_ms", "ms", "compiled, every size round-robin: p99"),
+    _extra_timed("mixed_eager_p50_ms", "ms", "eager, every size round-robin: median"),
+    _extra_timed("mixed_eager_p99_ms", "ms", "eager, every size round-robin: p99"),
+    _extra_timed("fixed_p50_ms", "ms", "compiled at the first size alone: median"),
+    _extra_timed("fixed_p99_ms", "ms", "compiled at the first size alone: p99"),
+    Column(
+        "mixed_max_abs_diff",
+        NUMBER,
+        contract=False,
+        timing=True,
+        nonfinite=True,
+        doc="compiled vs eager at the other sizes: the largest max |diff|",
+    ),
+    Column("mixed_note", contract=False, doc="per size: graphs compiled, compile seconds, dynamo's reasons"),
+    # issue 40: the aot-inductor mode (docs/aot-inductor.md)
+    _extra_timed("aot_export_s", "s", "torch.export of the model at the cell's inputs"),
+    _extra_timed("aot_compile_s", "s", "aoti_compile_and_package: the package built"),
+    _extra_timed("aot_load_s", "s", "aoti_load_package in the timing process"),
+    _extra_timed("aot_package_mb", "MB", "the package's size on disk"),
+    Column("aot_packages", INT, contract=False, timing=True, doc="packages built (one per input shape)"),
     # issue 38: throughput beside latency (suite.measure.timing, docs/measurement.md): blocks of
     # back-to-back calls with one synchronize (CUDA events on a GPU), timed in the same rounds
     _extra_timed(

@@ -6,6 +6,7 @@ a child), and the image every cell feeds. Each failure is a UsageError: one line
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from suite.errors import UsageError, last_line
-from suite.measure import inputs, provenance
+from suite.measure import inputs, machine, provenance
 from suite.measure.config_check import Problem
 from suite.results import one_line, slug
 from suite.run.environ import child_env
@@ -256,6 +257,21 @@ class Prepared:
     profile: str
     build: str
     cells: list[Cell]
+
+
+def check_gpu(environment: provenance.Environment, allow_busy: bool, allow_mig: bool) -> None:
+    """A GPU run refused before its first cell, in one line, when its GPU runs other processes
+    or is in MIG mode (unless allowed). Skipped inside a container session's container: the
+    host checked its GPU before starting it (SUITE_GPU_STATE), and a container cannot see the
+    host's processes."""
+    if environment.device_type != "cuda" or os.environ.get(machine.STATE_ENV):
+        return
+    gpu = machine.for_this_process()
+    if gpu is None:
+        return
+    why = machine.refusal(gpu, machine.compute_apps(), allow_busy, allow_mig)
+    if why:
+        raise UsageError("--device", why)
 
 
 def prepare(request: Request, min_free_mb: float | None = DEFAULT_MIN_FREE_MB) -> Prepared:

@@ -7,17 +7,18 @@ one line. A docker command is checked for secrets before it is shown or run.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
 from suite.measure import machine
-from suite.sessions import docker, fleet, floors, images, pergpu
+from suite.sessions import docker, fleet, floors, images, pergpu, push
 from suite.sessions.images import Substitutes
 from suite.sessions.posargs import BenchArgs, SelectionCheck, bench_args, merge_target, refuse_rest, take
 from suite.sessions.runner import Runner, load, no_container, pick_builds
@@ -183,11 +184,23 @@ class Bench:
     seconds: dict[str, float]
     skipped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    push: str = ""  # where the run was pushed (the merge pushes its tables there too)
 
 
-def machine_slots(runner: Runner, device: str, shard: str, containers: int) -> list[fleet.Slot]:
+@dataclass(frozen=True)
+class Allow:
+    """What the GPU preflight lets through: a GPU other processes use, a GPU in MIG mode."""
+
+    busy: bool = False  # --allow-busy-gpu
+    mig: bool = False  # --allow-mig
+
+
+def machine_slots(
+    runner: Runner, device: str, shard: str, containers: int, allow: Allow | None = None
+) -> list[fleet.Slot]:
     """Where the containers run: one per GPU this session uses (read once from nvidia-smi,
-    SUITE_GPUS choosing), or on the CPU one (`--containers N`: N, each on its share of the CPUs)."""
+    SUITE_GPUS choosing; a busy or MIG one refused in one line each, unless `allow`ed), or on
+    the CPU one (`--containers N`: N, each on its share of the CPUs)."""
     if device == "cpu":
         return fleet.cpu_slots(containers, shard, sorted(os.sched_getaffinity(0)))
     if containers != 1:
@@ -200,7 +213,13 @@ def machine_slots(runner: Runner, device: str, shard: str, containers: int) -> l
             "driver; on this machine run `nox -s bench-local` (CPU)"
         )
     chosen = fleet.choose(gpus, os.environ)
-    affinity = fleet.topology() if len(chosen) > 1 else {}
+    allow = allow or Allow()
+    chosen, said = fleet.refused(chosen, machine.compute_apps(), allow.busy, allow.mig)
+    for line in said:
+        runner.log(f"refused: {line}")
+    if not chosen:
+        raise UsageError("GPU", said[0] if len(said) == 1 else f"every GPU refused: {'; '.join(said)}")
+    affinity = fleet.topology() if len(gpus) > 1 else {}
     found = fleet.slots(chosen, shard, os.environ, affinity)
     if len(found) > 1:
         pins = ", ".join(f"{s.name} cpus {s.cpus or 'any'}" for s in found)
@@ -240,10 +259,17 @@ def bench_containers(
     rows that say why (`verb` runs `suite mark` for them)."""
     args = list(posargs)
     how = Build(subs=images.pop_substitutes(args))
-    containers = take(args, values=["--containers"])["--containers"] or "1"
+    flags = take(
+        args,
+        values=["--containers", "--push", "--push-every"],
+        switches=["--allow-busy-gpu", "--allow-mig", "--new"],
+    )
+    allow = Allow(busy=flags["--allow-busy-gpu"], mig=flags["--allow-mig"])
+    containers = flags["--containers"] or "1"
     if not containers.isdigit():
         raise UsageError("--containers", f"{containers!r} is not a whole number")
-    bench = bench_args(args, prefix, root)
+    target = push.target_of(flags["--push"], flags["--push-every"], os.environ)
+    bench = resumed(runner, bench_args(args, prefix, root), flags["--new"])
     matrix = load(root)
     chosen = pick_builds(matrix, bench.builds, default_builds(matrix, prefix))
     # bench-nightly compares against the stable build, so it also runs whatever stable
@@ -262,14 +288,52 @@ def bench_containers(
             raise no_container(matrix, spec)
         check(spec, bench)
         images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line
-    slots = machine_slots(runner, device, bench.shard, int(containers))
+    slots = machine_slots(runner, device, bench.shard, int(containers), allow)
     opts = docker.run_options(
         bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
     )
     try:
-        return _bench(runner, root, matrix, chosen, bench, how, slots, opts, verb)
+        run = functools.partial(_bench, runner, root, matrix, chosen, bench, how, slots, opts, verb)
+        return pushed(runner, bench, target, run)
     finally:
         docker.remove_token(opts.token_file)
+
+
+def pushed(runner: Runner, bench: BenchArgs, target: push.Target | None, run: Callable[[], Bench]) -> Bench:
+    """`run` (the session's containers) with its run folder pushed every N rows and at the end,
+    then marked finished: a session refused on the way is finished too (nothing to resume); one
+    killed (a preempted VM, Ctrl-C) leaves it `running` for the next session to resume."""
+    run_dir = bench.out / bench.run_id
+    watcher = push.Watcher(run_dir, target, runner.log) if target is not None else None
+    try:
+        if watcher is not None:
+            watcher.start()
+        done = run()
+    except (UsageError, docker.DockerProblem, SystemExit):
+        if (run_dir / push.MARKER).is_file():
+            push.mark(run_dir, bench.session, "finished")
+        raise
+    finally:
+        if watcher is not None and run_dir.is_dir():
+            watcher.stop()  # the CSVs as they are now; the merge pushes its tables too
+    push.mark(run_dir, bench.session, "finished")
+    done.push = target.url if target is not None else ""
+    return done
+
+
+def resumed(runner: Runner, bench: BenchArgs, new: bool) -> BenchArgs:
+    """Without --run-id, the newest run of this session that never ended (a killed VM's), so
+    its cells are not run twice; said in one line. `--new` starts another."""
+    if bench.run_id_given or new:
+        return bench
+    old = push.unfinished(bench.out, bench.session)
+    if old is None:
+        return bench
+    runner.log(
+        f"resuming {old}: the newest run in {bench.out} that `nox -s bench-{bench.session}` began and "
+        "never finished (--new starts another, --run-id names one)"
+    )
+    return replace(bench, run_id=old, run_id_given=True)
 
 
 def _bench(
@@ -325,6 +389,7 @@ def _bench(
         check_local_bases(runner, matrix, [s for s in chosen if s.name in tags], root)
     check_names_free(opts, [s for s in chosen if s.name in tags], slots)
     prepare_mounts(runner, opts)
+    push.mark(opts.results / opts.run_id, bench.session, "running")  # finished when the session ends
     done = Bench(merge=None, tags={}, seconds={})
 
     def cannot_run(spec: BuildSpec, reason: str) -> None:

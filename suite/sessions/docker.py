@@ -149,6 +149,15 @@ def container_user() -> str:
     return f"{IMAGE_UID}:{IMAGE_UID}" if uid == 0 else f"{uid}:{gid}"
 
 
+def compile_threads(cpus: str) -> int:
+    """How many CPUs a --cpuset-cpus list holds (`0-3,8`: 5)."""
+    count = 0
+    for part in cpus.split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
+
+
 def run_prefix(options: RunOptions, tag: str, name: str, image_id: str = "") -> list[str]:
     """`docker run ...IMAGE`: name, label, GPU, CPUs, mounts, user, environment; the command follows."""
     run_dir = options.results / options.run_id
@@ -158,6 +167,8 @@ def run_prefix(options: RunOptions, tag: str, name: str, image_id: str = "") -> 
         cmd += ["--gpus", f"device={options.gpu}" if options.gpu else "all"]
     if options.cpus:
         cmd += ["--cpuset-cpus", options.cpus]
+        # inductor's compile workers on the container's own CPUs, not as many as the host has
+        cmd += ["--env", f"TORCHINDUCTOR_COMPILE_THREADS={compile_threads(options.cpus)}"]
     if options.mems:
         cmd += ["--cpuset-mems", options.mems]
     cmd += ["--ipc=host"]

@@ -4,9 +4,13 @@ gets, and the CPUs and memory of its NUMA node.
 On a machine with several GPUs (nvidia-smi lists them; SUITE_GPUS=0,3 chooses), each GPU gets
 its own container, `--gpus device=<i>`, running part k of g of the selection (`--shard k/g`,
 or `i/n,k/g` inside a fan-out's shard i/n: the other machines' GPU counts do not matter),
-pinned to the CPUs and memory of the GPU's NUMA node as `nvidia-smi topo -m` reports them
-(`--cpuset-cpus`, `--cpuset-mems`; none where it reports none). One GPU behaves as before:
+pinned to the memory of the GPU's NUMA node as `nvidia-smi topo -m` reports it and to a share
+of its CPUs of its own: the node's CPUs split, contiguous and disjoint, among every GPU the
+table lists on that node (`--cpuset-cpus`, `--cpuset-mems`; none where it reports none), so no
+container's compile competes with another GPU's timed calls, and runners pinned to one GPU each
+(SUITE_GPU) on one host get the same disjoint shares. One GPU on its machine behaves as before:
 one container, `--gpus all` (or the runner's SUITE_GPU), the session's own shard, no pinning.
+A GPU in MIG mode or running other processes is refused (`refused`), unless allowed.
 
 Host side, standard library only; nvidia-smi is read once, through suite.measure.machine.
 """
@@ -20,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from suite.errors import UsageError
-from suite.measure.machine import GpuState
+from suite.measure.machine import GpuState, refusal
 from suite.spec.shard import Shard
 
 GPUS_ENV = "SUITE_GPUS"  # the GPUs this machine's sessions use: indices or UUIDs, comma-separated
@@ -133,6 +137,64 @@ def topology(smi: str | None = None) -> dict[str, tuple[str, str]]:
     return numa_affinity(proc.stdout) if proc.returncode == 0 else {}
 
 
+def cpu_list(text: str) -> list[int]:
+    """`0-3,8` -> [0, 1, 2, 3, 8]."""
+    found: list[int] = []
+    for part in text.split(",") if text else []:
+        low, _, high = part.partition("-")
+        found += range(int(low), int(high or low) + 1)
+    return found
+
+
+def cpu_text(cpus: Sequence[int]) -> str:
+    """[0, 1, 2, 3, 8] -> `0-3,8`: the form --cpuset-cpus takes."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+
+
+def cpu_shares(affinity: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """GPU index -> its own share of its NUMA node's CPUs: the node's CPUs split, in order and as
+    evenly as they divide, among the GPUs the table lists with that CPU set (by index). Every
+    GPU of the machine counts, chosen or not, so shares never overlap between sessions."""
+    by_node: dict[str, list[str]] = {}
+    for index, (cpus, _) in affinity.items():
+        if cpus:
+            by_node.setdefault(cpus, []).append(index)
+    shares = {}
+    for cpus, gpus in by_node.items():
+        ordered = sorted(gpus, key=int)
+        # each range split on its own (`0-55,112-167`: a core's hyperthread sibling is in the
+        # second range), so a share holds whole cores with their siblings
+        ranges = [cpu_list(part) for part in cpus.split(",")]
+        for k, index in enumerate(ordered):
+            share = [
+                cpu
+                for every in ranges
+                for cpu in every[k * len(every) // len(ordered) : (k + 1) * len(every) // len(ordered)]
+            ]
+            shares[index] = cpu_text(share) if share else cpus  # more GPUs than CPUs: the node's
+    return shares
+
+
+def refused(
+    gpus: Sequence[GpuState], apps: Mapping[str, Sequence[str]], allow_busy: bool, allow_mig: bool
+) -> tuple[list[GpuState], list[str]]:
+    """The GPUs a benchmark may time on, and one line for each it may not (machine.refusal)."""
+    kept, said = [], []
+    for gpu in gpus:
+        why = refusal(gpu, apps, allow_busy, allow_mig)
+        if why:
+            said.append(why)
+        else:
+            kept.append(gpu)
+    return kept, said
+
+
 def slots(
     chosen: Sequence[GpuState],
     shard: str,
@@ -140,16 +202,21 @@ def slots(
     affinity: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[Slot]:
     """One slot per chosen GPU, each a part of `shard` (the session's own, or the whole
-    selection), pinned where `affinity` says; one GPU: one slot as a single-GPU machine had."""
+    selection), pinned to its NUMA node's memory and its own share of the node's CPUs where
+    `affinity` says; one GPU: one slot, pinned only where the table lists several GPUs."""
+    shares = cpu_shares(affinity or {})
     if len(chosen) <= 1:
         gpu = chosen[0] if chosen else None
         pinned = _wanted(environ)
-        return [Slot(gpu, gpus_arg=pinned[0] if pinned else "", shard=shard)]
+        cpus = shares.get(gpu.index, "") if gpu is not None and len(affinity or {}) > 1 else ""
+        mems = (affinity or {}).get(gpu.index, ("", ""))[1] if cpus and gpu is not None else ""
+        return [Slot(gpu, gpus_arg=pinned[0] if pinned else "", shard=shard, cpus=cpus, mems=mems)]
     outer = Shard.parse(shard) if shard else None
     found = []
     for k, gpu in enumerate(chosen, 1):
         part = outer.of(k, len(chosen)) if outer else Shard(k, len(chosen))
-        cpus, mems = (affinity or {}).get(gpu.index, ("", ""))
+        mems = (affinity or {}).get(gpu.index, ("", ""))[1]
+        cpus = shares.get(gpu.index, "")
         found.append(Slot(gpu, gpus_arg=gpu.index, shard=part.label, cpus=cpus, mems=mems))
     return found
 

@@ -66,6 +66,8 @@ class BenchArgs:
     suite_args: list[str]
     device: str | None = None  # --device, None: the session's default
     shard: str = ""  # --shard i/n (it stays in suite_args too)
+    session: str = ""  # which session made the run (its prefix: stable, nightly, local)
+    run_id_given: bool = True  # --run-id given (False: the id above is a new one)
 
 
 # Checks a build's selection flags before anything is built (the noxfile runs `suite plan`).
@@ -84,7 +86,7 @@ def bench_args(posargs: Sequence[str], prefix: str, root: Path) -> BenchArgs:
     sharded = shard is not None
     return BenchArgs(
         flags["--build"], run_id, out, flags["--offline"], flags["--no-merge"], sharded, args,
-        flags["--device"], shard or "",
+        flags["--device"], shard or "", prefix, flags["--run-id"] is not None,
     )  # fmt: skip
 
 

@@ -94,6 +94,7 @@ COMPILE_FACTOR: dict[str, float] = {
     "reduce-overhead": 1.2,  # + CUDA-graph recording
     "max-autotune": 6.0,  # + benchmarking kernel choices for every matmul and conv
     "max-autotune-no-cudagraphs": 5.5,
+    "aot-inductor": 1.5,  # + export, and the package's C++ compiled and linked
 }
 
 

@@ -15,6 +15,8 @@ from suite.errors import UsageError
 from suite.spec.model import (
     DYNAMIC_BATCH,
     DYNAMIC_SETTINGS,
+    MIXED_RESOLUTION,
+    SERVING,
     BuildSpec,
     Cell,
     ImageSpec,
@@ -25,6 +27,7 @@ from suite.spec.model import (
     SettingError,
     Settings,
 )
+from suite.spec.outside import outside_model
 
 
 @dataclass(frozen=True)
@@ -161,22 +164,28 @@ def expand(
     profile = matrix.profiles[profile_name]
     settings = resolve_settings(matrix, profile, filters.overrides)
     wanted_models = None
+    outside: dict[str, ModelSpec] = {}
     if filters.models is not None:
         wanted_models = set()
         for name in filters.models:
             spec = matrix.find_model(name)
             if spec is None:
-                raise UsageError(
-                    "--models",
-                    f"{name!r} is not a model of {matrix.path} (known: {', '.join(matrix.models)})",
-                )
+                spec = outside_model(name, matrix.models)  # a saved folder or a hub id (issue 40)
+                if spec is None:
+                    raise UsageError(
+                        "--models",
+                        f"{name!r} is not a model of {matrix.path}, a folder or a hub id "
+                        f"(known: {', '.join(matrix.models)})",
+                    )
+                outside[spec.name] = spec
             wanted_models.add(spec.name)
     cells: dict[tuple[object, ...], Cell] = {}
     for sel in profile.selections:
-        for model_name in _with_named_customs(matrix, sel.models, wanted_models):
+        # a model from outside the matrix runs as each selection runs the matrix's models
+        for model_name in [*_with_named_customs(matrix, sel.models, wanted_models), *outside]:
             if wanted_models is not None and model_name not in wanted_models:
                 continue
-            spec = matrix.models[model_name]
+            spec = outside.get(model_name) or matrix.models[model_name]
             cell_settings = replace(settings, weights="random") if spec.base else settings
             scenarios = filters.scenarios if filters.scenarios is not None else sel.scenarios
             for scenario in scenarios:
@@ -186,8 +195,20 @@ def expand(
                             (model_name, scenario, cell.batch_sizes, cell.mode, cell.dynamic), cell
                         )
                     continue
-                for bs in sel.batch_sizes:
-                    if filters.batch_sizes is not None and bs not in filters.batch_sizes:
+                if scenario == MIXED_RESOLUTION:
+                    for cell in _mixed_cells(matrix, profile, build, spec, sel, cell_settings, filters):
+                        cells.setdefault(
+                            (model_name, scenario, cell.batch_size, cell.mode, cell.dynamic), cell
+                        )
+                    continue
+                # a serving cell's requests are one image each (its batcher makes the batches, up to
+                # the `serving.max_batch` setting): one cell per mode, batch size 1
+                for bs in (1,) if scenario == SERVING else sel.batch_sizes:
+                    if (
+                        scenario != SERVING
+                        and filters.batch_sizes is not None
+                        and bs not in filters.batch_sizes
+                    ):
                         continue
                     for mode in sel.modes:
                         if filters.modes is not None and mode not in filters.modes:
@@ -264,6 +285,28 @@ def _dynamic_cells(
     ]
 
 
+def _mixed_cells(
+    matrix: Matrix,
+    profile: Profile,
+    build: str,
+    spec: ModelSpec,
+    sel: Selection,
+    settings: Settings,
+    filters: Filters,
+) -> list[Cell]:
+    """A selection's mixed-resolution cells: one per batch size, compiled mode and `dynamic`
+    setting (eager has no compile to make dynamic: no cell)."""
+    sizes = [b for b in sel.batch_sizes if filters.batch_sizes is None or b in filters.batch_sizes]
+    modes = [m for m in sel.modes if m != "eager" and (filters.modes is None or m in filters.modes)]
+    wanted = [d for d in DYNAMIC_SETTINGS if filters.dynamic is None or d in filters.dynamic]
+    return [
+        _cell(matrix, profile, filters, build, spec, bs, mode, MIXED_RESOLUTION, settings, dynamic=d)
+        for bs in sizes
+        for mode in modes
+        for d in wanted
+    ]
+
+
 def _with_named_customs(matrix: Matrix, names: Sequence[str], wanted: set[str] | None) -> list[str]:
     """A selection's models, plus each custom configuration named with --models whose base the
     selection has (right after it): `--profile smoke --models ViT,ViT-6-layers` runs the custom
@@ -272,6 +315,7 @@ def _with_named_customs(matrix: Matrix, names: Sequence[str], wanted: set[str] |
     for name in names:
         out.append(name)
         for extra in sorted(wanted or ()):
-            if matrix.models[extra].base == name and extra not in names and extra not in out:
+            custom = matrix.models.get(extra)
+            if custom is not None and custom.base == name and extra not in names and extra not in out:
                 out.append(extra)
     return out

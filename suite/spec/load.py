@@ -19,6 +19,7 @@ from suite.spec.model import (
     COMPILE_CACHES,
     DTYPES,
     MALLOCS,
+    MAX_RESOLUTION_SCALE,
     MODES,
     PARITY_MAX_EPS_LIMIT,
     PARITY_SETTINGS,
@@ -34,6 +35,7 @@ from suite.spec.model import (
     Profile,
     RunNoise,
     Selection,
+    Serving,
     SettingError,
     Settings,
     autocast_to,
@@ -80,6 +82,19 @@ def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
         out["run_noise"] = _run_noise(r.sub("run_noise_pct"), base.run_noise)
     if r.has("speedup_noise_pct"):
         out["speedup_noise"] = _run_noise(r.sub("speedup_noise_pct"), base.speedup_noise)
+    if r.has("serving"):
+        out["serving"] = _serving(r.sub("serving"), base.serving)
+    if r.has("resolution_scales"):
+        scales = r.list("resolution_scales")
+        for x in scales:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= MAX_RESOLUTION_SCALE:
+                r.fail(
+                    f"scales must be numbers > 0 and at most {MAX_RESOLUTION_SCALE:g}, got {x!r}",
+                    "resolution_scales",
+                )
+        if len(set(scales)) < 2:
+            r.fail("needs two or more different scales (the scenario changes the size)", "resolution_scales")
+        out["resolution_scales"] = tuple(float(x) for x in dict.fromkeys(scales))
     if r.has("image"):
         img = r.sub("image")
         url = img.raw("url", base.image.url) or ""
@@ -107,6 +122,32 @@ def _run_noise(r: Reader, base: RunNoise) -> RunNoise:
                 r.fail(f"must be from 0 to 100 (percent), got {out[device]}", device)
     r.done()
     return replace(base, **out)
+
+
+SERVING_INTS: tuple[str, ...] = ("max_batch", "max_queue", "burst", "requests")
+
+
+def _serving(r: Reader, base: Serving) -> Serving:
+    """`serving: {p99_ms, max_batch, max_wait_ms, max_queue, burst, requests}`: the keys given
+    replace `base`'s (`p99_ms: ~` restores the default target, a multiple of batch-1 latency)."""
+    if not isinstance(r.data, Mapping):
+        r.fail(f"must be a mapping (p99_ms, max_batch, max_wait_ms, ...), got {kind(r.data)}")
+    out: dict[str, Any] = {}
+    if r.has("p99_ms"):
+        out["p99_ms"] = None if r.raw("p99_ms") is None else r.float("p99_ms", maximum=3.6e6)
+    if r.has("max_wait_ms"):
+        out["max_wait_ms"] = r.float("max_wait_ms", positive=False, maximum=3.6e6)
+        if out["max_wait_ms"] < 0:
+            r.fail(f"must be >= 0, got {out['max_wait_ms']}", "max_wait_ms")
+    for key in SERVING_INTS:
+        if r.has(key):
+            out[key] = r.int(key, minimum=0 if key == "max_queue" else 1)
+    r.done()
+    try:
+        return replace(base, **out)
+    except SettingError as exc:
+        r.fail(exc.message, exc.field_among([f"serving.{k}" for k in out]).removeprefix("serving."))
+        raise
 
 
 def _dynamic_batch_sizes(r: Reader) -> tuple[int, ...]:

@@ -20,13 +20,18 @@ TASKS: dict[str, str] = {
     "Image Classification": "AutoModelForImageClassification",
     "Image Segmentation": "AutoModelForSemanticSegmentation",
     "Object Detection": "AutoModelForObjectDetection",
+    # issue 40: a bare backbone named with --models (suite.spec.outside): its features
+    "Image Feature Extraction": "AutoModel",
 }
+FEATURES = "Image Feature Extraction"
 MODES: tuple[str, ...] = (
     "eager",
     "default",
     "reduce-overhead",
     "max-autotune",
     "max-autotune-no-cudagraphs",
+    # issue 40: torch.export + AOTInductor's package, loaded back in the timing process (suite.measure.aot)
+    "aot-inductor",
 )
 # autocast-<dtype> (issue 28): float32 weights and inputs, the forward under
 # torch.autocast(device, dtype=<dtype>), so matmuls and convolutions run in <dtype> and the rest
@@ -40,7 +45,22 @@ DYNAMIC_BATCH = "dynamic-batch"  # one process serves several batch sizes in tur
 # issue 28: `precision` is inference plus the task's answer judged against float32 eager
 # (suite.measure.parity); `pipeline` times a whole request: preprocess, forward, post-process
 PRECISION, PIPELINE = "precision", "pipeline"
-SCENARIOS: tuple[str, ...] = ("inference", "train", DYNAMIC_BATCH, PRECISION, PIPELINE)
+# issue 40: `serving` searches the highest Poisson arrival rate whose p99 latency (queueing
+# included) stays under a target, in front of a dynamic batcher (suite.measure.loadgen)
+SERVING = "serving"
+# ... and `mixed-resolution` serves a fixed sequence of image sizes in one process under a
+# `dynamic` setting (suite.measure.scenarios.mixed_resolution): one row per setting
+MIXED_RESOLUTION = "mixed-resolution"
+SCENARIOS: tuple[str, ...] = (
+    "inference",
+    "train",
+    DYNAMIC_BATCH,
+    PRECISION,
+    PIPELINE,
+    SERVING,
+    MIXED_RESOLUTION,
+)
+MAX_RESOLUTION_SCALE = 4.0
 # The parity rule's thresholds (the `precision` scenario's `parity` column): the least
 # agreement with float32 eager a cell may show, per figure, each in [0, 1]
 PARITY_SETTINGS: tuple[str, ...] = (
@@ -81,6 +101,60 @@ class ImageSpec:
 
     url: str = ""
     path: str = ""
+
+
+# A serving cell's default p99 target: this many times eager's batch-1 median latency, measured in
+# the cell's own process (MLPerf's ResNet-50 server target, 15 ms, is about 5x a datacenter GPU's
+# batch-1 latency); `serving.p99_ms` sets a fixed target instead.
+SERVING_TARGET_MULTIPLE = 5.0
+SERVING_MAX_BATCH, SERVING_MAX_REQUESTS = 1024, 1_000_000
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The serving scenario's settings (`serving:` in matrix.yaml): the p99 latency target (None:
+    SERVING_TARGET_MULTIPLE x eager's batch-1 median), the dynamic batcher's largest batch and
+    longest wait for one, its queue (0: 16 x max_batch; a request arriving to a full queue is
+    dropped), `burst` requests arriving together (1: plain Poisson arrivals), and the most
+    requests one trial rate sends (early stopping may send fewer)."""
+
+    p99_ms: float | None = None
+    max_batch: int = 8
+    max_wait_ms: float = 2.0
+    max_queue: int = 0
+    burst: int = 1
+    requests: int = 2000
+
+    def __post_init__(self) -> None:
+        for name in ("max_batch", "max_queue", "burst", "requests"):
+            value, low = getattr(self, name), 0 if name == "max_queue" else 1
+            high = SERVING_MAX_REQUESTS if name == "requests" else SERVING_MAX_BATCH * 64
+            if name == "max_batch":
+                high = SERVING_MAX_BATCH
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise SettingError(
+                    (f"serving.{name}",), f"must be an integer from {low} to {high}, got {value!r}"
+                )
+        for name in ("p99_ms", "max_wait_ms"):
+            value = getattr(self, name)
+            if value is None and name == "p99_ms":
+                continue
+            number = not isinstance(value, bool) and isinstance(value, (int, float))
+            if not number or not math.isfinite(value) or value < 0 or (name == "p99_ms" and value == 0):
+                raise SettingError(
+                    (f"serving.{name}",),
+                    f"must be a finite number {'> 0' if name == 'p99_ms' else '>= 0'}, got {value!r}",
+                )
+        if self.max_queue and self.max_queue < self.max_batch:
+            raise SettingError(
+                ("serving.max_queue", "serving.max_batch"),
+                f"must be 0 (16 x max_batch) or at least max_batch ({self.max_batch}), got {self.max_queue}",
+            )
+
+    @property
+    def queue(self) -> int:
+        """The queue's capacity in requests."""
+        return self.max_queue or 16 * self.max_batch
 
 
 @dataclass(frozen=True)
@@ -205,6 +279,10 @@ class Settings:
     # the machine's between-run noise, per device type (a rerun interval's second part)
     run_noise: RunNoise = field(default_factory=RunNoise)
     speedup_noise: RunNoise = field(default_factory=RunNoise)  # the same, of the paired speed-up
+    serving: Serving = field(default_factory=Serving)  # the serving scenario's target and batcher
+    # the mixed-resolution scenario's sizes, as multiples of the model's own input size (empty:
+    # its task's default)
+    resolution_scales: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         _choice("dtype", self.dtype, DTYPES)
@@ -229,6 +307,21 @@ class Settings:
             _within(name, getattr(self, name))
         # min_iterations above iterations is no error: the minimum is then the maximum (a profile's
         # or a flag's small `iterations` must not need a second setting to go with it)
+        scales = self.resolution_scales
+        numbers = all(
+            not isinstance(x, bool) and isinstance(x, (int, float)) and 0 < x <= MAX_RESOLUTION_SCALE
+            for x in scales
+        )
+        if scales and (not numbers or len(set(scales)) < 2):
+            raise SettingError(
+                ("resolution_scales",),
+                f"needs two or more different scales > 0 and at most {MAX_RESOLUTION_SCALE:g}, "
+                f"got {list(scales)}",
+            )
+        if not isinstance(self.serving, Serving):
+            raise SettingError(
+                ("serving",), f"must be a mapping (p99_ms, max_batch, ...), got {self.serving!r}"
+            )
         if not isinstance(self.image, ImageSpec):
             raise SettingError(("image",), f"must be an image (url and/or path), got {self.image!r}")
         sizes = self.dynamic_batch_sizes
@@ -266,6 +359,8 @@ class ModelSpec:
     smoke: Mapping[str, Any] = field(default_factory=dict)
     base: str = ""  # a custom configuration: the model it derives from
     overrides: Mapping[str, Any] = field(default_factory=dict)  # a custom configuration's own changes
+    # a hub id or a local folder named with --models, not in matrix.yaml (suite.spec.outside)
+    outside: bool = False
 
     @property
     def auto_class(self) -> str:
@@ -387,7 +482,9 @@ class Cell:
     @property
     def compile_cost(self) -> bool:
         """Does this cell get the warm and mega-cache processes after its own?"""
-        return self.settings.compile_cost and self.mode != "eager" and self.scenario in COMPILE_COST_SCENARIOS
+        # an aot-inductor package is built once, ahead: no warm or mega-cache JIT compile to measure
+        jit = self.mode not in ("eager", "aot-inductor")
+        return self.settings.compile_cost and jit and self.scenario in COMPILE_COST_SCENARIOS
 
     def row_keys(self, device: str) -> list[dict[str, object]]:
         """The key of every row this cell owes: one per batch size it serves."""
@@ -401,6 +498,8 @@ class Cell:
         parts = ["smoke"] if self.settings.shrink else []
         if self.model.base:
             parts.append(f"custom of {self.model.base}")
+        if self.model.outside:
+            parts.append("outside the guide's set")
         return ", ".join(parts)
 
     def key_fields(self, device: str) -> dict[str, object]:
@@ -432,6 +531,8 @@ class Cell:
                 "run_noise": RunNoise(**raw["settings"].get("run_noise", {})),
                 "speedup_noise": RunNoise(**raw["settings"].get("speedup_noise", {})),
                 "dynamic_batch_sizes": tuple(raw["settings"].get("dynamic_batch_sizes", ())),
+                "serving": Serving(**raw["settings"].get("serving", {})),
+                "resolution_scales": tuple(raw["settings"].get("resolution_scales", ())),
             }
         )
         return Cell(

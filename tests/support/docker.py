@@ -92,7 +92,8 @@ else:
 '''
 FAKE_SMI = r'''#!{python}
 """A stand-in nvidia-smi: FAKE_SMI_GPUS GPUs (default 1) of FAKE_SMI_NAME on a driver
-FAKE_SMI_DRIVER with compute capability FAKE_SMI_CAP, half of them on each of two NUMA nodes;
+FAKE_SMI_DRIVER with compute capability FAKE_SMI_CAP, half of them on each of two NUMA nodes,
+those FAKE_SMI_MIG lists in MIG mode and those FAKE_SMI_BUSY lists running another process;
 records its argv as one JSON line in FAKE_DOCKER_LOG.smi."""
 import json, os, sys
 args = sys.argv[1:]
@@ -103,6 +104,8 @@ name = os.environ.get("FAKE_SMI_NAME", "NVIDIA A100-SXM4-40GB")
 driver = os.environ.get("FAKE_SMI_DRIVER", "550.54.15")
 cap = os.environ.get("FAKE_SMI_CAP", "8.0")
 uuid = "GPU-0000000{{}}-0000-0000-0000-000000000000"
+mig = os.environ.get("FAKE_SMI_MIG", "").split(",")  # GPU indices in MIG mode
+busy = os.environ.get("FAKE_SMI_BUSY", "").split(",")  # GPU indices another process uses
 if args == ["-L"]:
     for i in range(count):
         print(f"GPU {{i}}: {{name}} (UUID: {{uuid.format(i)}})")
@@ -114,9 +117,14 @@ elif args[:1] and args[0].startswith("--query-gpu="):
     for i in range(count):
         values = {{"index": str(i), "uuid": uuid.format(i), "name": name, "driver_version": driver,
                   "compute_cap": cap, "persistence_mode": "Enabled", "power.limit": "400.00",
-                  "ecc.mode.current": "Enabled", "mig.mode.current": "[N/A]",
+                  "ecc.mode.current": "Enabled",
+                  "mig.mode.current": "Enabled" if str(i) in mig else "[N/A]",
                   "clocks.applications.graphics": "1410", "pci.bus_id": f"00000000:{{i:02X}}:00.0"}}
         print(", ".join(values[f] for f in fields))
+elif args[:1] and args[0].startswith("--query-compute-apps="):
+    for i in range(count):
+        if str(i) in busy:
+            print(f"{{uuid.format(i)}}, {{4242 + i}}, python3")
 elif args == ["topo", "-m"]:
     half = max(count // 2, 1)
     print("\t" + "\x1b[4m" + "\t".join(f"GPU{{i}}" for i in range(count))

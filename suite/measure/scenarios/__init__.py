@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from suite.measure.scenarios.base import Scenario, measure
 from suite.measure.scenarios.inference import Inference
+from suite.measure.scenarios.mixed_resolution import MixedResolution
 from suite.measure.scenarios.pipeline import Pipeline
 from suite.measure.scenarios.precision import Precision
+from suite.measure.scenarios.serving import Serving
 from suite.measure.scenarios.train import Train
 
 SCENARIOS: dict[str, type[Scenario]] = {
@@ -16,6 +18,8 @@ SCENARIOS: dict[str, type[Scenario]] = {
     "train": Train,
     "precision": Precision,
     "pipeline": Pipeline,
+    "serving": Serving,
+    "mixed-resolution": MixedResolution,
 }
 
 __all__ = ["SCENARIOS", "Scenario", "measure"]

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from suite.measure import aot
 from suite.measure.accuracy import judge, snapshot
 from suite.measure.cell import compile_model
 from suite.measure.scenarios.base import Scenario
@@ -18,6 +19,8 @@ class Inference(Scenario):
 
     def __init__(self, cell: Cell, model: Any, batch: dict[str, Any]) -> None:
         super().__init__(cell, model, batch)
+        if cell.mode == aot.AOT_MODE:
+            aot.check_supported()  # before any call: a build without it is skipped at once
 
         def eager() -> Any:
             return model(**batch)
@@ -29,14 +32,20 @@ class Inference(Scenario):
 
         return torch.no_grad()
 
+    compiled_model: Any = None
+
     def compile(self) -> Callable[[], Any]:
-        compiled_model = compile_model(self.model, self.cell.mode)
+        compiled_model = self.compiled_model = compile_model(self.model, self.cell.mode)
         batch = self.batch
 
         def compiled() -> Any:
             return compiled_model(**batch)
 
         return compiled
+
+    def extra_fields(self, loop: Any, compiled: Callable[[], Any] | None) -> dict[str, Any]:
+        """An aot-inductor cell's package figures (suite.measure.aot); none for the other modes."""
+        return aot.fields(self.compiled_model)
 
     def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool | None]:
         ref = snapshot(self.eager())

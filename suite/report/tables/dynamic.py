@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from suite.report.study import CellKey, Gpu, Measurement, Setup, Study
 from suite.report.tables.cells import Dyn
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
-from suite.spec.model import DYNAMIC_SETTINGS
+from suite.spec.model import DYNAMIC_SETTINGS, MIXED_RESOLUTION
 
 INFERENCE = "inference"
 DYNAMIC_NOTE = (
@@ -46,7 +46,9 @@ class DynGroup:
 
 def dynamic_tables(study: Study) -> list[Table]:
     """One table per (GPU, setup, build, compiled mode) of the dynamic-batch rows."""
-    groups = list(dict.fromkeys(DynGroup(k.gpu, k.setup, k.build, k.mode) for k in study.dynamic))
+    # mixed-resolution rows carry a `dynamic` setting too: their own table (tables.mixed_resolution)
+    keys = [k for k in study.dynamic if k.setup.scenario != MIXED_RESOLUTION]
+    groups = list(dict.fromkeys(DynGroup(k.gpu, k.setup, k.build, k.mode) for k in keys))
     return [_table(study, g) for g in groups]
 
 

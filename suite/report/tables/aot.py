@@ -1,0 +1,113 @@
+"""Compiling ahead against the JIT (docs/aot-inductor.md): per model and batch size, an
+aot-inductor row beside the `default` row of the same cell: the package's load (what a serving
+process pays at start) against the JIT's compile with warm caches (`compile_warm_s`, from
+`compile_cost: true`) and with cold ones, the medians, and how long the start-up lead lasts.
+
+Host side only (pandas). The figures are the rows' own; the break-even is arithmetic on them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from suite.report.tables.table import Column, Table
+from suite.results import slug
+
+AOT_SECTION = "aot-inductor"
+AOT_NOTE = (
+    "load: aoti_load_package in the timing process (the package built ahead: export + compile beside it). "
+    "JIT start: the default mode's first compile with warm caches (compile_warm_s, from compile_cost: true), "
+    "else its cold compile (compile_s). lead: JIT start - load. The package's start-up lead over the JIT "
+    "lasts lead / (package median - JIT median) calls when the package is slower per call; 'always' when it "
+    "is no slower; 'never' when the JIT starts first and is no slower. Medians: two processes, two cells."
+)
+
+
+def _num(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def lead_calls(lead_s: float, aot_ms: float, jit_ms: float) -> str:
+    """How many calls the package's start-up lead lasts (see AOT_NOTE)."""
+    slower_ms = aot_ms - jit_ms
+    if lead_s >= 0 and slower_ms <= 0:
+        return "always"
+    if lead_s < 0 and slower_ms >= 0:
+        return "never"
+    calls = lead_s * 1000.0 / slower_ms  # both negative: the JIT's lead, overtaken after that many
+    return f"{calls:,.0f} calls" if lead_s >= 0 else f"ahead after {calls:,.0f} calls"
+
+
+def aot_tables(frame: pd.DataFrame) -> list[Table]:
+    """One table per (device, GPU, build, dtype) with aot-inductor inference rows."""
+    if "aot_load_s" not in frame or "mode" not in frame:
+        return []
+    rows = frame[(frame["scenario"] == "inference") & (frame["mode"].isin(("aot-inductor", "default")))]
+    tables = []
+    for (device, gpu, build, dtype), group in rows.groupby(
+        ["device", "gpu_name", "build", "dtype"], sort=False
+    ):
+        aot = group[group["mode"] == "aot-inductor"]
+        if aot.empty:
+            continue
+        table = Table(
+            name="__".join(slug(str(p)) for p in ("aot-inductor", device, gpu, build, dtype)),
+            section=AOT_SECTION,
+            title=f"Compiling ahead (AOTInductor) vs the JIT · {gpu} ({device}) · {build} · {dtype}",
+            subtitle="The package's load and median beside the default mode's compile and median.",
+            columns=[
+                Column(h, h, "text")
+                for h in (
+                    "Task/Model",
+                    "Batch Size",
+                    "package",
+                    "load (s)",
+                    "JIT start (s)",
+                    "median: package / JIT (ms)",
+                    "lead",
+                )
+            ],
+            notes=[AOT_NOTE],
+        )
+        for _, a in aot.iterrows():
+            jit = group[
+                (group["mode"] == "default")
+                & (group["model"] == a["model"])
+                & (group["batch_size"] == a["batch_size"])
+            ]
+            table.add(*_row(a, jit.iloc[0] if len(jit) else None, device, gpu, build))
+        tables.append(table)
+    return tables
+
+
+def _row(a: Any, jit: Any, device: str, gpu: str, build: str) -> tuple[dict[str, Any], list[str]]:
+    context = {"task": a["task"], "model": a["model"], "batch size": a["batch_size"], "device": device}
+    context |= {"GPU": gpu, "build": build, "status": a["status"]}
+    label = [f"{a['task']}/{a['model']}", str(a["batch_size"])]
+    if a["status"] != "ok":
+        return context, [*label, f"{a['status']}: {a['error']}"[:100], "—", "—", "—", "—"]
+    load, mb, aot_ms = _num(a.get("aot_load_s")), _num(a.get("aot_package_mb")), _num(a.get("median_ms"))
+    build_s = sum(x for x in (_num(a.get("aot_export_s")), _num(a.get("aot_compile_s"))) if x is not None)
+    ok = jit is not None and jit["status"] == "ok"
+    warm = _num(jit.get("compile_warm_s")) if ok else None
+    start = warm if warm is not None else (_num(jit.get("compile_s")) if ok else None)
+    jit_ms = _num(jit.get("median_ms")) if ok else None
+    lead = "—"
+    if None not in (load, start, aot_ms, jit_ms):
+        lead = lead_calls(start - load, aot_ms, jit_ms)  # type: ignore[operator]
+    context |= {"aot_load_s": load, "jit_start_s": start, "aot_median_ms": aot_ms, "jit_median_ms": jit_ms}
+    return context, [
+        *label,
+        f"{mb:.2f} MB, built in {build_s:.1f} s" if mb is not None else "—",
+        "—" if load is None else f"{load:.3f}",
+        "—" if start is None else f"{start:.2f}" + ("" if warm is not None else " (cold)"),
+        f"{aot_ms:.3g} / " + ("—" if jit_ms is None else f"{jit_ms:.3g}") if aot_ms is not None else "—",
+        lead,
+    ]

@@ -1,0 +1,103 @@
+"""Images a second at a p99 latency target (the `serving` rows, docs/serving.md): per model, one
+column per mode (eager, then the compile modes in the matrix's order), each cell the highest
+Poisson arrival rate whose p99 latency, queueing included, met its target, with that trial's p99
+and the rate over eager's.
+
+Host side only (pandas). The figures are the rows' own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from suite.report.tables.table import Column, Table
+from suite.results import slug
+from suite.spec.model import MODES, SERVING
+
+SERVING_SECTION = "serving"
+SERVING_NOTE = (
+    "Each cell: the highest arrival rate (requests of one image, Poisson arrivals, or bursts where the "
+    "row's serving_note says so) at which the p99 latency, queueing in the dynamic batcher included, "
+    "stayed under the target · that rate's p99 / the target · the rate over eager's. The target is "
+    "serving.p99_ms, else 5 x the eager batch-1 median measured in the cell's own process. Service "
+    "times are real model calls; arrivals run on a virtual clock (docs/serving.md). 0/s: no rate "
+    "tried met the target."
+)
+MODE_ORDER = MODES  # eager, the compile modes, aot-inductor
+
+
+def _num(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _cell(row: Any, eager_rate: float | None) -> str:
+    if row is None:
+        return "—"
+    if row["status"] != "ok":
+        return f"{row['status']}: {row['error']}"[:100]
+    rate, p99, target = (
+        _num(row.get(c)) for c in ("serving_rate_per_s", "serving_p99_ms", "serving_target_ms")
+    )
+    if rate is None:
+        return "—"
+    text = f"{rate:.4g}/s"
+    if p99 is not None and target is not None:
+        text += f" (p99 {p99:.3g} / {target:.3g} ms)"
+    elif target is not None:
+        text += f" (target {target:.3g} ms)"
+    if row["mode"] != "eager" and eager_rate and rate:
+        text += f" · {rate / eager_rate:.2f}x"
+    return text
+
+
+def serving_tables(frame: pd.DataFrame) -> list[Table]:
+    """One table per (device, GPU, build, dtype) of the serving rows."""
+    if "scenario" not in frame or "serving_rate_per_s" not in frame:
+        return []
+    rows = frame[frame["scenario"] == SERVING]
+    tables = []
+    for (device, gpu, build, dtype), group in rows.groupby(
+        ["device", "gpu_name", "build", "dtype"], sort=False
+    ):
+        present = set(group["mode"])
+        modes = [m for m in MODE_ORDER if m in present] + sorted(present - set(MODE_ORDER))
+        table = Table(
+            name="__".join(slug(str(p)) for p in ("serving", device, gpu, build, dtype)),
+            section=SERVING_SECTION,
+            title=f"Images a second at a p99 target · {gpu} ({device}) · {build} · {dtype}",
+            subtitle="Highest arrival rate whose p99 latency met the target, per model and mode.",
+            columns=[
+                Column("Task/Model", "Task/Model", "text"),
+                *(Column(f"{m}: images/s (p99 / target) · vs eager", m, "text") for m in modes),
+            ],
+            notes=[SERVING_NOTE],
+        )
+        for (task, model), by_model in group.groupby(["task", "model"], sort=False):
+            by_mode = {r["mode"]: r for _, r in by_model.iterrows()}
+            eager = by_mode.get("eager")
+            eager_rate = (
+                _num(eager.get("serving_rate_per_s"))
+                if eager is not None and eager["status"] == "ok"
+                else None
+            )
+            context = {
+                "task": task,
+                "model": model,
+                "device": device,
+                "GPU": gpu,
+                "build": build,
+                "dtype": dtype,
+            }
+            for m in modes:
+                r = by_mode.get(m)
+                context[f"{m}_images_per_s"] = _num(r.get("serving_rate_per_s")) if r is not None else None
+            table.add(context, [f"{task}/{model}", *(_cell(by_mode.get(m), eager_rate) for m in modes)])
+        tables.append(table)
+    return tables
