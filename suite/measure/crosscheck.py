@@ -83,7 +83,7 @@ def _timer(fn: Callable[[], Any], threads: int) -> Any:
 def benchmark_figures(fn: Callable[[], Any], threads: int, calls: int, block: int) -> tuple[float, float]:
     """(latency, throughput) by torch.utils.benchmark: the median of `calls` single calls, and of
     `calls // block` blocks of `block` back-to-back calls (ms per call); its timer synchronizes
-    CUDA at each end of a measurement."""
+    CUDA at each end of a measurement (and each `timeit` makes two untimed warm-up calls first)."""
     timer = _timer(fn, threads)
     single = [timer.timeit(1).raw_times[0] * 1e3 for _ in range(calls)]
     blocks = [timer.timeit(block).raw_times[0] * 1e3 / block for _ in range(max(1, calls // block))]
