@@ -132,7 +132,9 @@ def bench_local(session: nox.Session) -> None:
 def build(session: nox.Session) -> None:
     """Build the images of every build that has a container (or `-- --build B1,B2`);
     `--rebuild` builds even when the image is there; `--local-bases` and `--torch-from-pypi`
-    substitute what Docker Hub or the CUDA index would give (docs/containers.md)."""
+    substitute what Docker Hub or the CUDA index would give (docs/containers.md); a build that
+    follows the nightly gets tonight's (`--nightly-date YYYYMMDD`: that night's); `--keep N`
+    then removes all but the N newest images of each build built."""
     containers.build_images(runner(session), session.posargs, ROOT)
 
 
@@ -157,14 +159,16 @@ def bench_stable(session: nox.Session) -> None:
 @nox.session(name="bench-nightly", python=False)
 @one_line_errors
 def bench_nightly(session: nox.Session) -> None:
-    """The nightly build's container and the stable one's (whatever stable cells this run
-    lacks) on this machine's GPU (one container per GPU, SUITE_GPUS choosing), each build
-    checked against the driver and GPU before it is built, then the stable-vs-nightly tables.
+    """Tonight's torch nightly (`nightly-current`, resolved once for the session) and the
+    current release it is compared with (whatever `release` cells this run lacks; the guide's
+    `--build nightly` runs with `stable` instead) on this machine's GPU (one container per GPU,
+    SUITE_GPUS choosing), each build checked against the driver and GPU before it is built.
 
-    `nox -s bench-nightly -- [--build nightly,nightly-current] [--shard i/n] [--run-id ID]
-    [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--offline] [--no-merge]
-    [--local-bases] [--torch-from-pypi] [--new] [--push URL] [--push-every N] [--allow-busy-gpu]
-    [--allow-mig]`, as bench-stable; other arguments go to `python -m suite run`.
+    `nox -s bench-nightly -- [--build nightly,nightly-current] [--nightly-date YYYYMMDD]
+    [--shard i/n] [--run-id ID] [--device cuda|cpu] [--containers N (cpu)] [--profile P]
+    [--offline] [--no-merge] [--local-bases] [--torch-from-pypi] [--new] [--push URL]
+    [--push-every N] [--allow-busy-gpu] [--allow-mig]`, as bench-stable; other arguments go to
+    `python -m suite run`.
     """
     bench = containers.bench_containers(
         runner(session), session.posargs, ROOT, "nightly", check_selection, verb=suite_verb
@@ -359,7 +363,7 @@ def history_scale(session: nox.Session) -> None:
     in one `history ingest`, `history report` timed twice, the night after (ingest, verdict,
     report), and the year one run per call (`-- --nights N --work DIR --reuse --store URL --no-per-night`)."""
     session.install(*HISTORY_PACKAGES)
-    session.run("python", "-m", "suite.history.scale", *session.posargs)
+    session.run("python", "-m", "suite.benchmarks.history_scale", *session.posargs)
 
 
 # The pages (issue 26, docs/pages.md): the README's screenshot, and the pages' weight and speed.

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import SmokeRun, smoke_passes, suite_cli
+from support import SmokeRun, smoke_passes, suite_cli, write_stub_worker
 
 # Hypothesis: `ci` (the default: a quarter of the examples each test asks for, see
 # support.examples), `thorough` (ten times as many), or Hypothesis' own `default`; pick one with
@@ -117,3 +117,12 @@ def custom_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
             assert proc.returncode == 0, proc.stderr[-3000:]
 
     return once(tmp_path_factory, "custom", make) / "custom"
+
+
+@pytest.fixture
+def stub(tmp_path: Path) -> Path:
+    """support.runner's stub worker (it answers at once) at tmp_path/worker.sh; a test file with a
+    stub of its own overrides this fixture."""
+    from support.runner import STUB
+
+    return write_stub_worker(tmp_path / "worker.sh", STUB)

@@ -11,29 +11,21 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.matrices import ANY_BUILD, HEAD, tiny_vit
 
 from suite.measure import crosscheck
 from suite.spec import Filters, expand, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
-TOY = """
-version: 1
-defaults: {image: {path: suite/assets/chelsea-640x480.jpg}}
-builds: {any: {kind: release, python: "3.11", torch: "0.0.0"}}
-models:
-  ToyViT:
-    task: Image Classification
-    model_type: vit
-    config: {hidden_size: 32, num_hidden_layers: 1, num_attention_heads: 2, intermediate_size: 64,
-             image_size: 32, patch_size: 8, num_labels: 10}
-    processor: {class: ViTImageProcessor, size: {height: 32, width: 32}}
-profiles:
+TOY = f"""
+{HEAD}{ANY_BUILD}models:
+{tiny_vit("ToyViT", layers=1)}profiles:
   p:
-    settings: {weights: random, iterations: 20, warmup: 2, timeout_s: 300}
-    select: [{models: all, batch_sizes: [1], modes: [eager]}]
+    settings: {{weights: random, iterations: 20, warmup: 2, timeout_s: 300}}
+    select: [{{models: all, batch_sizes: [1], modes: [eager]}}]
   compiled:
-    settings: {weights: random, iterations: 20, warmup: 2, timeout_s: 300}
-    select: [{models: all, batch_sizes: [1], modes: [default]}]
+    settings: {{weights: random, iterations: 20, warmup: 2, timeout_s: 300}}
+    select: [{{models: all, batch_sizes: [1], modes: [default]}}]
 """
 
 

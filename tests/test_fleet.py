@@ -269,16 +269,21 @@ def test_an_11x_driver_runs_the_eager_cells_and_skips_the_compiled_ones(fleet_en
 
 
 def test_a_cu130_build_on_a_550_driver_is_not_built_and_the_others_go_on(fleet_env) -> None:
-    done = session(fleet_env, "--run-id", "d550", *SMOKE, "--build", "nightly-current")
+    # the guide's pair and tonight's nightly (with the release it is compared with) at once
+    done = session(fleet_env, "--run-id", "d550", *SMOKE, "--build", "nightly,nightly-current")
     builds = [c for c in calls(fleet_env) if c[0] == "build"]
-    assert [flag(c, "--build-arg") for c in builds] == ["BUILD_NAME=stable"]  # nothing built for it
-    assert [flag(r, "--build") for r in runs(fleet_env)] == ["stable"]
-    (line,) = done.skipped
+    assert [flag(c, "--build-arg") for c in builds] == ["BUILD_NAME=stable", "BUILD_NAME=nightly"]
+    assert [flag(r, "--build") for r in runs(fleet_env)] == ["stable", "nightly"]
+    release, line = done.skipped  # nothing resolved or built for the CUDA 13.0 builds
+    assert release.startswith("release: build release (torch 2.14.1, CUDA 13.0) needs an NVIDIA")
     assert line.startswith("nightly-current: build nightly-current (torch 2.15.0, CUDA 13.0) needs an NVIDIA")
     assert "driver >= 580" in line and "driver 550.54.15, compute capability 8.0" in line
     got = rows(fleet_env, "d550")
-    assert {(r["build"], r["status"]) for r in got} == {("nightly-current", "skipped")}
-    assert len(got) == len(smoke_cells("nightly-current"))
+    assert {(r["build"], r["status"]) for r in got} == {
+        ("nightly-current", "skipped"),
+        ("release", "skipped"),
+    }
+    assert len(got) == len(smoke_cells("nightly-current")) + len(smoke_cells("release"))
     assert got[0]["image"] == "" and got[0]["gpu_name"] == "NVIDIA A100-SXM4-40GB"
 
 
@@ -292,14 +297,14 @@ def test_pypi_torch_on_an_h100_is_refused_with_the_reason(fleet_env) -> None:
     got = rows(fleet_env, "pypi")  # the rows say so, though nothing could run
     assert {r["status"] for r in got} == {"skipped"} and len(got) == len(smoke_cells("stable"))
     assert "compute capability 9.0" in got[0]["error"] and got[0]["device"] == "nvidia-h100-80gb-hbm3"
-    # bench-nightly: the stable build is refused, the nightly one (PyPI's cu121 2.1.0) runs
-    done = session(fleet_env, "--run-id", "pypi2", *SMOKE, "--torch-from-pypi", **h100)
+    # bench-nightly's guide pair: the stable build is refused, the nightly one (PyPI's cu121 2.1.0) runs
+    done = session(fleet_env, "--run-id", "pypi2", *SMOKE, "--build", "nightly", "--torch-from-pypi", **h100)
     assert [flag(r, "--build") for r in runs(fleet_env)] == ["nightly"] and len(done.skipped) == 1
 
 
 def test_a_driver_too_old_for_every_build_is_one_line_with_rows(fleet_env) -> None:
     with pytest.raises(docker.DockerProblem, match=r"needs an NVIDIA driver >= 450\.80\.02 .*driver 418\.87"):
-        session(fleet_env, "--run-id", "d418", *SMOKE, FAKE_SMI_DRIVER="418.87.01")
+        session(fleet_env, "--run-id", "d418", *SMOKE, "--build", "nightly", FAKE_SMI_DRIVER="418.87.01")
     assert {r["build"] for r in rows(fleet_env, "d418")} == {"stable", "nightly"}
 
 
@@ -330,7 +335,14 @@ def test_an_old_driver_without_compute_cap_leaves_the_capability_empty(fleet_env
         ("nightly", "525.60.13", "8.9", "all"),
         ("nightly-current", "575.57.08", "9.0", "none"),
         ("nightly-current", "580.65.06", "7.0", "none"),  # CUDA 13 targets 7.5+
-        ("nightly-current", "580.65.06", "12.0", "all"),
+        ("nightly-current", "580.65.06", "12.0", "all"),  # Blackwell: sm_120 in today's CUDA 13.0 wheels
+        ("nightly-current", "580.65.06", "10.0", "all"),  # B200: sm_100
+        ("release", "580.65.06", "8.0", "all"),  # A100
+        ("release", "580.65.06", "9.0", "all"),  # H100
+        ("release", "580.65.06", "10.0", "all"),
+        ("release", "580.65.06", "12.0", "all"),
+        ("release", "580.65.06", "7.0", "none"),  # V100: CUDA 13 dropped Volta
+        ("release", "570.86.10", "12.0", "none"),  # a CUDA 12.8 driver: too old for CUDA 13.0
         ("current", "550.54.15", "9.0", "all"),  # no CUDA: the probe decides
     ],
 )

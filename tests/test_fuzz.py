@@ -8,9 +8,7 @@ everything between the command line and the first cell.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import re
 from pathlib import Path
 from typing import Any
@@ -19,10 +17,10 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import call_output as call
 from support import examples, stub_environment
 from support.matrices import FUZZ_VALID as VALID
 
-from suite.cli import main
 from suite.measure import config_check
 from suite.results import RowWriter
 from suite.run import preflight, runner
@@ -112,13 +110,6 @@ def models_checked_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
         "_run_child",
         lambda payload, probe_device=None: config_check.check_items(config_check.read_request(payload)[0]),
     )
-
-
-def call(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 def assert_one_line_error(code: int, err: str, verb: str) -> str:

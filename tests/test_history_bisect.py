@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from support.docker import make_fake
 
+from suite.benchmarks.synth import Build, History, Step, template_rows
 from suite.cli import main
 from suite.errors import UsageError
 from suite.history.bisect import BAD, GOOD, SKIP, Bisection, Cell, Judged, bisect
@@ -26,7 +27,6 @@ from suite.history.calibrate import TRUST, noise_pool
 from suite.history.ingest import read_run
 from suite.history.judge import judge_runs
 from suite.history.store import open_store
-from suite.history.synth import Build, History, Step, template_rows
 from suite.sessions.bisect import bisect_session, confirm_session
 from suite.sessions.runner import Runner
 
@@ -146,7 +146,8 @@ def index(tmp_path: Path) -> Iterator[str]:
     for name, line in (("torch", "2.15.0"), ("torchvision", "0.30.0")):
         (root / name).mkdir(parents=True)
         links = "".join(
-            f'<a href="/{_wheel(name, line, day)}">{_wheel(name, line, day)}</a>\n' for day in DEC
+            f'<a href="/{_wheel(name, line, day)}#sha256={"0" * 64}">{_wheel(name, line, day)}</a>\n'
+            for day in DEC
         )
         (root / name / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
@@ -212,7 +213,7 @@ def test_the_session_builds_each_date_runs_the_cell_and_names_the_first_bad_nigh
 
 
 def test_the_confirm_session_measures_both_nightlies_back_to_back_and_keeps_the_verdict(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, index: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A nightly history on the fake machine's name (ResNet's compiled cell 20% slower from the
     nightly of 2026-12-11 on); the session lists it, builds both nightlies, runs the cell in each,
@@ -244,7 +245,8 @@ def test_the_confirm_session_measures_both_nightlies_back_to_back_and_keeps_the_
 
     logged: list[str] = []
     runner = Runner(run=lambda *a, **k: None, log=logged.append, error=lambda m: None)  # type: ignore[arg-type]
-    args = ["--store", str(store), "--device", "cpu", "--out", str(fake.out)]
+    # each night's wheels are resolved from the index (a local one: no network)
+    args = ["--store", str(store), "--device", "cpu", "--out", str(fake.out), "--index", index]
     assert confirm_session(runner, [*args, "--gpu", "NVIDIA H100 80GB HBM3"], ROOT, host=host) == []
     lines = confirm_session(runner, [*args, "--gpu", "cpu: fake"], ROOT, host=host)
     assert len(lines) == 1 and "2026-12-10 against 2026-12-11" in lines[0] and "(bad)" in lines[0]

@@ -13,13 +13,13 @@ import pandas as pd
 import pytest
 
 import suite.history
+from suite.benchmarks.synth import Build, History, Step, fake_sha, template_rows
 from suite.cli import main
 from suite.history.calibrate import TRUST, aa_rates, noise_pool, step_rates
 from suite.history.changes import Rule, detect, hodges_lehmann
 from suite.history.ingest import read_run
-from suite.history.series import CHANGE_COLUMNS, POINT_COLUMNS
 from suite.history.store import open_store
-from suite.history.synth import Build, History, Step, fake_sha, template_rows
+from suite.results.series_key import CHANGE_COLUMNS, POINT_COLUMNS
 
 REPO = Path(__file__).resolve().parent.parent
 START = date(2026, 12, 1)

@@ -1,8 +1,9 @@
-"""History by nightly (suite/history/series.py, confirm.py, issues.py; `history confirm`): a
-synthetic nightly history whose nights install the nightly of the day before, with a step planted on
-one nightly. The nights stand on the x axis by their nightly's date; the change point names that
-nightly as the first bad one, the one before as the last good, and the commit range between them;
-an issue is opened only once the two nightlies, measured again, agree with the change."""
+"""History by nightly (suite/history/series.py, confirm.py, suite/automation/issues.py;
+`history confirm`): a synthetic nightly history whose nights install the nightly of the day
+before, with a step planted on one nightly. The nights stand on the x axis by their nightly's
+date; the change point names that nightly as the first bad one, the one before as the last good,
+and the commit range between them; an issue is opened only once the two nightlies, measured
+again, agree with the change."""
 
 from __future__ import annotations
 
@@ -18,13 +19,13 @@ import pytest
 from support.history import REPO
 
 import suite.history
+from suite.benchmarks.synth import Build, History, Step, fake_sha, template_rows
 from suite.cli import main
 from suite.errors import UsageError
 from suite.history.calibrate import TRUST, noise_pool
 from suite.history.confirm import AGREES, AWAITING, DISAGREES, NOT_RUN, change_id, confirm
 from suite.history.ingest import read_run, torch_date
 from suite.history.store import open_store
-from suite.history.synth import Build, History, Step, fake_sha, template_rows
 from suite.report.pages.history_page import history_data
 from suite.results import COLUMNS
 

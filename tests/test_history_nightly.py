@@ -14,10 +14,10 @@ import pytest
 from support import nightly_script
 from support.history import nightly_history
 
+from suite.automation.issues import LABEL, sync_issues
 from suite.cli import main
 from suite.errors import UsageError
 from suite.history.ingest import read_run
-from suite.history.issues import LABEL, sync_issues
 from suite.history.store import open_store
 from suite.history.verdict import verdict
 

@@ -34,11 +34,13 @@ from support.docker import (
     one_error_line,
     runs,
 )
+from support.nightly_index import Night, build_index, serve, wheel_name
 
 from suite.errors import UsageError
 from suite.redact import is_secret_name
 from suite.sessions import docker as containers
 from suite.sessions import images, venv
+from suite.sessions import nightly as following
 from suite.spec import load_matrix
 
 MATRIX = load_matrix(ROOT / "matrix.yaml")
@@ -55,10 +57,12 @@ def fake(tmp_path: Path) -> SimpleNamespace:
 
 
 def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: SimpleNamespace) -> None:
+    """The guide's pair, one name away: `--build nightly` runs it with the stable build."""
     ca = fake.tmp / "proxy-ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r1", "--out", str(fake.out),
-               "--profile", "smoke", "--models", "ViT", "--no-merge", PIP_CERT=str(ca))  # fmt: skip
+    proc = nox(fake, "-s", "bench-nightly", "--", "--build", "nightly", "--run-id", "r1",
+               "--out", str(fake.out), "--profile", "smoke", "--models", "ViT", "--no-merge",
+               PIP_CERT=str(ca))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     seq = [c[:2] for c in calls(fake)]
     assert seq[:2] == [["version", "--format"], ["info", "--format"]]
@@ -126,6 +130,7 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
         "python", "-m", "suite", "run", "--build", "stable", "--device", "cuda",
         "--out", "/results", "--run-id", "r1", "--profile", "smoke", "--models", "ViT",
     ]  # fmt: skip
+    assert not (run_dir / "manifest.json").exists()  # nothing resolved: no nightly followed
     assert json.loads(state.split("=", 1)[1])["uuid"] == "GPU-00000000-0000-0000-0000-000000000000"
     seen = Path(fake.env["FAKE_DOCKER_LOG"] + ".token").read_text().splitlines()
     assert {tuple(json.loads(line)) for line in seen} == {(PLANTED["HF_TOKEN"], "0o600")}
@@ -133,6 +138,69 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
     assert run_dir.is_dir() and (fake.tmp / "hf").is_dir()
     assert "not merged: --no-merge" in proc.stderr
     assert_no_secrets(json.dumps(calls(fake)), proc.stdout, proc.stderr)
+
+
+CUDA13_DRIVER = "580.65.06"  # the CUDA 13.0 builds' floor (release, nightly-current)
+
+
+def pin_resolve(url: str, date: str) -> dict[str, str]:
+    return following.nightly_pin(ROOT).resolve(url, "3.11", date, "nightly-current")
+
+
+def _args(build_call: list[str]) -> dict[str, str]:
+    return dict(build_call[i + 1].split("=", 1) for i, a in enumerate(build_call) if a == "--build-arg")
+
+
+def test_bench_nightly_follows_tonights_nightly_against_the_release(fake: SimpleNamespace) -> None:
+    """By default: the release build, then the nightly resolved once from the index (here a
+    local one of three nights, the newest without its torchvision): its wheels by URL and
+    sha256 in `docker build`, the same image for every container, the night in manifest.json."""
+    nights = [Night("20261124"), Night("20261125", git="e" * 40), Night("20261126", vision="")]
+    hashes = build_index(fake.tmp / "index", nights)
+    with serve(fake.tmp / "index") as url:
+        proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r1", "--out", str(fake.out),
+                   "--profile", "smoke", "--models", "ViT", "--no-merge",
+                   SUITE_NIGHTLY_INDEX=url, FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    builds = [c for c in calls(fake) if c[0] == "build"]
+    assert [_args(c)["BUILD_NAME"] for c in builds] == ["release", "nightly-current"]
+    assert [c[c.index("--build") + 1] for c in runs(fake)] == ["release", "nightly-current"]
+    night = _args(builds[1])
+    torch_file = wheel_name("torch", "2.16.0.dev20261125+cu130")
+    vision_file = wheel_name("torchvision", "0.31.0.dev20261125+cu130")
+    assert night["TORCH_WHEEL_URL"] == f"{url}/files/{torch_file.replace('+', '%2B')}"
+    assert night["TORCH_WHEEL_SHA256"] == hashes[torch_file]
+    assert night["TORCHVISION_WHEEL_SHA256"] == hashes[vision_file]
+    assert (night["TORCH_NIGHTLY_DATE"], night["TORCH_GIT_SHA"]) == ("20261125", "e" * 40)
+    assert (night["TORCH_VERSION"], night["TORCH_INDEX_URL"]) == ("2.16.0", url)  # the index's line
+    tag = builds[1][builds[1].index("--tag") + 1]
+    assert TAG.match(tag).group(1) == "nightly-current" and runs(fake)[1].count(tag) == 1
+    manifest = json.loads((fake.out / "r1" / "manifest.json").read_text())["nightly"]["nightly-current"]
+    assert manifest["date"] == "20261125" and manifest["torch_sha256"] == hashes[torch_file]
+    assert manifest["triton"] == "pytorch-triton==3.6.0+git1234abcd"
+    assert "the torch nightly of 20261125: torch 2.16.0.dev20261125+cu130" in proc.stderr
+
+
+def test_a_pinned_night_gone_from_the_index_is_one_line_before_any_build(fake: SimpleNamespace) -> None:
+    build_index(fake.tmp / "index", [Night("20261124"), Night("20261125")])
+    with serve(fake.tmp / "index") as url:
+        proc = nox(fake, "-s", "bench-nightly", "--", "--nightly-date", "20260901", "--run-id", "r1",
+                   "--out", str(fake.out), "--profile", "smoke", "--models", "ViT",
+                   SUITE_NIGHTLY_INDEX=url, FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
+        assert proc.returncode == 2
+        line = one_error_line(proc)
+        assert "builds.nightly-current" in line and "20260901 is no longer on" in line and "20261125" in line
+        assert not [c for c in calls(fake) if c[0] in ("build", "run")]
+        # the plan step's answer, handed to a shard: no index asked, the same night
+        handed = {"nightly-current": pin_resolve(url, "20261124")}
+    (fake.tmp / "index").rename(fake.tmp / "gone")  # the index is not read again
+    proc = nox(fake, "-s", "build", "--", "--build", "nightly-current",
+               SUITE_NIGHTLY_RESOLVED=json.dumps(handed),
+               SUITE_NIGHTLY_INDEX="http://127.0.0.1:9/none")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (build,) = [c for c in calls(fake) if c[0] == "build"]
+    assert _args(build)["TORCH_WHEEL_URL"] == handed["nightly-current"]["torch_url"]
+    assert _args(build)["TORCH_NIGHTLY_DATE"] == "20261124"
 
 
 def test_existing_images_are_not_rebuilt_and_bench_stable_runs_stable_only(fake: SimpleNamespace) -> None:
@@ -167,7 +235,7 @@ def test_offline_mode_has_no_network_and_results_as_the_only_writable_mount(fake
         with open(fake.env["FAKE_DOCKER_IMAGES"], "a") as fh:
             fh.write(images.image_tag(MATRIX.builds[spec], ROOT) + "\n")
     proc = nox(fake, "-s", "bench-nightly", "--", "--offline", "--run-id", "r3", "--out", str(fake.out),
-               "--no-merge")  # fmt: skip
+               "--no-merge", "--build", "nightly")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     for run in runs(fake) + runs(fake, "probe"):
         assert run[run.index("--network") + 1] == "none"
@@ -188,10 +256,14 @@ def test_offline_without_the_image_says_so(fake: SimpleNamespace) -> None:
 
 
 def test_no_command_is_privileged_or_runs_as_root(fake: SimpleNamespace) -> None:
-    proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r4", "--out", str(fake.out), "--no-merge",
-               "--build", "nightly,nightly-current", FAKE_SMI_DRIVER="580.65.06")  # fmt: skip
+    build_index(fake.tmp / "index", [Night("20261126")])
+    with serve(fake.tmp / "index") as url:
+        proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "r4", "--out", str(fake.out), "--no-merge",
+                   "--build", "nightly,nightly-current", FAKE_SMI_DRIVER="580.65.06",
+                   SUITE_NIGHTLY_INDEX=url)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert {c[c.index("--build") + 1] for c in runs(fake)} == {"stable", "nightly", "nightly-current"}
+    built = {c[c.index("--build") + 1] for c in runs(fake)}
+    assert built == {"stable", "release", "nightly", "nightly-current"}
     for call in calls(fake):
         assert "--privileged" not in call and not any(a.startswith("--privileged") for a in call)
         assert "--cap-add" not in call
@@ -201,14 +273,13 @@ def test_no_command_is_privileged_or_runs_as_root(fake: SimpleNamespace) -> None
 
 
 def test_build_session_builds_the_named_images(fake: SimpleNamespace) -> None:
-    proc = nox(fake, "-s", "build", "--", "--build", "nightly-current")
+    proc = nox(fake, "-s", "build", "--", "--build", "release")
     assert proc.returncode == 0, proc.stderr
     (build,) = [c for c in calls(fake) if c[0] == "build"]
     args = dict(build[i + 1].split("=", 1) for i, a in enumerate(build) if a == "--build-arg")
-    assert args["TORCH_NIGHTLY_DATE"] == MATRIX.builds["nightly-current"].build_args["TORCH_NIGHTLY_DATE"]
-    assert args["TORCHVISION_VERSION"] == MATRIX.builds["nightly-current"].build_args["TORCHVISION_VERSION"]
-    assert args["TORCH_INDEX_URL"].startswith("https://download.pytorch.org/whl/nightly/")
-    assert args["PYTHON_VERSION"] == "3.11"
+    for key in ("TORCH_WHEEL_URL", "TORCH_WHEEL_SHA256", "TORCHVISION_WHEEL_URL", "TORCHVISION_WHEEL_SHA256"):
+        assert args[key] == MATRIX.builds["release"].build_args[key]
+    assert args["TORCH_INDEX_URL"] == "https://pypi.org/simple" and args["PYTHON_VERSION"] == "3.11"
 
 
 NO_PROCESS = """
@@ -252,7 +323,7 @@ def test_merge_follows_a_full_run(fake: SimpleNamespace, monkeypatch: pytest.Mon
 
     class Session:
         def __init__(self) -> None:
-            self.posargs = ["--run-id", "r5", "--out", str(fake.out), "--models", "ViT"]
+            self.posargs = ["--run-id", "r5", "--out", str(fake.out), "--models", "ViT", "--build", "nightly"]
 
         def log(self, *args: object) -> None:
             pass
@@ -304,7 +375,7 @@ def test_missing_docker_gpu_or_runtime_is_one_line_exit_2(
         env["FAKE_DOCKER_RUNTIMES"] = '{"io.containerd.runc.v2":{},"runc":{}}'
     else:
         env["FAKE_DOCKER_GPU"] = setup
-    args = [] if session == "build" else ["--out", str(fake.out)]
+    args = [] if session == "build" else ["--out", str(fake.out), "--build", "nightly"]
     proc = nox(fake, "-s", session, "--", *args, **env)
     assert proc.returncode == 2, proc.stderr
     line = one_error_line(proc)
@@ -351,8 +422,8 @@ def test_a_secret_value_in_a_docker_command_is_refused() -> None:
 def test_a_secret_cannot_be_a_build_argument(tmp_path: Path, name: str) -> None:
     text = (ROOT / "matrix.yaml").read_text()
     text = text.replace(
-        '      TORCH_NIGHTLY_DATE: "20260926"\n',
-        f'      TORCH_NIGHTLY_DATE: "20260926"\n      {name}: "hf_abc"\n',
+        '      TORCH_NIGHTLY_DATE: "newest"\n',
+        f'      TORCH_NIGHTLY_DATE: "newest"\n      {name}: "hf_abc"\n',
     )
     (tmp_path / "m.yaml").write_text(text)
     with pytest.raises(UsageError, match=r"build_args.* (looks like a secret|upper case)"):
@@ -396,9 +467,12 @@ def instructions(path: Path) -> list[tuple[str, str]]:
             if buf.strip():
                 line = buf.strip()
                 kind = line.split()[0].upper()
-                for script in SHARED_STEP.findall(line) if kind == "RUN" else []:
+                scripts = SHARED_STEP.findall(line) if kind == "RUN" else []
+                for script in scripts:  # and the shared steps those call (locked.sh: check.sh)
                     text = (ROOT / "containers" / "common" / script).read_text().splitlines()
-                    line += " " + " ".join(t.strip() for t in text if not t.lstrip().startswith("#"))
+                    text = [t.strip() for t in text if not t.lstrip().startswith("#")]
+                    line += " " + " ".join(text)
+                    scripts += [s for s in SHARED_STEP.findall(" ".join(text)) if s not in scripts]
                 out.append((kind, line))
             buf = ""
     return out
@@ -442,6 +516,7 @@ def test_every_container_build_has_a_dockerfile_and_a_lock() -> None:
 
 @pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
 def test_dockerfile_follows_the_container_contract(build) -> None:
+    build = as_built(build)
     path = ROOT / build.container / "Dockerfile"
     ins = instructions(path)
     (base,) = [resolved_from(ins)]
@@ -545,14 +620,14 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
         ("    local: false\n    index_url: https://download.pytorch.org/whl/cu118\n",
          "    local: \"no\"\n    index_url: https://download.pytorch.org/whl/cu118\n", "builds.nightly.local",
          "must be true or false"),
-        ('      TORCH_NIGHTLY_DATE: "20260926"\n', "      TORCH_NIGHTLY_DATE: 20260926\n",
+        ('      TORCH_NIGHTLY_DATE: "newest"\n', "      TORCH_NIGHTLY_DATE: 20260926\n",
          "builds.nightly-current.build_args.TORCH_NIGHTLY_DATE", "must be a non-empty string (in quotes)"),
-        ('      TORCH_NIGHTLY_DATE: "20260926"\n', '      TORCH_VERSION: "2.1"\n',
+        ('      TORCH_NIGHTLY_DATE: "newest"\n', '      TORCH_VERSION: "2.1"\n',
          "builds.nightly-current.build_args.TORCH_VERSION", "is set by nox from the build's other fields"),
-        ('      TORCH_NIGHTLY_DATE: "20260926"\n', '      torch_date: "2026"\n',
+        ('      TORCH_NIGHTLY_DATE: "newest"\n', '      torch_date: "2026"\n',
          "builds.nightly-current.build_args.torch_date", "upper case letters"),
         ('    cuda: "13.0"\n', "    cuda: 13.0\n", "builds.nightly-current.cuda", 'in quotes, e.g. "11.8"'),
-        ("    build_args:\n      TORCH_NIGHTLY_DATE: \"20260926\"\n      TORCHVISION_VERSION: \"0.30.0\"\n",
+        ("    build_args:\n      TORCH_NIGHTLY_DATE: \"newest\"\n",
          "    build_args: [x]\n", "builds.nightly-current.build_args", "must be a mapping"),
         ("      TORCHVISION_WHEEL_SHA256: 19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a\n",
          "      TORCHVISION_WHEEL_SHA256: 19CA4AB5\n", "builds.stable.build_args.TORCHVISION_WHEEL_SHA256",
@@ -603,7 +678,25 @@ def test_bench_local_bad_input_is_one_line_exit_2_before_any_virtualenv(
 # --- torchvision (and timm): the DETR family's timm backbone --------------------------------
 
 # torch release -> the torchvision release built with it (pytorch.org "previous versions").
-TORCHVISION_OF = {"2.0.1": "0.15.2", "2.1.0": "0.16.0"}
+TORCHVISION_OF = {"2.0.1": "0.15.2", "2.1.0": "0.16.0", "2.14.1": "0.29.1"}
+NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/cu130"
+# A night as resolve answers it: what a followed nightly build's image is built from.
+SAMPLE_NIGHT = {
+    "date": "20261126",
+    "index": NIGHTLY_INDEX,
+    "torch": "2.16.0.dev20261126+cu130",
+    "torch_url": f"{NIGHTLY_INDEX}/torch-2.16.0.dev20261126%2Bcu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+    "torch_sha256": "a" * 64,
+    "torchvision": "0.31.0.dev20261126+cu130",
+    "torchvision_url": f"{NIGHTLY_INDEX}/torchvision-0.31.0.dev20261126%2Bcu130-cp311-cp311-linux_x86_64.whl",
+    "torchvision_sha256": "b" * 64,
+    "git_sha": "c" * 40,
+}
+
+
+def as_built(build):
+    """The build as its image is built: a followed nightly with the night's wheels."""
+    return following.pinned(build, SAMPLE_NIGHT) if following.follows(build) else build
 
 
 def _wheel(url: str) -> tuple[str, str, str, str]:
@@ -617,38 +710,35 @@ def _wheel(url: str) -> tuple[str, str, str, str]:
 
 @pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
 def test_every_image_gets_the_torchvision_of_its_torch(build) -> None:
-    """By wheel URL + sha256 beside torch's (same index, CUDA and Python), or for a nightly
-    by the same date from the same index; the version is the one built with that torch."""
+    """By wheel URL + sha256 beside torch's (same index, CUDA and Python; PyPI's for the
+    release), a followed nightly's of the same night; the version the one built with that torch."""
+    build = as_built(build)
     args = build.build_args
-    minor = int(build.torch.split(".")[1])
-    if "TORCH_WHEEL_URL" in args:
-        torch = _wheel(args["TORCH_WHEEL_URL"])
-        vision = _wheel(args["TORCHVISION_WHEEL_URL"])
-        assert torch[:2] == ("torch", build.torch) and vision[0] == "torchvision"
-        assert vision[1] == TORCHVISION_OF[build.torch]
-        assert vision[2] == torch[2] == "cu" + build.cuda.replace(".", "")  # the same CUDA build
-        assert vision[3] == torch[3] == "cp" + build.python.replace(".", "")
-        assert args["TORCHVISION_WHEEL_URL"].rsplit("/", 1)[0] == args["TORCH_WHEEL_URL"].rsplit("/", 1)[0]
-        assert re.fullmatch(r"[0-9a-f]{64}", args["TORCHVISION_WHEEL_SHA256"])
-        assert args["TORCHVISION_WHEEL_SHA256"] != args["TORCH_WHEEL_SHA256"]
+    torch = _wheel(args["TORCH_WHEEL_URL"])
+    vision = _wheel(args["TORCHVISION_WHEEL_URL"])
+    assert torch[0] == "torch" and torch[1].split(".dev")[0] == build.torch and vision[0] == "torchvision"
+    if following.follows(MATRIX.builds[build.name]):
+        assert vision[1].split(".dev")[1] == torch[1].split(".dev")[1] == args["TORCH_NIGHTLY_DATE"]
     else:
-        assert "TORCH_NIGHTLY_DATE" in args
-        major, vminor, _ = args["TORCHVISION_VERSION"].split(".")
-        assert (int(major), int(vminor)) == (0, minor + 15)  # torch 2.N pairs with torchvision 0.(N+15)
+        assert vision[1] == TORCHVISION_OF[build.torch]
+    pypi = "files.pythonhosted.org" in args["TORCH_WHEEL_URL"]  # PyPI's wheels carry no local label
+    assert (
+        vision[2] == torch[2] == ("" if pypi else "cu" + build.cuda.replace(".", ""))
+    )  # the same CUDA build
+    assert vision[3] == torch[3] == "cp" + build.python.replace(".", "")
+    if not pypi:
+        assert args["TORCHVISION_WHEEL_URL"].rsplit("/", 1)[0] == args["TORCH_WHEEL_URL"].rsplit("/", 1)[0]
+    assert re.fullmatch(r"[0-9a-f]{64}", args["TORCHVISION_WHEEL_SHA256"])
+    assert args["TORCHVISION_WHEEL_SHA256"] != args["TORCH_WHEEL_SHA256"]
     if build.torch in TORCHVISION_OF:
-        assert TORCHVISION_OF[build.torch].split(".")[1] == str(minor + 15)
-    # ... and the Dockerfile installs it that way
+        assert TORCHVISION_OF[build.torch].split(".")[1] == str(int(build.torch.split(".")[1]) + 15)
+    # ... and the Dockerfile installs it that way: the shared step, the wheel of the arguments by hash
     ins = instructions(ROOT / build.container / "Dockerfile")
     runs_ = " ".join(" ".join(line for kind, line in ins if kind == "RUN").split())  # one space apart
-    if "TORCH_WHEEL_URL" in args:  # the shared step installs the wheel of the arguments by hash
-        assert "containers/common/wheel.sh torchvision" in runs_
-        assert "url=${TORCHVISION_WHEEL_URL:-} sha=${TORCHVISION_WHEEL_SHA256:-}" in runs_
-        assert 'echo "$name @ $url --hash=sha256:$sha"' in runs_
-        assert re.search(r'pip install [^&]*--no-deps --require-hashes -r "/tmp/\$name.txt"', runs_)
-    else:
-        pins = '"torch==${TORCH_VERSION}.dev${TORCH_NIGHTLY_DATE}" '
-        pins += '"torchvision==${TORCHVISION_VERSION}.dev${TORCH_NIGHTLY_DATE}"'
-        assert f'pip install --no-cache-dir --pre {pins} --index-url "${{TORCH_INDEX_URL}}"' in runs_
+    assert "containers/common/wheel.sh torchvision" in runs_
+    assert "url=${TORCHVISION_WHEEL_URL:-} sha=${TORCHVISION_WHEEL_SHA256:-}" in runs_
+    assert 'echo "$name @ $url --hash=sha256:$sha"' in runs_
+    assert re.search(r'pip install [^&]*--no-deps --require-hashes -r "/tmp/\$name.txt"', runs_)
 
 
 def test_the_local_build_has_no_torchvision_to_pair() -> None:
@@ -674,9 +764,9 @@ def test_bench_local_installs_torchvision_like_the_image(
     monkeypatch.setattr(venv, "reachable", lambda url: "torchvision" not in url)
     steps, source = venv.torch_steps(stable, tmp_path)  # both from the index, or both from PyPI
     assert steps == [["torch==2.0.1", "torchvision==0.15.2"]] and source.startswith("PyPI")
+    nightly = as_built(nightly)  # tonight's, as resolved: its wheels by URL, else the night by version
     steps, source = venv.torch_steps(nightly, tmp_path)
-    date, vision = nightly.build_args["TORCH_NIGHTLY_DATE"], nightly.build_args["TORCHVISION_VERSION"]
-    assert steps == [["--pre", f"torch=={nightly.torch}.dev{date}", f"torchvision=={vision}.dev{date}",
+    assert steps == [["--pre", "torch==2.16.0.dev20261126", "torchvision==0.31.0.dev20261126",
                       "--index-url", nightly.index_url]]  # fmt: skip
     assert venv.torch_steps(MATRIX.builds["current"], tmp_path)[0] == [["torch==2.13.0"]]
 
@@ -815,3 +905,33 @@ def test_dockerfile_layers_secrets_and_provenance(build) -> None:
     for key in ("revision", "source", "created", "base.name"):
         assert f"org.opencontainers.image.{key}=" in labels
     assert "COPY containers/probe.py /opt/suite/containers/" in path.read_text()
+
+
+# --- old nights' images: `nox -s build -- --keep N` ---------------------------------------------
+
+
+def test_prune_keeps_the_newest_images_of_each_named_build() -> None:
+    listing = "\n".join(
+        [
+            "nightly-current-aaaaaaaaaaaa\t2026-11-24 03:00:00 +0000 UTC",
+            "nightly-current-bbbbbbbbbbbb\t2026-11-25 03:00:00 +0000 UTC",
+            "nightly-current-cccccccccccc\t2026-11-26 03:00:00 +0000 UTC",
+            "stable-dddddddddddd\t2026-10-01 03:00:00 +0000 UTC",
+            "stable-eeeeeeeeeeee\t2026-10-02 03:00:00 +0000 UTC",
+        ]
+    )
+    seen: list[list[str]] = []
+
+    def docker_run(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, listing if cmd[1:3] == ["image", "ls"] else "", "")
+
+    done = images.prune(docker_run, ["nightly-current"], keep=2)
+    assert seen[1] == ["docker", "image", "rm", "torch-compile-suite:nightly-current-aaaaaaaaaaaa"]
+    assert seen[2] == ["docker", "image", "prune", "--force"]  # the dangling layers; shared ones stay
+    assert done == ["removed 1 old image(s), keeping 2 a build: nightly-current-aaaaaaaaaaaa"]
+    seen.clear()
+    assert images.prune(docker_run, ["stable"], keep=3) == ["no image to prune (at most 3 a build)"]
+    assert [c[2] for c in seen] == ["ls", "prune"]
+    with pytest.raises(UsageError, match="--keep"):
+        images.keep_count("0")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import importlib.util
+import json
 import sys
 import threading
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from types import ModuleType
 
 import pytest
 import yaml
+from support.nightly_index import Night, build_index, serve, wheel_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +115,7 @@ def test_an_unreachable_index_is_exit_2(capsys) -> None:
     assert "cannot read the nightly index http://127.0.0.1:9/none/torch/" in capsys.readouterr().err
 
 
-def _matrix_with(tmp_path: Path, url: str, date: str) -> Path:
+def _matrix_with(tmp_path: Path, url: str, date: str = "newest") -> Path:
     text = (ROOT / "matrix.yaml").read_text()
     data = yaml.safe_load(text)
     old = data["builds"]["nightly-current"]
@@ -125,50 +127,134 @@ def _matrix_with(tmp_path: Path, url: str, date: str) -> Path:
     return path
 
 
-def test_bump_moves_only_a_gone_date_and_keeps_the_rest_of_the_file(index, tmp_path: Path) -> None:
-    url, _ = index
-    matrix = _matrix_with(tmp_path, url, "20261101")
-    before = matrix.read_text()
-    assert pin.bump(matrix, "nightly-current", None, if_gone=True) == "20261101"
-    assert matrix.read_text() == before  # still on the index: untouched
-    matrix = _matrix_with(tmp_path, url, "20260926")
-    before = matrix.read_text()
-    assert pin.bump(matrix, "nightly-current", None, if_gone=True) == "20261102"
-    after = matrix.read_text()
-    assert after == before.replace('TORCH_NIGHTLY_DATE: "20260926"', 'TORCH_NIGHTLY_DATE: "20261102"')
+def test_the_real_matrix_follows_the_newest_night_and_bump_can_pin_it() -> None:
+    text = (ROOT / "matrix.yaml").read_text()
+    date = yaml.safe_load(text)["builds"]["nightly-current"]["build_args"]["TORCH_NIGHTLY_DATE"]
+    assert date == "newest"  # the default never needs a pull request to move
+    assert pin.set_date(text, "nightly-current", date) == text.replace('"newest"', '"newest"')
+    assert 'TORCH_NIGHTLY_DATE: "20990101"' in pin.set_date(text, "nightly-current", "20990101")
+
+
+# --- resolve: tonight's wheels, on a local index of three nights --------------------------
+
+THREE_NIGHTS = [
+    Night("20261124", git="c" * 40),
+    Night("20261125", git="d" * 40, fragment=False),  # no #sha256=: downloaded and hashed
+    Night("20261126", vision=""),  # tonight's torch, its torchvision not there yet
+]
+
+
+@pytest.fixture
+def nights(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    hashes = build_index(tmp_path / "nights", THREE_NIGHTS)
+    with serve(tmp_path / "nights") as url:
+        yield url, hashes
+
+
+def test_resolve_picks_the_newest_complete_night_with_its_hashes_and_commit(nights, tmp_path, capsys) -> None:
+    url, hashes = nights
+    matrix = _matrix_with(tmp_path, "http://127.0.0.1:9/not-this-one")
+    assert pin.main(["resolve", "--build", "nightly-current", "--matrix", str(matrix), "--index", url]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1  # one JSON object, one line
+    found = json.loads(out)
+    torch_file = wheel_name("torch", "2.16.0.dev20261125+cu130")
+    vision_file = wheel_name("torchvision", "0.31.0.dev20261125+cu130")
+    assert found["date"] == "20261125"  # 20261126 has no torchvision yet
+    assert found["torch"] == "2.16.0.dev20261125+cu130"
+    assert found["torchvision"] == "0.31.0.dev20261125+cu130"
+    assert found["torch_url"] == f"{url}/files/{torch_file.replace('+', '%2B')}"
+    assert found["torch_sha256"] == hashes[torch_file]  # the page gave none: downloaded and hashed
+    assert found["torchvision_sha256"] == hashes[vision_file]
+    assert found["git_sha"] == "d" * 40 and found["triton"] == "pytorch-triton==3.6.0+git1234abcd"
+    assert found["index"] == url and found["python"] == "3.11"
+
+
+def test_resolve_reads_the_commit_through_range_requests_or_leaves_it_empty(tmp_path) -> None:
+    hashes = build_index(tmp_path / "i", THREE_NIGHTS)
+    with serve(tmp_path / "i") as url:
+        found = pin.resolve(url, "3.11", "20261124")
     assert (
-        yaml.safe_load(after)["builds"]["nightly-current"]["build_args"]["TORCH_NIGHTLY_DATE"] == "20261102"
+        found["git_sha"] == "c" * 40
+        and found["torch_sha256"] == hashes[wheel_name("torch", "2.16.0.dev20261124+cu130")]
+    )
+    with serve(tmp_path / "i", ranges=False) as url:  # a server without ranges: not guessed
+        found = pin.resolve(url, "3.11", "20261124")
+    assert found["git_sha"] == "" and found["triton"] == "" and found["date"] == "20261124"
+
+
+def test_the_index_is_the_flag_else_the_variable_else_the_matrix(nights, tmp_path, monkeypatch) -> None:
+    url, _ = nights
+    matrix = _matrix_with(tmp_path, url)
+    assert pin.index_of("nightly-current", matrix, None) == (url, "3.11")
+    monkeypatch.setenv("SUITE_NIGHTLY_INDEX", "http://127.0.0.1:9/mirror")
+    assert pin.index_of("nightly-current", matrix, None)[0] == "http://127.0.0.1:9/mirror"
+    assert pin.index_of("nightly-current", matrix, "http://127.0.0.1:9/flag")[0] == "http://127.0.0.1:9/flag"
+    with pytest.raises(pin.PinError, match=r"builds\.nope"):
+        pin.index_of("nope", matrix, None)
+
+
+def test_a_pinned_date_resolves_and_a_gone_one_fails_in_one_line(nights, tmp_path, capsys) -> None:
+    url, _ = nights
+    matrix = str(_matrix_with(tmp_path, url))
+    assert pin.main(["resolve", "--build", "nightly-current", "--matrix", matrix, "--date", "20261124"]) == 0
+    assert json.loads(capsys.readouterr().out)["date"] == "20261124"
+    assert pin.main(["resolve", "--build", "nightly-current", "--matrix", matrix, "--date", "20260901"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert "nightly of 20260901 is no longer on" in err and "newest complete night there is 20261125" in err
+    assert pin.main(["resolve", "--build", "nightly-current", "--matrix", matrix, "--date", "20261126"]) == 1
+    assert "20261126 has torch but no torchvision" in capsys.readouterr().err
+    assert pin.main(["resolve", "--build", "nightly-current", "--matrix", matrix, "--date", "tonight"]) == 2
+
+
+def test_the_line_comes_from_the_index_not_the_matrix(tmp_path) -> None:
+    # a branch cut: two lines on the newest night; another Python's and platform's wheels ignored
+    old, new = {"line": "3.0.0", "vision": "0.40.0"}, {"line": "3.1.0", "vision": "0.41.0"}
+    nights = [Night("20270301", **old), Night("20270302", **old), Night("20270302", **new)]
+    build_index(tmp_path / "i", nights)
+    build_index(tmp_path / "i2", [Night("20270303", line="3.1.0")], python="312")
+    for name in ("torch", "torchvision"):  # the cp312 night joins the same pages
+        extra = (tmp_path / "i2" / name / "index.html").read_text().split("<body>\n")[1].split("\n</body>")[0]
+        page = tmp_path / "i" / name / "index.html"
+        extra = extra.replace("../files/", "../files2/")
+        page.write_text(page.read_text().replace("</body>", extra + "\n</body>"))
+    (tmp_path / "i2" / "files").rename(tmp_path / "i" / "files2")
+    with serve(tmp_path / "i") as url:
+        found = pin.resolve(url, "3.11")
+        assert (found["date"], found["torch"], found["torchvision"]) == (
+            "20270302",
+            "3.1.0.dev20270302+cu130",
+            "0.41.0.dev20270302+cu130",
+        )
+        assert pin.resolve(url, "3.12")["date"] == "20270303"
+    # a free-threaded build (cp311t) is another interpreter: never tonight's wheel for 3.11
+    assert (
+        pin.WHEEL.fullmatch(
+            wheel_name("torch", "3.1.0.dev20270304+cu130").replace("cp311-cp311", "cp311-cp311t")
+        )
+        is None
     )
 
 
-def test_bump_to_a_given_date_needs_no_index(tmp_path: Path) -> None:
-    matrix = _matrix_with(tmp_path, "http://127.0.0.1:9/none", "20260926")
-    assert pin.main(["bump", "--matrix", str(matrix), "--date", "20261224"]) == 0
-    assert 'TORCH_NIGHTLY_DATE: "20261224"' in matrix.read_text()
-    assert pin.main(["bump", "--matrix", str(matrix), "--build", "stable", "--date", "20261224"]) == 2
+def test_an_index_without_a_complete_night_says_so(tmp_path) -> None:
+    build_index(tmp_path / "i", [Night("20261126", vision="")])
+    with serve(tmp_path / "i") as url, pytest.raises(pin.PinError, match="no torchvision nightly"):
+        pin.resolve(url, "3.11")
 
 
-def test_the_real_matrix_has_a_pin_that_bump_can_find() -> None:
-    text = (ROOT / "matrix.yaml").read_text()
-    date = yaml.safe_load(text)["builds"]["nightly-current"]["build_args"]["TORCH_NIGHTLY_DATE"]
-    assert pin.set_date(text, "nightly-current", date) == text
-    assert pin.set_date(text, "nightly-current", "20990101") != text
-
-
-# --- issue 24: the workflow's check, and a bump that records the nightly's git commit ---------
-
-
-def test_verify_passes_a_pin_on_the_index_and_names_the_newest_once_it_left(index, tmp_path, capsys) -> None:
-    url, _ = index
-    assert pin.main(["verify", "--matrix", str(_matrix_with(tmp_path, url, "20261101"))]) == 0
-    assert capsys.readouterr().out == "20261101\n"
-    gone = _matrix_with(tmp_path, url, "20260926")
-    before = gone.read_text()
-    assert pin.main(["verify", "--matrix", str(gone)]) == 1
-    out, err = capsys.readouterr()
-    assert out == "20261102\n"  # the newest, for the pull request the workflow may open
-    assert err.startswith("nightly_pin: torch 2.15.0.dev20260926 (with torchvision 0.30.0.dev20260926) is no")
-    assert err.count("\n") == 1 and gone.read_text() == before  # one line; the pin does not move
+def test_bump_pins_a_night_that_is_on_the_index(nights, tmp_path: Path) -> None:
+    url, _ = nights
+    matrix = _matrix_with(tmp_path, url)
+    before = matrix.read_text()
+    assert pin.main(["bump", "--matrix", str(matrix), "--git-sha"]) == 0
+    after = matrix.read_text()
+    args = yaml.safe_load(after)["builds"]["nightly-current"]["build_args"]
+    assert args["TORCH_NIGHTLY_DATE"] == "20261125" and args["TORCH_GIT_SHA"] == "d" * 40
+    sha_line = f'\n      TORCH_GIT_SHA: "{"d" * 40}"'
+    assert after.replace('"20261125"', '"newest"').replace(sha_line, "") == before
+    assert pin.main(["bump", "--matrix", str(matrix), "--date", "20260901"]) == 1
+    assert pin.main(["bump", "--matrix", str(matrix), "--build", "stable", "--date", "20261124"]) == 2
 
 
 NIGHTLY_BRANCH = [
@@ -178,16 +264,8 @@ NIGHTLY_BRANCH = [
 ]
 
 
-def test_bump_with_git_sha_records_the_nightlys_commit(tmp_path: Path, monkeypatch) -> None:
-    import json
-
+def test_git_sha_reads_the_nightly_branch(monkeypatch) -> None:
     monkeypatch.setattr(pin, "fetch", lambda url, timeout=60, headers=None: json.dumps(NIGHTLY_BRANCH))
-    matrix = _matrix_with(tmp_path, "http://127.0.0.1:9/none", "20260926")
-    assert pin.bump(matrix, "nightly-current", "20261101", if_gone=False, with_sha=True) == "20261101"
-    args = yaml.safe_load(matrix.read_text())["builds"]["nightly-current"]["build_args"]
-    assert args["TORCH_NIGHTLY_DATE"] == "20261101" and args["TORCH_GIT_SHA"] == "b" * 40
-    pin.bump(matrix, "nightly-current", "20261102", if_gone=False, with_sha=True)  # moved again: replaced
-    args = yaml.safe_load(matrix.read_text())["builds"]["nightly-current"]["build_args"]
-    assert args["TORCH_GIT_SHA"] == "a" * 40 and matrix.read_text().count("TORCH_GIT_SHA") == 1
+    assert pin.git_sha("20261101") == "b" * 40 and pin.git_sha("20261102") == "a" * 40
     with pytest.raises(pin.PinError, match="no release of 2026-10-31"):
         pin.git_sha("20261031")

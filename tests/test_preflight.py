@@ -4,15 +4,12 @@ the sweep stops it cleanly, and the same run id resumes it."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 from pathlib import Path
 
 import pytest
-from support import stub_environment
+from support import call, stub_environment
 
-from suite.cli import main
 from suite.errors import UsageError
 from suite.results import read_rows
 from suite.run import preflight, runner
@@ -21,13 +18,6 @@ from suite.spec import expand, load_matrix
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
 TINY_ARGS = ["--matrix", str(TINY), "--profile", "tiny", "--run-id", "p"]
-
-
-def call(argv: list[str]) -> tuple[int, str]:
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(argv)
-    return code, err.getvalue()
 
 
 @pytest.fixture

@@ -5,26 +5,16 @@ and nothing recorded."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
-from support import stub_environment
+from support import call, stub_environment
 
-from suite.cli import main
 from suite.run import launch, preflight
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
 PHOTO = REPO / "suite" / "assets" / "chelsea-640x480.jpg"
-
-
-def call(argv: list[str]) -> tuple[int, str]:
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(argv)
-    return code, err.getvalue()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ path, exit status 2; the rows already recorded stay as they were."""
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import shutil
 import subprocess
@@ -15,9 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import stub_environment
+from support import call, stub_environment
 
-from suite.cli import main
 from suite.results import RowWriter
 from suite.run import launch, preflight
 
@@ -126,12 +124,10 @@ def test_a_damaged_run_folder_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     csv_path = recorded(run)
     before = csv_path.read_bytes()
     expected = DAMAGE[case](run)
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        args = ["--matrix", str(TINY), "--profile", "tiny", "--device", "cpu", "--min-free-mb", "0"]
-        code = main(["run", *args, "--out", str(tmp_path), "--run-id", "r"])
-    assert code == 2, err.getvalue()
-    assert err.getvalue().strip().splitlines() == [f"suite run: error: {expected}"]
+    args = ["--matrix", str(TINY), "--profile", "tiny", "--device", "cpu", "--min-free-mb", "0"]
+    code, err = call(["run", *args, "--out", str(tmp_path), "--run-id", "r"])
+    assert code == 2, err
+    assert err.strip().splitlines() == [f"suite run: error: {expected}"]
     assert not started
     if case in ("raw is a file", "logs is a file", "scratch is a file"):
         assert not probed  # seen before the probe and the model check: in a moment

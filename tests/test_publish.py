@@ -373,7 +373,7 @@ def test_build_kinds_from_matrix_then_names(tmp_path: Path):
     assert kinds == {"current": "nightly"}
 
 
-def test_every_non_stable_build_is_compared_with_the_stable_one(tmp_path: Path):
+def test_every_build_is_compared_with_each_base_before_it(tmp_path: Path):
     rows = [
         eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
         compiled("stable", A100, "ViT", 1, "default", 8.0, 7.9, 7.8, 8.0, 1.25, 1.20, 1.30),
@@ -385,6 +385,7 @@ def test_every_non_stable_build_is_compared_with_the_stable_one(tmp_path: Path):
     assert [t.name for t in stable_vs_others(study)] == [
         "stable-vs-nightly__nvidia-a100-sxm4-80gb__default",
         "stable-vs-current__nvidia-a100-sxm4-80gb__default",  # a release: not "stable-vs-nightly"
+        "current-vs-nightly__nvidia-a100-sxm4-80gb__default",  # the release is the nightly's base too
     ]
 
 

@@ -5,7 +5,6 @@ run (CSV, superseded rows, cell logs, lock, merged tables) nor on the terminal n
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import re
@@ -19,10 +18,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import REPO, TINY, tiny_run_cmd
+from support import REPO, TINY, call, tiny_run_cmd
 
 from suite import redact
-from suite.cli import main
 from suite.errors import UsageError
 from suite.results import read_rows
 from suite.sessions import docker
@@ -108,9 +106,8 @@ def test_planted_tokens_appear_in_no_output(tmp_path: Path) -> None:
     killed.wait()
 
     # the merged tables, from the redacted CSV
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        assert main(["merge", str(out / "s"), "--no-plots"]) == 0, err.getvalue()
+    code, err = call(["merge", str(out / "s"), "--no-plots"])
+    assert code == 0, err
 
     files = [p for p in out.rglob("*") if p.is_file()]
     assert any(p.name.startswith(".") and p.name.endswith(".lock") for p in files)  # hidden ones too

@@ -101,3 +101,13 @@ def test_times_must_be_at_least_two(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err.strip() == (
         "suite repeat: error: --times: must be >= 2 (a spread needs two), got 1"
     )
+
+
+def test_coverage_error_names_its_verb(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The verb an error line names comes from the parser's own verbs, `coverage` included."""
+    from suite.cli import main
+
+    assert main(["coverage", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"suite coverage: error: {tmp_path}: no rep-<i> folders: not a repeat's run folder"
+    )

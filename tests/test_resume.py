@@ -4,17 +4,14 @@ any cell runs, with the file left as it was. A complete row is never lost either
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import examples, stub_environment
+from support import call, examples, stub_environment
 
-from suite.cli import main
 from suite.errors import UsageError
 from suite.results import COLUMNS, KEY_COLUMNS, CsvFormatError, RowWriter, read_rows
 from suite.run import launch, preflight, resume
@@ -145,12 +142,10 @@ def test_a_bad_row_in_the_middle_stops_the_run_before_any_cell(tmp_path: Path, m
     lines = good.splitlines(keepends=True)
     broken = b"".join([*lines[:3], b"half,a,row\n", *lines[3:]])
     csv_path.write_bytes(broken)
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        args = ["--matrix", str(TINY), "--profile", "tiny", "--device", "cpu", "--min-free-mb", "0"]
-        code = main(["run", *args, "--out", str(tmp_path), "--run-id", "r"])
+    args = ["--matrix", str(TINY), "--profile", "tiny", "--device", "cpu", "--min-free-mb", "0"]
+    code, err = call(["run", *args, "--out", str(tmp_path), "--run-id", "r"])
     assert code == 2
-    assert err.getvalue().strip().splitlines() == [
+    assert err.strip().splitlines() == [
         f"suite run: error: {csv_path}:4: 3 fields, header has {len(COLUMNS)}; nothing was run: "
         "fix or remove the row, or use another --run-id"
     ]
@@ -202,12 +197,10 @@ def test_duplicated_rows_are_reported_and_one_row_per_cell_kept(tmp_path: Path, 
     with RowWriter(csv_path) as w:
         for row in rows:
             w.append(row)
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        args = ["--matrix", str(TINY), "--profile", "tiny", "--device", "cpu", "--min-free-mb", "0"]
-        code = main(["run", *args, "--out", str(tmp_path), "--run-id", "r"])
-    assert code == 0 and not started, err.getvalue()
-    lines = err.getvalue().splitlines()
+    args = ["--matrix", str(TINY), "--profile", "tiny", "--device", "cpu", "--min-free-mb", "0"]
+    code, err = call(["run", *args, "--out", str(tmp_path), "--run-id", "r"])
+    assert code == 0 and not started, err
+    lines = err.splitlines()
     assert lines[0] == (
         f"{csv_path}: 2 more row(s) of a cell already recorded (line(s) 2, 5); one row per cell counts, "
         "chosen as the merge does (an ok row, else the latest); the others moved to "

@@ -10,31 +10,20 @@ fields a real worker would (tests/test_kill_resume.py does the same).
 
 from __future__ import annotations
 
-import contextlib
-import io
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
-from support import TINY
-from support.runner import ENVIRONMENT, STUB, cells, run
+from support import TINY, call, call_output
+from support.runner import ENVIRONMENT, cells, run
 
-from suite.cli import main
 from suite.compare.rule import compare as compare_runs
 from suite.measure import provenance
 from suite.measure.accuracy import compare
 from suite.report.load import load
 from suite.results import KEY_COLUMNS, RowWriter, read_rows
 from suite.run import launch, resume, runner
-
-
-@pytest.fixture
-def stub(tmp_path: Path) -> Path:
-    path = tmp_path / "worker.sh"
-    path.write_text(STUB)
-    path.chmod(0o755)
-    return path
 
 
 @pytest.mark.parametrize(("diff", "written"), [("NaN", "nan"), ("Infinity", "inf")])
@@ -69,12 +58,12 @@ def test_the_done_line_says_it(tmp_path: Path, stub: Path, monkeypatch: pytest.M
     monkeypatch.setenv("STUB_DIFF", "NaN")
     text = TINY.read_text().replace("modes: [eager]", "modes: [default]")
     (tmp_path / "m.yaml").write_text(text)
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["run", "--matrix", str(tmp_path / "m.yaml"), "--profile", "tiny", "--models", "TinyViT",
-                     "--out", str(tmp_path / "out"), "--run-id", "d", "--min-free-mb", "0"])  # fmt: skip
-    assert code == 0, err.getvalue()
-    done = err.getvalue().strip().splitlines()[-1]
+    # --schedule serial: the stub is a one-cell worker
+    code, err = call(["run", "--matrix", str(tmp_path / "m.yaml"), "--profile", "tiny", "--models", "TinyViT",
+                      "--out", str(tmp_path / "out"), "--run-id", "d", "--min-free-mb", "0",
+                      "--schedule", "serial"])  # fmt: skip
+    assert code == 0, err
+    done = err.strip().splitlines()[-1]
     assert done.startswith(
         "done: 1 ok; 1 ok cell(s) with ACCURACY FAIL (TinyViT bs=1 default inference); 0 already"
     )
@@ -121,22 +110,18 @@ def test_plan_for_cuda_on_a_machine_without_a_gpu_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        assert main(["plan", "--profile", "quick", "--device", "cuda"]) == 0
-    (line,) = err.getvalue().splitlines()
+    code, out, err = call_output(["plan", "--profile", "quick", "--device", "cuda"])
+    assert code == 0
+    (line,) = err.splitlines()
     assert line.startswith(
         "suite plan: warning: --device cuda: this machine has no NVIDIA GPU (nvidia-smi not found)"
     )
     assert "`suite run --device cuda` would stop here" in line
-    assert "40 cell(s)" in out.getvalue()  # the plan itself is still there
+    assert "40 cell(s)" in out  # the plan itself is still there
     smi = tmp_path / "nvidia-smi"
     smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-0)'\n")
     smi.chmod(0o755)
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        assert main(["plan", "--profile", "quick", "--device", "cuda"]) == 0
-    assert err.getvalue() == ""
+    assert call(["plan", "--profile", "quick", "--device", "cuda"]) == (0, "")
 
 
 def test_a_cpu_run_records_no_cuda_but_the_wheel_s(tmp_path: Path) -> None:

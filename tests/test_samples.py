@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import write_stub_worker
 from support.runner import run
 
 from suite.errors import UsageError
@@ -32,10 +33,7 @@ mv "$4.part" "$4"
 
 @pytest.fixture
 def stub(tmp_path: Path) -> Path:
-    path = tmp_path / "worker.sh"
-    path.write_text(STUB)
-    path.chmod(0o755)
-    return path
+    return write_stub_worker(tmp_path / "worker.sh", STUB)
 
 
 def test_samples_are_written_beside_the_csv_and_merge_recomputes_the_median(

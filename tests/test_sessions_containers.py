@@ -223,7 +223,7 @@ PASSWORD = "Hunter2-planted-pw"
 def test_a_secret_in_the_arguments_is_refused_and_printed_nowhere(
     fake: SimpleNamespace, args: list[str], message: str
 ) -> None:
-    proc = nox(fake, "-s", "bench-nightly", "--", "--out", str(fake.out), *args)
+    proc = nox(fake, "-s", "bench-nightly", "--", "--out", str(fake.out), "--build", "nightly", *args)
     assert proc.returncode == 2, proc.stderr
     assert message in one_error_line(proc)
     assert calls(fake) == []  # refused before docker is even asked for its version

@@ -9,21 +9,13 @@ import os
 from pathlib import Path
 
 import pytest
-from support.runner import STUB, cells, run
+from support.runner import cells, run
 
 from suite.errors import UsageError
 from suite.run import lock as lock_module
 from suite.run import tidy
 from suite.run.launch import RunPaths
 from suite.run.lock import RunLock, lock_path_for
-
-
-@pytest.fixture
-def stub(tmp_path: Path) -> Path:
-    path = tmp_path / "worker.sh"
-    path.write_text(STUB)  # it writes a file into the compile cache it is given
-    path.chmod(0o755)
-    return path
 
 
 def files(folder: Path) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support import nightly_script
+from support.nightly_index import Night, build_index, serve, wheel_name
 
 from suite.cli.args import RUN_ID_RE
 from suite.spec.shard import Shard
@@ -227,39 +229,65 @@ def test_bench_jobs_clean_up_before_and_after_and_pass_the_nightly_date() -> Non
     cleanups = [i for i, r in enumerate(names) if "nightly.py cleanup" in r]
     assert any(i < run_at for i in cleanups) and any(i > run_at for i in cleanups)
     assert all(steps[i]["if"] == "always()" for i in cleanups if i > run_at)
-    # a pinned nightly never moves inside a run: no bench job changes matrix.yaml
+    # the night is the plan job's: no bench job resolves or changes matrix.yaml
     assert not any("nightly_pin.py" in s.get("run", "") for s in steps)
 
 
-def test_a_pin_that_left_the_index_stops_the_run_or_opens_a_pull_request() -> None:
+def _default_builds(wf: dict, schedule: str = "") -> str:
+    """BUILDS as the workflow computes it with no input and no variable set."""
+    expr = wf["env"]["BUILDS"]
+    weekly = re.search(r"github\.event\.schedule == '([^']+)' && \(vars\.\w+ \|\| '([^']+)'\)", expr)
+    assert weekly is not None, expr
+    if schedule == weekly[1]:
+        return weekly[2]
+    return re.findall(r"'([^']+)' }}$", expr)[0]
+
+
+def test_the_plan_job_resolves_tonights_nightly_once_for_every_bench_job() -> None:
     wf = _workflow("bench-nightly.yml")
+    crons = [c["cron"] for c in wf["on"]["schedule"]]
+    assert _default_builds(wf, crons[0]) == "nightly-current"  # every night: tonight's nightly
+    assert _default_builds(wf, crons[1]) == "nightly"  # weekly: the guide's pair
     setup = wf["jobs"]["setup"]
-    pin = next(s for s in setup["steps"] if s.get("id") == "pin")
-    assert pin["if"] == "steps.matrix.outputs.pinned_nightly != ''"
-    assert "nightly_pin.py verify" in pin["run"] and "exit 1" in pin["run"] and "::error::" in pin["run"]
-    assert "bump" not in pin["run"].split("::error::")[0]  # the check never moves the pin
-    job = wf["jobs"]["pin"]
-    assert "vars.BENCH_PIN_PR == 'true'" in job["if"] and job["permissions"]["pull-requests"] == "write"
-    assert 'nightly_pin.py bump --date "$NEWEST" --git-sha' in job["steps"][-1]["run"]
-    assert "gh pr create" in job["steps"][-1]["run"]
-    assert wf["jobs"]["bench"]["needs"] == "setup"  # a failed check means no bench job
+    step = next(s for s in setup["steps"] if s.get("id") == "nightly")
+    assert step["run"] == "python .github/scripts/nightly.py resolve"
+    assert step["env"]["NIGHTLY_DATE"] == "${{ inputs.nightly_date }}"
+    assert setup["outputs"]["nightly"] == "${{ steps.nightly.outputs.nightly }}"
+    bench = wf["jobs"]["bench"]
+    assert bench["env"]["SUITE_NIGHTLY_RESOLVED"] == "${{ needs.setup.outputs.nightly }}"
+    assert wf["env"]["SUITE_NIGHTLY_INDEX"] == "${{ vars.SUITE_NIGHTLY_INDEX }}"
+    assert "pin" not in wf["jobs"]  # the default never needs a pull request to move
+    assert bench["needs"] == "setup"  # a night that cannot be resolved means no bench job
 
 
-@pytest.mark.parametrize(
-    ("builds", "pinned"),
-    [("nightly", ""), ("nightly-current", "nightly-current"), ("nightly, nightly-current", "nightly-current"),
-     (" nightly-current ,nightly", "nightly-current"), ("nightly-currently", "")],
-)  # fmt: skip
-def test_the_pinned_build_is_found_in_a_list_with_spaces(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builds: str, pinned: str
-) -> None:
-    out = tmp_path / "out"
-    for key, value in {"GPU_LABELS": json.dumps([A100]), "SHARDS": "1", "BUILDS": builds}.items():
+def test_the_default_builds_resolve_tonights_nightly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nights = [
+        Night("20270101"),
+        Night("20270102", line="2.17.0", vision="0.32.0"),
+        Night("20270103", vision=""),
+    ]
+    hashes = build_index(tmp_path / "index", nights)
+    out, summary = tmp_path / "out", tmp_path / "summary"
+    monkeypatch.chdir(ROOT)
+    for key, value in {"BUILDS": _default_builds(_workflow("bench-nightly.yml")), "NIGHTLY_DATE": "",
+                       "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)}.items():  # fmt: skip
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
-    assert nightly.main(["matrix"]) == 0
-    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
-    assert outputs["pinned_nightly"] == pinned
+    with serve(tmp_path / "index") as url:
+        monkeypatch.setenv("SUITE_NIGHTLY_INDEX", url)
+        assert nightly.main(["resolve"]) == 0
+        monkeypatch.setenv("NIGHTLY_DATE", "20261001")
+        assert nightly.main(["resolve"]) == 1  # a pinned night gone from the index: one line
+    found = json.loads(out.read_text().splitlines()[0].split("=", 1)[1])
+    torch_file = wheel_name("torch", "2.17.0.dev20270102+cu130")
+    assert list(found) == ["nightly-current"]
+    assert found["nightly-current"]["date"] == "20270102"
+    assert found["nightly-current"]["torch_sha256"] == hashes[torch_file]
+    assert "the torch nightly of 20270102: torch `2.17.0.dev20270102+cu130`" in summary.read_text()
+    assert nightly.shard_builds(nightly.companions(["nightly-current"]), "nightly-current") == [
+        "release",
+        "nightly-current",
+    ]
+    assert nightly.companions(["nightly"]) == ["stable"] and nightly.followed(["nightly", "release"]) == []
 
 
 def test_ci_runs_python_3_10_on_the_stable_pins() -> None:

@@ -11,9 +11,9 @@
 
 `matrix` reads GPU_LABELS (a JSON list of runner label sets), SHARDS and BUILDS from the
 environment, so no workflow input is ever pasted into a script, and writes `run_id`,
-`matrix`, `shards` and `pinned_nightly` (whether BUILDS, a comma list that may hold spaces,
-names a build pinned to a nightly date) to $GITHUB_OUTPUT. `price` checks PROFILE and BUILDS and writes
-to the job summary what one shard costs: every build it runs (the stable build first, as
+`matrix` and `shards` to $GITHUB_OUTPUT; `resolve` resolves tonight's nightly once for the run
+(every build of BUILDS that follows it) and writes it as `nightly`. `price` checks PROFILE and
+BUILDS and writes to the job summary what one shard costs: every build it runs (the stable build first, as
 `nox -s bench-nightly` does, then BUILDS), priced by `python -m suite plan`. `cleanup`
 removes the benchmark containers this runner left (a cancelled job can leave one holding
 the GPU), all but the newest images of each build and the build cache older than a week.
@@ -64,8 +64,7 @@ IMAGE_REPOSITORY = "torch-compile-suite"  # tags <build>-<12 hex digest of the i
 KEEP_IMAGES = 2  # per build: the newest (the one in use) and the one before it
 BUILD_CACHE_KEEP = "168h"  # `docker builder prune --filter until=`: a week of build cache stays
 MIN_FREE_GB = 40  # default of BENCH_MIN_FREE_GB: two images being built (5-6 GB each) and their cache
-# builds pinned to a nightly by date (matrix.yaml `TORCH_NIGHTLY_DATE`): the plan job checks the pin
-PINNED_NIGHTLY = ("nightly-current",)
+NIGHTLY_DATE_ARG = "TORCH_NIGHTLY_DATE"  # a nightly build that resolves its night (sessions/nightly.py)
 _DURATION = re.compile(r"(?:(\d+) day[s]?, )?(\d+):(\d\d):(\d\d)")
 
 
@@ -177,12 +176,10 @@ def builds_list(text: str) -> list[str]:
 def cmd_matrix() -> None:
     jobs = plan_jobs(os.environ.get("GPU_LABELS", ""), os.environ.get("SHARDS", ""))
     rid = run_id(run_created(os.environ), os.environ.get("GITHUB_RUN_ID", "local"))
-    pinned = [b for b in builds_list(os.environ.get("BUILDS", "")) if b in PINNED_NIGHTLY]
     outputs = {
         "run_id": rid,
         "matrix": json.dumps({"include": [j.as_matrix_entry() for j in jobs]}),
         "shards": str(jobs[0].shards),
-        "pinned_nightly": ",".join(pinned),
     }
     with open(os.environ.get("GITHUB_OUTPUT", os.devnull), "a", encoding="utf-8") as fh:
         fh.writelines(f"{k}={v}\n" for k, v in outputs.items())
@@ -194,8 +191,8 @@ def cmd_matrix() -> None:
 
 
 def shard_builds(stable: Sequence[str], builds: str) -> list[str]:
-    """The builds each bench job runs, in order: `nox -s bench-nightly` runs the stable
-    build's cells first (the tables compare against it), then the chosen ones."""
+    """The builds each bench job runs, in order: `nox -s bench-nightly` runs the cells of what
+    the chosen builds are compared with first (`companions`), then the chosen ones."""
     chosen = builds_list(builds)
     if not chosen:
         raise Invalid("builds: empty; give a comma list of builds of matrix.yaml")
@@ -260,22 +257,90 @@ def run_plan(args: list[str]) -> str:
     return proc.stdout
 
 
-def stable_builds(matrix: Path = Path("matrix.yaml")) -> list[str]:
-    """The stable builds with a container (`suite plan` has checked the file already)."""
-    import yaml  # installed by the step that runs `price`
+def _builds(matrix: Path = Path("matrix.yaml")) -> dict[str, dict]:
+    import yaml  # installed by the plan job's step before `price`
 
-    builds = yaml.safe_load(matrix.read_text(encoding="utf-8"))["builds"]
-    return [name for name, b in builds.items() if b.get("kind") == "stable" and b.get("container")]
+    return yaml.safe_load(matrix.read_text(encoding="utf-8"))["builds"]
+
+
+def follows(spec: dict) -> bool:
+    """A nightly build that resolves its night at run time (not fixed wheel URLs)."""
+    args = spec.get("build_args") or {}
+    return spec.get("kind") == "nightly" and NIGHTLY_DATE_ARG in args and "TORCH_WHEEL_URL" not in args
+
+
+def companions(chosen: Sequence[str], matrix: Path = Path("matrix.yaml")) -> list[str]:
+    """What `nox -s bench-nightly` runs first (suite.sessions.nightly.companions): a followed
+    nightly's current release (`kind: release` with a container), the guide's nightly's stable
+    build. `suite plan` has checked the file already."""
+    builds = _builds(matrix)
+    picked = [builds.get(name) or {} for name in chosen]
+    kinds = {"release" if follows(b) else "stable" for b in picked if b.get("kind") == "nightly"} or {
+        "stable"
+    }
+    return [n for n, b in builds.items() if b.get("kind") in kinds and b.get("container")]
+
+
+def followed(chosen: Sequence[str], matrix: Path = Path("matrix.yaml")) -> list[str]:
+    builds = _builds(matrix)
+    return [name for name in chosen if follows(builds.get(name) or {})]
 
 
 def cmd_price() -> None:
     shards = shard_count(os.environ.get("SHARDS", ""))
     profile = os.environ.get("PROFILE", "") or "full"
-    builds = shard_builds(stable_builds(), os.environ.get("BUILDS", ""))
+    chosen = builds_list(os.environ.get("BUILDS", ""))
+    builds = shard_builds(companions(chosen), os.environ.get("BUILDS", ""))
     text = "\n".join(price(profile, builds, shards, run_plan)) + "\n"
     print(text)
     with open(os.environ.get("GITHUB_STEP_SUMMARY", os.devnull), "a", encoding="utf-8") as fh:
         fh.write(text)
+
+
+# --- resolve: tonight's nightly, once for the whole run -------------------------------------
+
+Resolver = Callable[[list[str]], str]
+
+
+def run_resolve(args: list[str]) -> str:
+    """containers/nightly_pin.py with these arguments; its JSON line (Invalid: its one line)."""
+    proc = subprocess.run(
+        [sys.executable, "containers/nightly_pin.py", *args], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise Invalid((proc.stderr.strip().splitlines() or ["(no output)"])[-1])
+    return proc.stdout
+
+
+def resolve(builds: Sequence[str], date: str, ask: Resolver = run_resolve) -> tuple[dict, list[str]]:
+    """{build: its night} for every build of the run that follows the nightly, and summary
+    lines. The index is SUITE_NIGHTLY_INDEX (nightly_pin.py reads it), else matrix.yaml's."""
+    found: dict[str, dict] = {}
+    lines = []
+    for name in builds:
+        args = ["resolve", "--build", name] + (["--date", date] if date else [])
+        found[name] = json.loads(ask(args))
+        night = found[name]
+        git = night.get("git_sha", "")[:12] or "read from the installed torch"
+        lines.append(
+            f"- `{name}`: the torch nightly of {night['date']}: torch `{night['torch']}` "
+            f"(sha256 `{night['torch_sha256'][:16]}`), torchvision `{night['torchvision']}`, "
+            f"{night.get('triton') or 'triton as installed'}, git {git}"
+        )
+    return found, lines
+
+
+def cmd_resolve() -> None:
+    chosen = followed(builds_list(os.environ.get("BUILDS", "")))
+    found, lines = resolve(chosen, os.environ.get("NIGHTLY_DATE", "").strip())
+    with open(os.environ.get("GITHUB_OUTPUT", os.devnull), "a", encoding="utf-8") as fh:
+        fh.write(f"nightly={json.dumps(found, sort_keys=True)}\n")
+    text = "\n".join(
+        ["## Tonight's nightly", "", *(lines or ["no build of this run follows the nightly"]), ""]
+    )
+    print(text)
+    with open(os.environ.get("GITHUB_STEP_SUMMARY", os.devnull), "a", encoding="utf-8") as fh:
+        fh.write(text + "\n")
 
 
 # --- cleanup: this runner's leftover containers, old images --------------------------------
@@ -546,6 +611,8 @@ def main(argv: list[str]) -> int:
             cmd_matrix()
         elif argv == ["price"]:
             cmd_price()
+        elif argv == ["resolve"]:
+            cmd_resolve()
         elif argv == ["cleanup"]:
             cmd_cleanup()
         elif argv == ["space"]:
@@ -559,7 +626,7 @@ def main(argv: list[str]) -> int:
         elif len(argv) == 3 and argv[0] == "merge-summary":
             cmd_merge_summary(argv[1], argv[2])
         else:
-            usage = "usage: nightly.py matrix | price | cleanup | space | collect ARTIFACTS RUN_DIR"
+            usage = "usage: nightly.py matrix | price | resolve | cleanup | space | collect ARTIFACTS RUN_DIR"
             usage += " | history RUN_DIR | failed RUN_DIR | merge-summary RUN_DIR LOG"
             print(usage, file=sys.stderr)
             return 2

@@ -21,7 +21,9 @@ from suite.cli.args import (
     DEFAULT_MATRIX,
     DEFAULT_REFERENCE,
     Parser,
+    add_cores_arg,
     add_run_args,
+    add_schedule_args,
     add_selection_args,
     compile_threshold,
     count,
@@ -75,6 +77,8 @@ def build_parser() -> Parser:
 
     p = sub.add_parser("plan", help="list the cells of a profile without running them")
     add_selection_args(p)
+    add_schedule_args(p)
+    add_cores_arg(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser(
@@ -82,6 +86,7 @@ def build_parser() -> Parser:
     )
     add_selection_args(p)
     add_run_args(p)
+    add_schedule_args(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser(
@@ -199,20 +204,13 @@ def build_parser() -> Parser:
     return parser
 
 
-VERBS = (
-    "plan",
-    "run",
-    "crosscheck",
-    "repeat",
-    "env",
-    "merge",
-    "compare",
-    "calibrate",
-    "history",
-    "gpu-study",
-    "mark",
-)
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE: what a Unix tool reports when its reader went away
+
+
+def verbs(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    """The verbs the parser registered (what an error line names), never a list kept by hand."""
+    subs = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return tuple(name for action in subs for name in action.choices)
 
 
 def printable(text: str) -> str:
@@ -257,7 +255,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(args.func(args) or 0)
     except UsageError as exc:
         verb = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")
-        verb = verb if verb in VERBS else ""
+        verb = verb if verb in verbs(parser) else ""
         print(f"suite{' ' + verb if verb else ''}: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

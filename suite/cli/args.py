@@ -272,6 +272,44 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-mig", action="store_true", help="time on a GPU in MIG mode (default: refused)")
 
 
+def add_schedule_args(p: argparse.ArgumentParser) -> None:
+    """`--schedule` (run, plan) and, for plan, `--cores`: how the cells are laid out in processes
+    (docs/measurement.md#what-runs-where)."""
+    p.add_argument(
+        "--schedule",
+        choices=("ahead", "serial"),
+        default="ahead",
+        help="ahead: compile the compiled cells in a pool of processes first, then time each model's "
+        "cells in one process on the caches they filled; serial: one process per cell, compiling "
+        "and timing (default: %(default)s)",
+    )
+
+
+MAX_CORES = 4096
+
+
+def _cores(text: str) -> int:
+    """`--cores`: an integer from 1 to MAX_CORES."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError("--cores", f"{text[:20]!r} is not an integer") from None
+    if not 1 <= value <= MAX_CORES:
+        raise UsageError("--cores", f"must be from 1 to {MAX_CORES}, got {text}")
+    return value
+
+
+def add_cores_arg(p: argparse.ArgumentParser) -> None:
+    """`plan --cores N`: the machine the `ahead` schedule is estimated for (its compile pool)."""
+    p.add_argument(
+        "--cores",
+        type=_cores,
+        default=None,
+        help="CPU cores of the machine to estimate for: the ahead schedule's compile pool "
+        "(default: this machine's)",
+    )
+
+
 def filters_of(args: argparse.Namespace) -> Filters:
     """The selection flags and the setting overrides, typed; a local --image is checked here,
     before anything else (a file pillow reads, found where the worker looks)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from suite.cli.args import request_of
 from suite.cli.needs import TORCH, TORCH_HINT, needs
@@ -12,8 +12,9 @@ from suite.errors import UsageError
 from suite.measure import provenance
 from suite.run import preflight, runner
 from suite.run.nvidia_smi import no_nvidia_gpu
-from suite.spec.cost import estimate_seconds, format_duration
+from suite.spec.cost import STUDY_GOAL_S, estimate_schedule, estimate_seconds, format_duration
 from suite.spec.model import Cell
+from suite.spec.schedule import AHEAD, SERIAL
 from suite.spec.shard import select, siblings
 
 
@@ -70,6 +71,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"estimated total {format_duration(total)} on a {'GPU' if on_gpu else 'CPU'} "
         "(suite/spec/cost.py: a rough model; the ratios count)"
     )
+    _print_schedule(args, [cells[i] for i in shown], rates, profile)
     if shard:
         loads = [sum(costs[i] for i in part) for part in shards]
         mean = sum(loads) / len(shards)  # the parent shard's cells when nested (i/n,k/m)
@@ -82,6 +84,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
             + f"; largest/mean {max(loads) / mean if mean else 1.0:.2f}"
         )
     return 0
+
+
+def _print_schedule(args: argparse.Namespace, cells: Sequence[Cell], rates: str, profile: str) -> None:
+    """The estimate of the schedule `run` would use (suite.spec.cost.estimate_schedule), beside
+    the serial one, on the cores of this machine or `--cores`; the full study's goal with it."""
+    if not cells:
+        return
+    serial = estimate_schedule(cells, rates, SERIAL).total_s
+    est = estimate_schedule(cells, rates, args.schedule, args.cores)
+    if est.schedule == AHEAD:
+        print(
+            f"schedule ahead on {est.pool} core(s): compile {format_duration(est.compile_s)} (up to "
+            f"{est.pool} processes at once), then timing {format_duration(est.timing_s)}: "
+            f"{format_duration(est.total_s)} in all, {est.total_s / serial:.2f} x serial's "
+            f"{format_duration(serial)}"
+        )
+    if profile == "full" and rates == "cuda":
+        met = "met" if est.total_s <= STUDY_GOAL_S else "not met"
+        print(
+            f"goal for the guide's whole study on one GPU with 16 cores: {format_duration(STUDY_GOAL_S)} "
+            f"({met} by this estimate of {format_duration(est.total_s)} on {est.pool} core(s))"
+        )
 
 
 def _scenario_label(cell: Cell) -> str:
@@ -134,18 +158,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_failed=args.keep_failed,
         min_free_mb=args.min_free_mb,
         keep_compile_cache=args.keep_compile_cache,
+        schedule=args.schedule,
         banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
-        f"{f' (shard {shard})' if shard else ''} on "
+        f"{f' (shard {shard})' if shard else ''}, schedule {args.schedule} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
     )
     report = runner.run_cells(sweep)
-    counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
     print(
-        f"done: {counts}{report.warnings_note()}{report.health_note()}; "
+        f"done: {status_counts(report.statuses)}{report.warnings_note()}{report.health_note()}; "
         f"{report.resumed} already recorded -> {report.csv}",
         file=sys.stderr,
     )
     return 0
+
+
+def status_counts(statuses: Mapping[str, int]) -> str:
+    """A sweep's rows by status, as `run` and `repeat` print them: "2 error, 34 ok"."""
+    return ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) or "nothing new"
 
 
 def cmd_env(args: argparse.Namespace) -> int:

@@ -225,7 +225,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_verdict(args: argparse.Namespace) -> int:
     with needs("history", HISTORY, HISTORY_HINT):
-        from suite.history.issues import gh_cli, sync_issues
+        from suite.automation.issues import gh_cli, sync_issues
         from suite.history.verdict import verdict
 
     result = verdict(args.run, args.store)
@@ -254,9 +254,9 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     with needs("history", HISTORY, HISTORY_HINT):
         import pandas as pd
 
+        from suite.automation.issues import gh_cli, sync_issues
         from suite.compare.rule import Rule
         from suite.history.confirm import awaiting, judge_pair, listing, to_file
-        from suite.history.issues import gh_cli, sync_issues
         from suite.history.verdict import RECENT_DAYS
 
     if args.list == (args.change is not None):

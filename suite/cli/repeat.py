@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from suite.cli.args import request_of
+from suite.cli.bench import status_counts
 from suite.errors import UsageError
 from suite.redact import redact
 from suite.results import read_rows
@@ -26,7 +27,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     for i in range(1, args.times + 1):
         banner = f"repeat {run_id}: repetition {i} of {args.times}, {len(cells)} cell(s) of {profile}"
         report = runner.run_cells(runner.Sweep(cells, environment, folder, repeat.rep_id(i), banner=banner))
-        counts = ", ".join(f"{n} {s}" for s, n in sorted(report.statuses.items())) or "nothing new"
+        counts = status_counts(report.statuses)
         print(f"repetition {i}: {counts}{report.health_note()} -> {report.csv}", file=sys.stderr)
     load = (before, os.getloadavg()[0])
     spreads = repeat.collect([folder / repeat.rep_id(i) for i in range(1, args.times + 1)])

@@ -310,6 +310,28 @@ def speedup_noise_sd(base: Measurement, new: Measurement, fallback_pct: float | 
     )
 
 
+def _status_verdict(base: Measurement, new: Measurement) -> str | None:
+    """The verdict where the two rows' statuses decide it (a failure, a fix, no pair of ok rows);
+    None where both are ok and their figures are to be judged."""
+    if base.ok and new.status in FAILED_STATUSES:
+        return NEWLY_FAILING
+    if new.ok and base.status in FAILED_STATUSES:
+        return FIXED
+    return None if base.ok and new.ok else NOT_COMPARABLE
+
+
+def _less_speedup(base: Measurement, new: Measurement, threshold: float, rule: Rule) -> bool:
+    """The paired speed-up fell past the threshold and its two CIs (drift inside a process
+    cancels), and where both rows carry its between-run noise, past `noise_z` of that too."""
+    pair = speedup_change(base, new)
+    if pair is None:
+        return False
+    s_sd = speedup_noise_sd(base, new, rule.speedup_noise_pct) if rule.noise_z > 0 else None
+    if s_sd is None:
+        return pair[0] > 1 + threshold and pair[1] > 1
+    return pair[0] > 1 + max(threshold, math.expm1(rule.noise_z * s_sd))
+
+
 def judge(
     base: Measurement,
     new: Measurement,
@@ -329,25 +351,16 @@ def judge(
     rule = rule or Rule(threshold=threshold)
     sd = between_run_sd(base, new, rule.run_noise_pct, sampled) if rule.noise_z > 0 else None
     bound = max(threshold, floor if sd is None else math.expm1(rule.noise_z * sd))
-    if base.ok and new.status in FAILED_STATUSES:
-        return NEWLY_FAILING, None, None, None
-    if new.ok and base.status in FAILED_STATUSES:
-        return FIXED, None, None, None
-    if not (base.ok and new.ok) or base.median_ms is None or new.median_ms is None:
-        return NOT_COMPARABLE, None, None, None
+    unmatched = _status_verdict(base, new)
+    if unmatched is not None or base.median_ms is None or new.median_ms is None:
+        return unmatched or NOT_COMPARABLE, None, None, None
     ratio = new.median_ms / base.median_ms
     low, high = ratio_interval(new, base) if sampled is None else (sampled.low, sampled.high)
     if sd is not None:
         low, high = ratio * math.exp(-Z95 * sd), ratio * math.exp(Z95 * sd)
     if new.accuracy_failed and not base.accuracy_failed:
         return ACCURACY_REGRESSION, ratio, low, high
-    pair = speedup_change(base, new)
-    s_sd = speedup_noise_sd(base, new, rule.speedup_noise_pct) if rule.noise_z > 0 else None
-    if pair is not None and (
-        pair[0] > 1 + threshold and pair[1] > 1  # paired: drift inside a process cancels
-        if s_sd is None
-        else pair[0] > 1 + max(threshold, math.expm1(rule.noise_z * s_sd))  # and between runs: its noise
-    ):
+    if _less_speedup(base, new, threshold, rule):
         return LESS_SPEEDUP, ratio, low, high
     slower = low is not None and ratio > 1 + bound and low > 1
     compile_slower = compile_change(base, new, rule)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -38,14 +38,15 @@ from suite.report.study import measurement_of
 AGREES, DISAGREES, NOT_RUN, AWAITING = "agrees", "disagrees", "not run", "awaiting"
 
 
-def _day(value: object) -> str:
+def day_text(value: object) -> str:
+    """A date as YYYY-MM-DD, or "" for none."""
     return "" if value is None or pd.isna(value) else f"{pd.Timestamp(value):%Y-%m-%d}"
 
 
 def change_id(change: Mapping[str, Any]) -> str:
     """A change's pair of nightlies of one cell: its track, its last good and first bad dates."""
     parts = [str(change[k]) for k in TRACK_KEY]
-    parts += [_day(change["last_good_date"]), _day(change["first_bad_date"])]
+    parts += [day_text(change["last_good_date"]), day_text(change["first_bad_date"])]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
@@ -152,8 +153,8 @@ def _check(which: str, m: Measured, change: Mapping[str, Any], day: object) -> N
     if m.gpu != change["gpu"]:
         raise UsageError(m.run, f"ran on {m.gpu}, not on the change's GPU ({change['gpu']})")
     ran = torch_date(m.torch_version)
-    if _day(day) and (ran is None or f"{ran:%Y-%m-%d}" != _day(day)):
-        raise UsageError(m.run, f"ran torch {m.torch_version}, not the {which} nightly of {_day(day)}")
+    if day_text(day) and (ran is None or f"{ran:%Y-%m-%d}" != day_text(day)):
+        raise UsageError(m.run, f"ran torch {m.torch_version}, not the {which} nightly of {day_text(day)}")
 
 
 def judge_pair(
@@ -230,7 +231,7 @@ def annotate(changes: pd.DataFrame, kept: Mapping[str, Confirmation]) -> pd.Data
 
 def confirmable(r: Any) -> bool:
     """Two dated nightlies with different torch: what can be measured again."""
-    return bool(r.nightly) and _day(r.last_good_date) != _day(r.first_bad_date)
+    return bool(r.nightly) and day_text(r.last_good_date) != day_text(r.first_bad_date)
 
 
 def to_file(changes: pd.DataFrame) -> pd.DataFrame:
@@ -263,40 +264,9 @@ def listing(changes: pd.DataFrame) -> list[str]:
         out.setdefault(r.change_id, json.dumps({
             "change": r.change_id, "cell": f"{r.model_name},{r.batch_size},{r.mode}", "dtype": r.dtype,
             "scenario": matrix_scenario(str(r.scenario)), "build": r.build, "gpu": r.gpu,
-            "good": _day(r.last_good_date), "bad": _day(r.first_bad_date),
+            "good": day_text(r.last_good_date), "bad": day_text(r.first_bad_date),
         }))  # fmt: skip
     return list(out.values())
-
-
-def _fig(value: float | None, low: float | None = None, high: float | None = None, unit: str = "") -> str:
-    if value is None:
-        return "—"
-    ci = f" [{low:.4g}, {high:.4g}]" if low is not None and high is not None else ""
-    return f"{value:.4g}{unit}{ci}"
-
-
-def measurement_table(confirmations: Sequence[Confirmation], changes: pd.DataFrame) -> list[str]:
-    """Both measurements of each confirmation, for an issue: what ran, where, and its figures."""
-    lines = [
-        "| nightly | torch | git | GPU | started | status | median ms [CI] | paired speed-up [CI] "
-        "| compile s | the gate |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    days = {r.change_id: (_day(r.last_good_date), _day(r.first_bad_date)) for r in changes.itertuples()}
-    for conf in confirmations:
-        good_day, bad_day = days.get(conf.change_id, ("", ""))
-        for label, day, m in (("last good", good_day, conf.good), ("first bad", bad_day, conf.bad)):
-            if m is None:
-                lines.append(f"| {label} {day} | — | — | — | — | did not run | — | — | — | {conf.verdict} |")
-                continue
-            lines.append(
-                f"| {label} {day} | {m.torch_version} | {m.torch_git[:10] or '?'} | {m.gpu} | {m.started_at} "
-                f"| {m.status}{'' if m.health in ('', 'ok') else ' § ' + m.health} "
-                f"| {_fig(m.median_ms, m.median_ci_low_ms, m.median_ci_high_ms)} "
-                f"| {_fig(m.speedup, m.speedup_ci_low, m.speedup_ci_high, 'x')} | {_fig(m.compile_s)} "
-                f"| {conf.verdict if label == 'first bad' else ''} |"
-            )
-    return lines
 
 
 def kept(store: Any, con: Any) -> dict[str, Confirmation]:

@@ -13,16 +13,17 @@ import pandas as pd
 
 from suite.history.changes import Rule
 from suite.history.confirm import annotate, kept
-from suite.history.series import CHANGE_COLUMNS, POINT_COLUMNS, all_changes, points
+from suite.history.series import all_changes, points
 from suite.history.store import open_store
+from suite.results.series_key import CHANGE_COLUMNS, POINT_COLUMNS
 
 
 @dataclass(frozen=True)
 class HistoryView:
     """`points`: one row per (series, night); `changes`: one row per confirmed change point.
-    Both carry the contract's columns first (series.POINT_COLUMNS, series.CHANGE_COLUMNS), then
-    a few of the store's own (night_id, build_kind, model_name, run_date, nightly_date, ...;
-    p_value, change_id, remeasured: what measuring the two nightlies again said, ...)."""
+    Both carry the contract's columns first (suite.results.series_key: POINT_COLUMNS,
+    CHANGE_COLUMNS), then a few of the store's own (night_id, build_kind, model_name, run_date,
+    nightly_date, ...; p_value, change_id, remeasured: what measuring the two nightlies again said, ...)."""
 
     points: pd.DataFrame
     changes: pd.DataFrame

@@ -29,36 +29,14 @@ from suite.errors import UsageError
 from suite.history.cache import ChangeCache
 from suite.history.changes import Rule, Shift, detect
 from suite.results import OK
+from suite.results.series_key import CHANGE_COLUMNS, SERIES_KEY
 
-SERIES_KEY: tuple[str, ...] = (
-    "gpu", "build_line", "build", "model", "task", "batch_size", "mode", "dtype", "scenario",
-)  # fmt: skip
 TRACK_KEY: tuple[str, ...] = tuple(k for k in SERIES_KEY if k != "build_line")
-POINT_COLUMNS: tuple[str, ...] = (
-    *SERIES_KEY, "date", "run_id", "torch_version", "torch_git", "run_page", "status", "health",
-    "median_ms", "median_ci_low_ms", "median_ci_high_ms", "speedup", "speedup_ci_low",
-    "speedup_ci_high", "compile_s",
-)  # fmt: skip
-CHANGE_COLUMNS: tuple[str, ...] = (
-    *SERIES_KEY, "metric", "last_good_date", "first_bad_date", "last_good_git", "first_bad_git",
-    "commit_range_url", "change_pct", "change_ci_low_pct", "change_ci_high_pct", "direction",
-    "confirm_command",
-)  # fmt: skip
 METRICS: tuple[str, ...] = ("median_ms", "speedup", "compile_s")
 HEALTHY = ("", "ok")
 COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{good}...{bad}"
-# The filters view() and `history report` take, and the point columns they match.
-FILTERS: tuple[str, ...] = (
-    "gpu",
-    "build_line",
-    "build",
-    "model",
-    "task",
-    "batch_size",
-    "mode",
-    "dtype",
-    "scenario",
-)
+# The filters view() and `history report` take: the point columns of the series key.
+FILTERS: tuple[str, ...] = SERIES_KEY
 
 _SUFFIX = """CASE
         WHEN coalesce(variant, '') <> '' AND weights = 'random' THEN ' (' || variant || ', random weights)'

@@ -26,6 +26,7 @@ from suite.history.store import open_store
 from suite.history.trends import trends
 from suite.report.load import NUMERIC_COLUMNS, Loaded
 from suite.results import BY_NAME
+from suite.spec.model import BASE_ORDER, is_base_of
 
 RECENT_DAYS = 14  # change points whose first bad night is this recent are the night's news
 
@@ -72,6 +73,19 @@ def previous_night(con: duckdb.DuckDBPyConnection, night: Night) -> tuple[str, s
         [night.build, night.device, night.gpu_name, night.date],
     ).fetchone()
     return (found[0], f"{found[1]} ({found[2]:%Y-%m-%d})") if found else None
+
+
+def base_night(nights: list[Night], kinds: dict[str, str], night: Night) -> Night | None:
+    """The night of this run that `night` is judged against: on the same GPU, of the nearest
+    kind before its own in `spec.model.BASE_ORDER` (a nightly against the release when the run
+    has one, else the stable build). A stored kind reads "nightly 2.16": its first word counts."""
+    own = kinds[night.night_id].split(" ")[0]
+    bases = [
+        n
+        for n in nights
+        if n.gpu == night.gpu and n is not night and is_base_of(kinds[n.night_id].split(" ")[0], own)
+    ]
+    return max(bases, key=lambda n: BASE_ORDER.index(kinds[n.night_id].split(" ")[0]), default=None)
 
 
 def _judged(comparison: Comparison | None) -> str:
@@ -162,18 +176,11 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
             against_prev = None
             if prev is not None:
                 against_prev = compare(loaded_night(con, prev[0], prev[1]), this, rule.threshold, rule)
-            stable = next(
-                (
-                    n
-                    for n in read.nights
-                    if kinds[n.night_id] == "stable" and n.gpu == night.gpu and n is not night
-                ),
-                None,
-            )
+            base = base_night(read.nights, kinds, night)
             against_stable = None
-            if stable is not None and kinds[night.night_id] != "stable":
+            if base is not None:
                 against_stable = compare(
-                    loaded_night(con, stable.night_id, stable.label), this, rule.threshold, rule
+                    loaded_night(con, base.night_id, base.label), this, rule.threshold, rule
                 )
             judged.append(NightVerdict(night, prev[1] if prev else "", against_prev, against_stable))
         pts = points(
@@ -197,9 +204,10 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
     md += [
         "Each night judged by the gate (`suite compare`'s "
         "rule) against the same build's previous night in the "
-        "history, and against the stable build of this run.",
+        "history, and against this run's base build on the same GPU (a nightly against the "
+        "release, any other build against the stable one).",
         "",
-        "| night | compared with | vs the night before | vs stable (this run) |",
+        "| night | compared with | vs the night before | vs the base build (this run) |",
         "|---|---|---|---|",
     ]
     for v in judged:

@@ -4,7 +4,9 @@ that every failure still ends in exactly one row; `SUITE_FAULT=slow:<factor>[:<m
 makes every compiled call take `factor` times as long, so the regression gate can be shown to
 catch a real slow-down; `SUITE_FAULT=lowp[:<model name>]` plants a precision bug (a layer's
 output forced to two mantissa bits) in a `precision` cell's model, so the tests can show that
-the parity rule catches it. Does nothing when the variable is unset.
+the parity rule catches it. `SUITE_FAULT_CELL=<kind>:<cell label>` (raise, hang, abort, segfault)
+fails one cell only (`TinyViT bs=2 eager inference`), so the tests can show that a cell crashing
+a process shared with other cells costs that cell alone. Does nothing when the variables are unset.
 """
 
 from __future__ import annotations
@@ -97,3 +99,20 @@ def lower_precision(model: Any, model_name: str) -> bool:
 
     layer.register_forward_hook(rounded)
     return True
+
+
+def inject_cell_fault(label: str) -> None:
+    """Fail on purpose in the one cell SUITE_FAULT_CELL names (`<kind>:<cell label>`)."""
+    kind, _, target = os.environ.get("SUITE_FAULT_CELL", "").partition(":")
+    if not kind or target != label:
+        return
+    if kind not in ("raise", "hang", "abort", "segfault"):
+        raise ValueError(f"SUITE_FAULT_CELL={kind}:...: the kind must be raise, hang, abort or segfault")
+    if kind == "raise":
+        raise RuntimeError(f"injected fault: exception in {label}")
+    if kind == "hang":
+        while True:
+            time.sleep(1)
+    if kind == "abort":
+        os.abort()
+    os.kill(os.getpid(), signal.SIGSEGV)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from suite import __version__
@@ -40,6 +42,12 @@ class Environment:
     cpu_name: str
     cpu_count: int
     torch_cuda_build: str = ""  # the CUDA the torch wheel was built for, used or not
+    # which wheels ran: the nightly's date (the image's, else torch's own version), the torch
+    # wheel by URL and sha256 as the image installed it (empty outside one), torchvision's version
+    nightly_date: str = ""
+    torch_wheel_url: str = ""
+    torch_wheel_sha256: str = ""
+    torchvision_version: str = ""
     # the machine's state (suite.measure.machine.columns): the GPU's UUID, persistence mode,
     # power limit, ECC, MIG, clocks, the image's ID; empty where no source gave them
     machine: dict[str, str] = field(default_factory=dict)
@@ -67,6 +75,10 @@ class Environment:
             "suite_version",
             "cpu_name",
             "torch_cuda_build",
+            "nightly_date",
+            "torch_wheel_url",
+            "torch_wheel_sha256",
+            "torchvision_version",
         )
         return {**{k: getattr(self, k) for k in keys}, **self.machine}
 
@@ -210,6 +222,23 @@ def _version(module: str) -> str:
         return ""
 
 
+# Set by the images (containers/*/Dockerfile) from the build arguments of what they installed.
+NIGHTLY_DATE_ENV = "SUITE_NIGHTLY_DATE"
+WHEEL_URL_ENV = "SUITE_TORCH_WHEEL_URL"
+WHEEL_SHA_ENV = "SUITE_TORCH_WHEEL_SHA256"
+_DEV_DATE = re.compile(r"\.dev(\d{8})")
+
+
+def nightly_date(torch_version: str, environ: Mapping[str, str]) -> str:
+    """The nightly's date: the image's (the night resolved for the run), else the one in torch's
+    own version (2.16.0.dev20261126+cu130); empty for a release."""
+    given = environ.get(NIGHTLY_DATE_ENV, "").strip()
+    if re.fullmatch(r"\d{8}", given):
+        return given
+    match = _DEV_DATE.search(torch_version)
+    return match.group(1) if match else ""
+
+
 def image_label() -> str:
     """The container image that ran (set by the Dockerfile / docker run), else 'host'."""
     return os.environ.get("SUITE_IMAGE", "") or "host"
@@ -254,6 +283,10 @@ def collect(device: str = "auto") -> Environment:
         cpu_name=cpu,
         cpu_count=os.cpu_count() or 0,
         torch_cuda_build=torch.version.cuda or "",
+        nightly_date=nightly_date(torch.__version__, os.environ),
+        torch_wheel_url=os.environ.get(WHEEL_URL_ENV, "").strip(),
+        torch_wheel_sha256=os.environ.get(WHEEL_SHA_ENV, "").strip(),
+        torchvision_version=_version("torchvision"),
         machine=machine.columns(
             machine.for_this_process(torch_uuid=_device_uuid(torch)) if use_cuda else None, os.environ
         ),

@@ -1,10 +1,14 @@
 """Measure one cell inside its own child process:
-`python -m suite.measure.worker CELL RESULT DEVICE`.
+`python -m suite.measure.worker CELL RESULT DEVICE [PHASE]`, or several cells of one model and
+build in turn: `python -m suite.measure.worker --cells CELLS RESULTS_DIR DEVICE`.
 
-The runner starts one of these per cell with a timeout, so memory figures and compile
-caches belong to this cell alone, and a crash or hang costs only this cell. The result
-(measurement columns + status) is written atomically as JSON to RESULT; anything the
-process prints goes to the cell's log file, not the terminal.
+The runner starts one of these per cell with a timeout (the `serial` schedule), so memory figures
+and compile caches belong to this cell alone, and a crash or hang costs only this cell. The
+result (measurement columns + status) is written atomically as JSON to RESULT; anything the
+process prints goes to the cell's log file, not the terminal. Under the `ahead` schedule
+(suite.run.schedule) one process times the cells of one model and build, each in turn on the
+caches their compile processes filled, writing RESULTS_DIR/<i>.json as each ends: the runner
+watches them appear, so a crash or hang costs the cell it hits and the rest run again elsewhere.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from suite.measure import allocator, aot, compile_cost, lifeline
+from suite.measure import allocator, aot, compile_cost, faults, lifeline
 from suite.measure import training as train
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.scenarios import SCENARIOS, dynamic, measure
@@ -44,8 +49,12 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
             "error": f"scenario {cell.scenario!r} is not supported by this suite version",
         }
     try:
+        if phase == compile_cost.MEASURE:
+            faults.inject_cell_fault(cell.label)  # test-only: one cell fails on purpose
         if cell.scenario == DYNAMIC_BATCH:
             row["rows"] = measure_sequence(cell, device)
+        elif phase == compile_cost.COLD:
+            row.update(compile_cost.cold_compile(cell, device, kind))
         elif phase != compile_cost.MEASURE:
             row.update(compile_cost.first_compile(cell, device, kind, phase))
         else:
@@ -78,10 +87,54 @@ def write_result(path: Path, row: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+# a cell's result in a several-cell process, and the line its log gets when the cell starts
+CELL_RESULT = "{index}.json"
+CELL_MARK = "=== cell: {label} ({index}) ==="  # "cell: <label>", as a one-cell log begins
+
+
+def run_cells(cells: list[Cell], results: Path, device: str) -> None:
+    """Measure `cells` in turn in this one process, each on what dynamo would see in a fresh one
+    (its caches reset, its counters cleared), its result written as soon as it ends. A cell's
+    `eager_first_result_s` counts this process's own start-up (interpreter and imports, paid once
+    here) as a fresh process would pay it, then the cell's own model and batch."""
+    import gc
+
+    import torch
+
+    startup_s = compile_cost.seconds_since_spawn()
+    for index, cell in enumerate(cells):
+        print(CELL_MARK.format(index=index, label=cell.label), flush=True)
+        torch._dynamo.reset()
+        from torch._dynamo.utils import counters
+
+        counters.clear()
+        # as if this cell's process had started startup_s ago (suite.measure.compile_cost)
+        os.environ[compile_cost.SPAWN_ENV] = repr(time.time() - startup_s)
+        write_result(results / CELL_RESULT.format(index=index), run(cell, device))
+        gc.collect()
+        if device == "cuda" and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def main_cells(argv: list[str]) -> int:
+    """`--cells CELLS_JSON RESULTS_DIR DEVICE`: CELLS_JSON a list of cells' JSON strings."""
+    if len(argv) != 3:
+        print("usage: python -m suite.measure.worker --cells CELLS_JSON RESULTS_DIR DEVICE", file=sys.stderr)
+        return 2
+    lifeline.die_with_parent()
+    cells = [Cell.from_json(one) for one in json.loads(Path(argv[0]).read_text())]
+    print(f"cells: {len(cells)} | build {cells[0].build} | device {argv[2]} | one timing process", flush=True)
+    run_cells(cells, Path(argv[1]), argv[2])
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--cells"]:
+        return main_cells(argv[1:])
     if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] not in compile_cost.PHASES):
         print(
-            "usage: python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE [measure|warm|megacache]",
+            "usage: python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE [PHASE: "
+            "measure|warm|megacache|cold]",
             file=sys.stderr,
         )
         return 2

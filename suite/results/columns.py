@@ -465,6 +465,19 @@ TABLE: tuple[Column, ...] = (
     _extra_timed("aot_load_s", "s", "aoti_load_package in the timing process"),
     _extra_timed("aot_package_mb", "MB", "the package's size on disk"),
     Column("aot_packages", INT, contract=False, timing=True, doc="packages built (one per input shape)"),
+    # issue 39: how the row was measured (suite.run.schedule, docs/measurement.md)
+    Column(
+        "schedule",
+        contract=False,
+        choices=("serial", "ahead"),
+        doc="serial: the cell's own process compiled and timed it; ahead: compiled in a process of its "
+        "own first (compile_s), timed in a process shared with its model's cells, on warm caches",
+    ),
+    # issue 36: which wheels ran (the image's, as resolved for the run; torch_git is torch's own)
+    Column("nightly_date", contract=False, doc="the torch nightly's date (YYYYMMDD); empty for a release"),
+    Column("torch_wheel_url", contract=False, doc="the torch wheel the image installed, by URL"),
+    Column("torch_wheel_sha256", contract=False, doc="that wheel's sha256, as checked when installed"),
+    Column("torchvision_version", contract=False, doc="the torchvision that ran"),
     # issue 38: throughput beside latency (suite.measure.timing, docs/measurement.md): blocks of
     # back-to-back calls with one synchronize (CUDA events on a GPU), timed in the same rounds
     _extra_timed(

@@ -51,6 +51,33 @@ def _read_regular(path: Path) -> str:
         return fh.read()
 
 
+def _header(path: Path, line: str) -> list[str]:
+    """The header's columns; one that is unreadable or lacks a contract column is refused."""
+    try:
+        header = next(csv.reader([line]))
+    except csv.Error as exc:  # a NUL byte (Python 3.10), a field over the size limit
+        raise CsvFormatError(f"{path}:1: unreadable header ({exc})") from None
+    missing = [c for c in CONTRACT_COLUMNS if c not in header]
+    if missing:
+        raise CsvFormatError(f"{path}: header lacks column(s) {', '.join(missing)}")
+    return header
+
+
+def _parse_row(line: str, width: int, status_at: int) -> tuple[list[str], str]:
+    """A row's values ([] for a blank line), or why it is set aside."""
+    if "\x00" in line:  # the writer never writes one; Python 3.10's csv refuses it, 3.11's not
+        return [], "unreadable row (a NUL byte)"
+    try:
+        values = next(csv.reader([line]), [])
+    except csv.Error as exc:
+        return [], f"unreadable row ({exc})"
+    if values and len(values) != width:
+        return [], f"{len(values)} fields, header has {width}"
+    if values and values[status_at] not in STATUSES:
+        return [], f"unknown status {values[status_at]!r}"
+    return values, ""
+
+
 def read_rows(path: Path, as_lists: bool = False) -> ReadResult:
     """Read a raw CSV written by `RowWriter`, tolerating one torn final line. `as_lists`: each
     row as its list of values (`values`, in the `header`'s order), not a dict."""
@@ -58,13 +85,7 @@ def read_rows(path: Path, as_lists: bool = False) -> ReadResult:
     if not text.strip():
         return ReadResult(rows=[])
     lines = text.splitlines(keepends=True)
-    try:
-        header = next(csv.reader([lines[0]]))
-    except csv.Error as exc:  # a NUL byte (Python 3.10), a field over the size limit
-        raise CsvFormatError(f"{path}:1: unreadable header ({exc})") from None
-    missing = [c for c in CONTRACT_COLUMNS if c not in header]
-    if missing:
-        raise CsvFormatError(f"{path}: header lacks column(s) {', '.join(missing)}")
+    header = _header(path, lines[0])
     rows: list[dict[str, str]] = []
     lists: list[list[str]] = []
     status_at = max(i for i, name in enumerate(header) if name == "status")  # as a dict keeps it
@@ -77,25 +98,12 @@ def read_rows(path: Path, as_lists: bool = False) -> ReadResult:
             repaired += 1
             problems.append(f"{path}:{lineno}: partial last row (writer killed mid-write)")
             continue
-        if "\x00" in line:  # the writer never writes one; Python 3.10's csv refuses it, 3.11's not
+        values, problem = _parse_row(line, len(header), status_at)
+        if problem:
             skipped += 1
-            problems.append(f"{path}:{lineno}: unreadable row (a NUL byte)")
-            continue
-        try:
-            values = next(csv.reader([line]), [])
-        except csv.Error as exc:
-            skipped += 1
-            problems.append(f"{path}:{lineno}: unreadable row ({exc})")
+            problems.append(f"{path}:{lineno}: {problem}")
             continue
         if not values:
-            continue
-        if len(values) != len(header):
-            skipped += 1
-            problems.append(f"{path}:{lineno}: {len(values)} fields, header has {len(header)}")
-            continue
-        if values[status_at] not in STATUSES:
-            skipped += 1
-            problems.append(f"{path}:{lineno}: unknown status {values[status_at]!r}")
             continue
         if as_lists:
             lists.append(values)

@@ -203,6 +203,7 @@ class WorkerResult:
     rows: list[dict[str, Any]]
     wall_s: float
     log_file: str
+    ahead_s: float = 0.0  # of wall_s, a compile process's ahead of the timing (suite.run.schedule)
 
     @property
     def fields(self) -> dict[str, Any]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from suite.results import FAIL, OK, format_cell
-from suite.spec.cost import estimate_seconds, format_duration
+from suite.spec.cost import estimate_seconds, format_duration, shared_cell_seconds
 from suite.spec.model import Cell
+from suite.spec.schedule import SERIAL, shareable
 
 ACCURACY_FAIL = "ACCURACY FAIL"
 
@@ -24,6 +25,11 @@ def row_warnings(row: Mapping[str, Any]) -> dict[str, str]:
         diff = format_cell("max_abs_diff", row.get("max_abs_diff")) or "?"
         warnings[ACCURACY_FAIL] = f"compiled output differs from eager, max |diff| {diff}"
     return warnings
+
+
+def timing_seconds(cell: Cell) -> float:
+    """A cell's timing under the `ahead` schedule: in a shared process, or its own path."""
+    return shared_cell_seconds(cell) if shareable(cell) else estimate_seconds(cell)
 
 
 @dataclass
@@ -43,9 +49,14 @@ class Progress:
     wall_done: float = 0.0  # measured seconds of the cells run so far
     estimate_done: float = 0.0  # their estimated seconds
 
+    cost: Callable[[Cell], float] = estimate_seconds
+
     @staticmethod
-    def of(cells: Sequence[Cell]) -> Progress:
-        return Progress(total=len(cells), estimate_left=sum(estimate_seconds(c) for c in cells))
+    def of(cells: Sequence[Cell], schedule: str = SERIAL) -> Progress:
+        """`schedule` ahead: a cell's estimate is its timing's (its compile is done before the first
+        cell is timed; the compile pool's line has its own ETA)."""
+        cost = estimate_seconds if schedule == SERIAL else timing_seconds
+        return Progress(total=len(cells), estimate_left=sum(cost(c) for c in cells), cost=cost)
 
     def start(self, cell: Cell) -> None:
         print(
@@ -54,9 +65,12 @@ class Progress:
             flush=True,
         )
 
-    def finish(self, cell: Cell, row: dict[str, Any], wall: float) -> None:
+    def finish(self, cell: Cell, row: dict[str, Any], wall: float, ahead_s: float = 0.0) -> None:
+        """`wall`: the cell's seconds; `ahead_s` of them its compile process's, before the timing
+        (the ETA scales the timing left by the timing done)."""
         self.done += 1
-        estimate = estimate_seconds(cell)
+        estimate = self.cost(cell)
+        wall -= ahead_s
         self.estimate_left -= estimate
         self.estimate_done += estimate
         self.wall_done += wall
@@ -75,14 +89,15 @@ class Progress:
         width = len(str(self.total))
         print(
             f"[{self.done:>{width}}/{self.total}] {cell.label}: {status} ({detail}) in {wall:.1f} s"
-            f" | elapsed {format_duration(elapsed)} | ETA {format_duration(eta)}",
+            + (f" (+ {ahead_s:.1f} s compiling ahead)" if ahead_s else "")
+            + f" | elapsed {format_duration(elapsed)} | ETA {format_duration(eta)}",
             file=self.stream,
             flush=True,
         )
 
     def skip(self, cell: Cell, status: str) -> None:
         self.done += 1
-        self.estimate_left -= estimate_seconds(cell)
+        self.estimate_left -= self.cost(cell)
         width = len(str(self.total))
         print(
             f"[{self.done:>{width}}/{self.total}] {cell.label}: already recorded ({status}), skipped",

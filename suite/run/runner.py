@@ -25,10 +25,12 @@ from suite.results import TIMING_COLUMNS, RowWriter, health, key_of, samples
 from suite.results.columns import stop_rule_text
 from suite.results.samples import samples_path
 from suite.run import cell_path, preflight, resume, tidy
-from suite.run.launch import SAMPLES, RunPaths, WorkerJob
+from suite.run import schedule as schedule_mod
+from suite.run.launch import SAMPLES, RunPaths, WorkerJob, WorkerResult
 from suite.run.lock import RunLock
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
 from suite.run.progress import Progress, row_warnings
+from suite.spec import schedule as plan_mod
 from suite.spec.model import Cell
 
 
@@ -127,10 +129,15 @@ class Sweep:
     min_free_mb: float = DEFAULT_MIN_FREE_MB
     banner: str = ""
     keep_compile_cache: bool = False
+    schedule: str = plan_mod.SERIAL  # suite.run.schedule: `serial` or `ahead` (the CLI's default)
 
     def __post_init__(self) -> None:
         if not self.cells:
             raise UsageError("cells", "the selection is empty: nothing to run")
+        if self.schedule not in plan_mod.SCHEDULES:
+            raise UsageError(
+                "--schedule", f"must be one of {', '.join(plan_mod.SCHEDULES)}, got {self.schedule!r}"
+            )
 
     @property
     def paths(self) -> RunPaths:
@@ -153,23 +160,38 @@ def run_cells(sweep: Sweep) -> RunReport:
             print(sweep.banner, file=sys.stderr, flush=True)
         shutil.rmtree(paths.scratch, ignore_errors=True)  # files of a killed run's attempts
         tidy.explain_cache(paths, sweep.cells)
-        progress = Progress.of(sweep.cells)
+        progress = Progress.of(sweep.cells, sweep.schedule)
         try:
             writer = RowWriter(paths.csv)
         except OSError as exc:
             raise UsageError(str(paths.csv), f"cannot open for appending: {exc.strerror or exc}") from None
         with writer:
+            todo: list[tuple[int, Cell]] = []
             for index, cell in enumerate(sweep.cells):
                 keys = [key_of(k) for k in cell.row_keys(sweep.environment.device)]
                 if all(key in state.done for key in keys):
                     report.resumed += 1
                     progress.skip(cell, state.done[keys[0]])
                     continue
-                _check_disk(sweep, paths, cell)
-                progress.start(cell)
-                rows, wall = _run_one(sweep, paths, index, cell, writer, state.done)
-                report.count(cell, rows)
-                progress.finish(cell, rows[0], wall)
+                todo.append((index, cell))
+            record = _Recorder(sweep, paths, writer, state.done, report, progress)
+            if sweep.schedule == plan_mod.SERIAL:
+                for index, cell in todo:
+                    record.check_disk(cell)
+                    progress.start(cell)
+                    started = _now()
+                    job = WorkerJob(cell, sweep.environment.device_type, paths, index, sweep.python)
+                    record(
+                        index,
+                        cell,
+                        schedule_mod.tagged(cell_path.run_cell(job), plan_mod.SERIAL),
+                        started,
+                    )
+            else:
+                if todo:
+                    record.check_disk(todo[0][1])
+                ahead = schedule_mod.Ahead(paths, sweep.environment.device_type, sweep.python, record)
+                schedule_mod.run_ahead(ahead, todo)
         tidy.tidy(paths, sweep.keep_compile_cache)
     return report
 
@@ -189,15 +211,52 @@ def _check_disk(sweep: Sweep, paths: RunPaths, cell: Cell) -> None:
         )
 
 
-def _run_one(
-    sweep: Sweep, paths: RunPaths, index: int, cell: Cell, writer: RowWriter, done: Collection[tuple]
-) -> tuple[list[dict[str, Any]], float]:
-    """One cell through its path (suite.run.cell_path); its rows appended (a resumed cell's kept
-    rows are not written again). Returns the rows written and the cell's wall seconds."""
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class _Recorder:
+    """What the runner does with each cell's result, whichever schedule measured it: its rows
+    built, appended (a resumed cell's kept rows are not written again) with their samples,
+    counted and shown. The `ahead` schedule calls it as each cell's timing ends."""
+
+    sweep: Sweep
+    paths: RunPaths
+    writer: RowWriter
+    done: Collection[tuple]
+    report: RunReport
+    progress: Progress
+    last_end: str = field(default_factory=_now)
+
+    def check_disk(self, cell: Cell) -> None:
+        _check_disk(self.sweep, self.paths, cell)
+
+    def __call__(self, index: int, cell: Cell, result: WorkerResult, started: str = "") -> None:
+        # a shared process's cell started when the one before it ended (or the process started)
+        started = started or self.last_end
+        rows = _record(self.sweep, self.paths, cell, result, self.writer, self.done, started)
+        self.last_end = _now()
+        self.report.count(cell, rows)
+        if rows:
+            self.progress.finish(cell, rows[0], result.wall_s, result.ahead_s)
+        if self.sweep.schedule != plan_mod.SERIAL:
+            self.check_disk(cell)  # the rows so far are safe; no further cell starts on a full disk
+
+
+def _record(
+    sweep: Sweep,
+    paths: RunPaths,
+    cell: Cell,
+    result: WorkerResult,
+    writer: RowWriter,
+    done: Collection[tuple],
+    started: str,
+) -> list[dict[str, Any]]:
+    """One cell's rows appended (a resumed cell's kept rows are not written again), with their
+    samples. Returns the rows written."""
     env = sweep.environment
     try:
-        result = cell_path.run_cell(WorkerJob(cell, env.device_type, paths, index, sweep.python))
         measured = [(one, one.pop(SAMPLES, None) or []) for one in result.rows]
         log, wall = result.log_file, result.wall_s
         built = [
@@ -213,7 +272,7 @@ def _run_one(
     except OSError as exc:
         where = f"{exc.strerror or exc} ({exc.filename or 'no file'})"
         raise UsageError("--out", f"{cell.label}: {where}; {_resume_hint(sweep)}") from None
-    return rows, result.wall_s
+    return rows
 
 
 def process_samples(row: dict[str, Any], kept: object) -> list[samples.ProcessSamples]:

@@ -54,12 +54,11 @@ def nightly_pin(root: Path) -> ModuleType:
 
 
 def index_dates(build: BuildSpec, root: Path) -> list[date]:
-    """The dates with both a torch and a torchvision nightly of the build's lines."""
+    """The dates with both a torch and a torchvision nightly on the build's index."""
     pin = nightly_pin(root)
-    try:
-        _, both = pin.usable_dates(
-            build.index_url, build.torch, build.build_args["TORCHVISION_VERSION"], build.python
-        )
+    try:  # any torch line: the nightly's line moves on inside a bisect's range too
+        torch, vision = (pin.links(build.index_url, n, build.python) for n in ("torch", "torchvision"))
+        both = {t.date for t in torch} & {v.date for v in vision}
     except pin.PinError as exc:
         raise UsageError(f"builds.{build.name}.index_url", str(exc)) from None
     return sorted(datetime.strptime(d, "%Y%m%d").date() for d in both)
@@ -110,7 +109,7 @@ def container_measure(
             cmd = docker.suite_run_command(spec, opts, tag, [*suite_args, *args])
             if containers.run_docker(cmd, quiet).returncode != 0:
                 raise _NotRun("the container exited with an error")
-        except (_NotRun, docker.DockerProblem) as exc:
+        except (_NotRun, docker.DockerProblem, UsageError) as exc:  # UsageError: that night's wheels
             runner.log(f"{day}: not run ({exc}); skipped")
             return None
         return out / run_id

@@ -18,7 +18,7 @@ from typing import Any
 
 from suite.errors import UsageError
 from suite.measure import machine
-from suite.sessions import docker, fleet, floors, images, pergpu, push
+from suite.sessions import docker, fleet, floors, images, nightly, pergpu, push
 from suite.sessions.images import Substitutes
 from suite.sessions.posargs import BenchArgs, SelectionCheck, bench_args, merge_target, refuse_rest, take
 from suite.sessions.runner import Runner, load, no_container, pick_builds
@@ -45,6 +45,10 @@ class Build:
     subs: Substitutes = field(default_factory=Substitutes)
     rebuild: bool = False
     no_cache: bool = False
+    # what each build that follows the nightly resolved to (suite.sessions.nightly), and the
+    # night asked for (--nightly-date; empty: each build's own, else the newest)
+    resolved: dict[str, dict[str, str]] = field(default_factory=dict)
+    nightly_date: str = ""
 
 
 def check_local_bases(runner: Runner, matrix: Matrix, chosen: Sequence[BuildSpec], root: Path) -> None:
@@ -71,6 +75,8 @@ def ensure_image(
     how = how or Build()
     if not build.container:
         raise no_container(matrix, build)
+    if nightly.follows(build):  # a date not resolved yet (a bisect's): its wheels first
+        build = nightly.pinned(build, nightly.resolve(build, root))
     dockerfile = root / build.container / "Dockerfile"
     if not dockerfile.is_file():
         raise UsageError(f"{matrix.path}: builds.{build.name}.container", f"{dockerfile} does not exist")
@@ -88,6 +94,9 @@ def ensure_image(
     cmd = images.build_command(
         build, root, tag, how.subs, client, ca, images.provenance_args(root), how.no_cache
     )
+    network = os.environ.get(images.BUILD_NETWORK_ENV, "").strip()
+    if network:  # e.g. host: a mirror of the nightly index on this machine's loopback
+        cmd[-1:-1] = ["--network", network]
     started = time.monotonic()
     if run_docker(cmd, runner, env={**os.environ, **images.BUILD_ENV}).returncode != 0:
         runner.error(f"{build.name}: docker build failed (its output is above)")
@@ -99,9 +108,11 @@ def build_images(runner: Runner, posargs: Sequence[str], root: Path) -> None:
     """`nox -s build [-- --build B1,B2] [--rebuild] [--local-bases] [--torch-from-pypi]`: the
     images of the builds that have a container (or those named)."""
     args = list(posargs)
-    flags = take(args, values=["--build"], switches=["--rebuild"])
+    flags = take(args, values=["--build", "--nightly-date", "--keep"], switches=["--rebuild"])
     how = Build(subs=images.pop_substitutes(args), rebuild=flags["--rebuild"])
-    refuse_rest(args, "build", "--build B1,B2, --rebuild, --local-bases, --torch-from-pypi")
+    usage = "--build B1,B2, --rebuild, --nightly-date D, --keep N, --local-bases, --torch-from-pypi"
+    refuse_rest(args, "build", usage)
+    keep = images.keep_count(flags["--keep"])
     wanted = flags["--build"]
     matrix = load(root)
     chosen = pick_builds(matrix, wanted, [n for n, b in matrix.builds.items() if b.container])
@@ -112,10 +123,16 @@ def build_images(runner: Runner, posargs: Sequence[str], root: Path) -> None:
             )
         images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line now
     docker.check_docker()
+    chosen, how.resolved = nightly.resolve_all(chosen, root, flags["--nightly-date"] or "")
+    for name, found in how.resolved.items():
+        runner.log(nightly.describe(name, found))
     if how.subs.local_bases:
         check_local_bases(runner, matrix, chosen, root)
     for spec in chosen:
         runner.log(f"{spec.name}: {ensure_image(runner, matrix, spec, root, how)}")
+    if keep is not None:
+        for line in images.prune(run_docker, [s.name for s in chosen], keep):
+            runner.log(line)
 
 
 def hf_cache_dir() -> Path:
@@ -167,10 +184,11 @@ def check_names_free(
 
 
 def default_builds(matrix: Matrix, prefix: str) -> list[str]:
-    """bench-stable: the stable builds that have a container; bench-nightly: `nightly`."""
+    """bench-stable: the stable builds that have a container; bench-nightly: the builds that
+    follow tonight's nightly (suite.sessions.nightly)."""
     if prefix == "stable":
         return [n for n, b in matrix.builds.items() if b.kind == "stable" and b.container]
-    return ["nightly"]
+    return nightly.default_builds(matrix)
 
 
 @dataclass
@@ -258,12 +276,12 @@ def bench_containers(
     cells of a build that cannot run, and those a failed container never reached, become
     rows that say why (`verb` runs `suite mark` for them)."""
     args = list(posargs)
-    how = Build(subs=images.pop_substitutes(args))
     flags = take(
         args,
-        values=["--containers", "--push", "--push-every"],
+        values=["--containers", "--push", "--push-every", "--nightly-date"],
         switches=["--allow-busy-gpu", "--allow-mig", "--new"],
     )
+    how = Build(subs=images.pop_substitutes(args), nightly_date=flags["--nightly-date"] or "")
     allow = Allow(busy=flags["--allow-busy-gpu"], mig=flags["--allow-mig"])
     containers = flags["--containers"] or "1"
     if not containers.isdigit():
@@ -272,11 +290,11 @@ def bench_containers(
     bench = resumed(runner, bench_args(args, prefix, root), flags["--new"])
     matrix = load(root)
     chosen = pick_builds(matrix, bench.builds, default_builds(matrix, prefix))
-    # bench-nightly compares against the stable build, so it also runs whatever stable
-    # cells are missing from this run (the runner skips the cells already recorded).
+    # bench-nightly compares tonight's nightly with the current release (the guide's nightly with
+    # the stable build), so it also runs whatever cells of those are missing from this run (the
+    # runner skips the cells already recorded).
     if prefix == "nightly":
-        stables = [b for b in matrix.builds.values() if b.kind == "stable" and b not in chosen]
-        chosen = stables + chosen
+        chosen = nightly.companions(matrix, chosen) + chosen
     if any(a == "--matrix" or a.startswith("--matrix=") for a in bench.suite_args):
         raise UsageError(
             "--matrix", "the containers read the matrix.yaml built into their image; edit matrix.yaml"
@@ -370,6 +388,14 @@ def _bench(
             probe_mark = pergpu.Mark("skipped", verdict.reason, whole, only="eager")
             if verb is not None and mark(spec, probe_mark, count=True) == 0:
                 verdicts[spec.name] = floors.Verdict("none", verdict.reason)
+    # tonight's nightly, once for the whole session (every GPU's container runs the same image),
+    # for the builds this machine can run
+    can = [s for s in chosen if verdicts[s.name].runs != "none"]
+    resolved, how.resolved = nightly.resolve_all(can, root, how.nightly_date)
+    by_name = {s.name: s for s in resolved}
+    chosen = [by_name.get(s.name, s) for s in chosen]
+    for name, found in how.resolved.items():
+        runner.log(nightly.describe(name, found))
     # Every container's command line, checked for secrets before anything runs or is shown.
     tags: dict[str, str] = {}
     commands: dict[str, list[str]] = {}
@@ -390,6 +416,9 @@ def _bench(
     check_names_free(opts, [s for s in chosen if s.name in tags], slots)
     prepare_mounts(runner, opts)
     push.mark(opts.results / opts.run_id, bench.session, "running")  # finished when the session ends
+    manifest = nightly.write_manifest(opts.results / opts.run_id, how.resolved)
+    if manifest is not None:
+        runner.log(f"what tonight's nightly resolved to: {manifest}")
     done = Bench(merge=None, tags={}, seconds={})
 
     def cannot_run(spec: BuildSpec, reason: str) -> None:

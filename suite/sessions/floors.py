@@ -68,6 +68,18 @@ class Wheel:
 
 
 CU118_ARCHS = ("sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90")
+# The CUDA lines of today's wheels (torch >= 2.12): Ampere, Hopper and Blackwell (sm_100 data
+# centre, sm_120 workstation/consumer) each have kernels; CUDA 13 dropped Volta.
+CUDA_LINE_ARCHS = {
+    "12.8": ("sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"),
+    "12.9": ("sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"),
+    "13.0": ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"),
+}
+CUDA_LINE_SOURCE = (
+    "pytorch/pytorch .ci/manywheel/build_cuda.sh (TORCH_CUDA_ARCH_LIST per CUDA line), as "
+    "pyg-team/pyg-lib's build matrix mirrors it for torch 2.12 and 2.13"
+)
+CUDA_LINE_SINCE = (2, 12)
 BUILDER = "pytorch/builder manywheel/build_cuda.sh (TORCH_CUDA_ARCH_LIST of the 2.0/2.1 wheels)"
 ISSUE_119054 = "pytorch/pytorch#119054"
 # The builds of matrix.yaml, and what --torch-from-pypi installs for them.
@@ -86,8 +98,12 @@ _TABLE = (
     Wheel("2.1.0", "11.8", "12.1", f"triton 2.1.0's bundled ptxas; {ISSUE_119054}", CU118_ARCHS, BUILDER),
     Wheel("2.1.0", "12.1"),
     # torch >= 2.3 bundles a ptxas of its own CUDA (pytorch/pytorch#119750); CUDA 13 targets
-    # Turing (7.5) and newer only
-    Wheel("2.15.0", "13.0", min_capability="7.5"),
+    # Turing (7.5) and newer only. The release build (PyPI's 2.14.1 is a CUDA 13.0 build); a
+    # nightly's line is whatever the index holds that night: `wheel_of` gives it its CUDA
+    # line's kernels.
+    Wheel(
+        "2.14.1", "13.0", archs=CUDA_LINE_ARCHS["13.0"], archs_source=CUDA_LINE_SOURCE, min_capability="7.5"
+    ),
 )
 # (torch line, CUDA) -> its needs
 WHEELS: dict[tuple[str, str], Wheel] = {(w.torch, w.cuda): w for w in _TABLE}
@@ -106,11 +122,14 @@ def wheel_of(build: BuildSpec, torch_from_pypi: bool = False) -> Wheel | None:
     if major not in MINOR_COMPAT_DRIVER:
         return None
     old_triton = version_tuple(build.torch)[:2] < (2, 3) and major == "11"
+    today = version_tuple(build.torch)[:2] >= CUDA_LINE_SINCE and cuda in CUDA_LINE_ARCHS
     return Wheel(
         build.torch,
         cuda,
         ptxas="12.0" if old_triton else "",
         ptxas_source=f"triton's bundled ptxas before torch 2.3; {ISSUE_119054}" if old_triton else "",
+        archs=CUDA_LINE_ARCHS[cuda] if today else (),
+        archs_source=CUDA_LINE_SOURCE if today else "",
         min_capability="7.5" if major == "13" else "",
     )
 

@@ -21,7 +21,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,6 +54,8 @@ LOCAL_BASES_SCRIPT = "containers/local-bases.sh"
 # BuildKit built in and takes DOCKER_BUILDKIT=1.
 BUILDX_REQUIRED_FROM = 23
 BUILD_ENV = {"DOCKER_BUILDKIT": "1"}
+# `docker build --network` (host: RUN steps reach an index mirror on this machine's loopback)
+BUILD_NETWORK_ENV = "SUITE_BUILD_NETWORK"
 
 
 @dataclass(frozen=True)
@@ -149,9 +151,12 @@ def context_digest(build: BuildSpec, root: Path, subs: Substitutes = Substitutes
     return h.hexdigest()
 
 
+def _tag_name(build: str) -> str:
+    return re.sub(r"[^a-z0-9._-]+", "-", build.lower()).strip(".-") or "build"
+
+
 def image_tag(build: BuildSpec, root: Path, subs: Substitutes = Substitutes()) -> str:
-    name = re.sub(r"[^a-z0-9._-]+", "-", build.name.lower()).strip(".-") or "build"
-    return f"{REPOSITORY}:{name}-{context_digest(build, root, subs)[:12]}"
+    return f"{REPOSITORY}:{_tag_name(build.name)}-{context_digest(build, root, subs)[:12]}"
 
 
 def _git(root: Path, *args: str) -> str:
@@ -222,6 +227,39 @@ def build_command(
     if no_cache:
         cmd.append("--no-cache")
     return [*cmd, str(root)]
+
+
+def keep_count(text: str | None) -> int | None:
+    """`--keep N`: how many images of each build to keep (None: prune nothing)."""
+    if text is None:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError("--keep", f"{text!r} is not a whole number >= 1")
+    return int(text)
+
+
+def prune(
+    docker_run: Callable[..., subprocess.CompletedProcess[str]], builds: Sequence[str], keep: int
+) -> list[str]:
+    """All but the `keep` newest images of each of `builds` (a night's image is a tag of its
+    own), then the dangling layers; the layers the kept images share stay cached. An image a
+    container still uses is left (no --force). What was done, one line each."""
+    listing = docker_run(
+        ["docker", "image", "ls", REPOSITORY, "--format", "{{.Tag}}\t{{.CreatedAt}}"], capture_output=True
+    )
+    by_build: dict[str, list[tuple[str, str]]] = {}
+    for row in listing.stdout.splitlines() if listing.returncode == 0 else []:
+        tag, _, created = row.partition("\t")
+        build = tag.rsplit("-", 1)[0]
+        if build in {_tag_name(b) for b in builds} and created:
+            by_build.setdefault(build, []).append((created[:25], tag))
+    old = sorted(t for images in by_build.values() for _, t in sorted(images, reverse=True)[keep:])
+    done = []
+    if old:
+        docker_run(["docker", "image", "rm", *(f"{REPOSITORY}:{t}" for t in old)], capture_output=True)
+        done.append(f"removed {len(old)} old image(s), keeping {keep} a build: {', '.join(old)}")
+    docker_run(["docker", "image", "prune", "--force"], capture_output=True)
+    return done or [f"no image to prune (at most {keep} a build)"]
 
 
 def image_exists_command(tag: str) -> list[str]:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from suite.errors import UsageError
+from suite.sessions import nightly
 from suite.sessions.docker import OFFLINE_ENV
 from suite.sessions.posargs import SelectionCheck, bench_args, merge_args, merge_target
 from suite.sessions.runner import Runner, load, matrix_file, pick_builds, run_suite
@@ -90,6 +91,8 @@ def torch_steps(build: BuildSpec, venv: Path) -> tuple[list[list[str]], str]:
         pins = [f"torch=={build.torch}.dev{date}"]
         if "TORCHVISION_VERSION" in args:
             pins.append(f"torchvision=={args['TORCHVISION_VERSION']}.dev{date}")
+        elif "TORCHVISION_WHEEL_URL" in args:  # the night's own, as resolved
+            pins.append(f"torchvision=={wheel_version(args['TORCHVISION_WHEEL_URL'])}")
         return [["--pre", *pins, "--index-url", build.index_url]], build.index_url
     pins = [f"torch=={build.torch}"]
     if "TORCHVISION_WHEEL_URL" in args:
@@ -187,6 +190,7 @@ def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: Selec
     chosen = pick_builds(matrix, bench.builds, [n for n, b in matrix.builds.items() if b.local])
     for build in chosen:
         check(build, bench)
+    chosen, _ = nightly.resolve_all(chosen, root)  # a build that follows the nightly: tonight's wheels
     missing = {b.name: why for b in chosen if (why := missing_python(b, root)) is not None}
     if len(missing) == len(chosen):  # nothing can run here: that is bad input, not a skip
         raise UsageError("bench-local", "; ".join(missing.values()))

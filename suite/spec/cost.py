@@ -18,9 +18,11 @@ cell the forwards at each batch size it serves and the compiles its `dynamic` se
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from suite.spec.model import DYNAMIC_BATCH, STOP_CI, Cell
+from suite.spec.schedule import AHEAD, SERIAL, compiled_ahead, groups_of, pool_size, shareable
 from suite.spec.warmup import warmup_calls
 
 
@@ -195,3 +197,83 @@ def format_duration(seconds: float) -> str:
     """h:mm:ss, for estimates and elapsed times alike."""
     seconds = round(max(0.0, seconds))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+# The `ahead` schedule (suite.spec.schedule, suite.run.schedule): the compiled cells' cold compiles
+# in a pool of processes, then each model's cells timed in one process on the caches they filled.
+# The goal for the guide's whole study (`plan --profile full`) on one GPU with 16 cores.
+STUDY_GOAL_S = 540.0
+
+
+@dataclass(frozen=True)
+class ScheduleEstimate:
+    """A sweep's expected wall time under a schedule: the compile pool's (its processes at once),
+    then the timing's (the shared processes one after the other, and the cells that keep their
+    own process)."""
+
+    schedule: str
+    compile_s: float
+    timing_s: float
+    pool: int = 1
+
+    @property
+    def total_s(self) -> float:
+        return self.compile_s + self.timing_s
+
+
+def _cold_compile_s(cell: Cell, rates: Rates, size: float) -> float:
+    """A cell's cold compile, as estimate_seconds counts it."""
+    measured_as = "" if cell.settings.shrink else cell.model.name  # a shrunk model is not the one measured
+    return COMPILE_FACTOR.get(cell.mode, 1.0) * rates.compile_s(measured_as, size)
+
+
+def compile_process_seconds(cell: Cell, device_type: str = "cuda") -> float:
+    """A cold compile process of the `ahead` schedule: start, load, an eager warm-up and call, the
+    first compiled call (suite.measure.compile_cost.cold_compile)."""
+    rates = RATES[device_type]
+    size = params_m(cell)
+    compile_s = _cold_compile_s(cell, rates, size)
+    calls = warmup_calls(cell.settings.warmup, compiled=False) + 2
+    return (
+        rates.startup_s
+        + LOAD_S_PER_M_PARAMS * size
+        + compile_s
+        + calls * _forward_s(size, cell.batch_size, rates)
+    )
+
+
+def shared_cell_seconds(cell: Cell, device_type: str = "cuda") -> float:
+    """A cell in a shared timing process: what its own process would take, less the start-up
+    (paid once per process) and the compile, plus a compile on warm caches."""
+    rates = RATES[device_type]
+    size = params_m(cell)
+    compile_s = _cold_compile_s(cell, rates, size)
+    own = estimate_seconds(cell, device_type)
+    return own - rates.startup_s - compile_s + WARM_COMPILE_FRACTION * compile_s
+
+
+def makespan(seconds: Sequence[float], slots: int) -> float:
+    """The wall time of jobs run `slots` at once, longest first, each on the slot free first."""
+    ends = [0.0] * max(1, slots)
+    for s in sorted(seconds, reverse=True):
+        ends[ends.index(min(ends))] += s
+    return max(ends)
+
+
+def estimate_schedule(
+    cells: Sequence[Cell], device_type: str = "cuda", schedule: str = AHEAD, cores: int | None = None
+) -> ScheduleEstimate:
+    """A sweep's estimate under `schedule` on a machine with `cores` (the compile pool's width)."""
+    if schedule == SERIAL:
+        return ScheduleEstimate(SERIAL, 0.0, sum(estimate_seconds(c, device_type) for c in cells))
+    pool = pool_size(cores)
+    groups = groups_of(list(enumerate(cells)))
+    compiles = [compile_process_seconds(c, device_type) for g in groups for _, c in g if compiled_ahead(c)]
+    timing = 0.0
+    for group in groups:
+        first = group[0][1]
+        if not shareable(first):
+            timing += estimate_seconds(first, device_type)
+            continue
+        timing += RATES[device_type].startup_s + sum(shared_cell_seconds(c, device_type) for _, c in group)
+    return ScheduleEstimate(AHEAD, makespan(compiles, pool), timing, pool)

@@ -81,6 +81,18 @@ DYNAMIC_SETTINGS: tuple[str, ...] = ("static", "auto", "marked")
 # `compile_cost` setting is on; the dynamic-batch scenario has compile figures of its own.
 COMPILE_COST_SCENARIOS: tuple[str, ...] = ("inference", "train")
 BUILD_KINDS: tuple[str, ...] = ("stable", "nightly", "release")
+# What a build is compared with: each build against every build of an earlier kind here (the
+# guide's stable release, then the current release, then a nightly). The nightly job runs
+# `release` and `nightly-current`, the guide's pair `stable` and `nightly`: both get their table.
+BASE_ORDER: tuple[str, ...] = ("stable", "release", "nightly")
+
+
+def is_base_of(base_kind: str, kind: str) -> bool:
+    """Whether a build of `base_kind` is a base that a build of `kind` is compared with."""
+    order = {k: i for i, k in enumerate(BASE_ORDER)}
+    return order.get(base_kind, len(order)) < order.get(kind, len(order))
+
+
 COMPILE_CACHES: tuple[str, ...] = ("cold", "run")
 # How the worker's C heap behaves (suite.measure.allocator): fixed glibc thresholds, or as is.
 MALLOC_STEADY, MALLOC_SYSTEM = "steady", "system"

@@ -1,13 +1,16 @@
-"""What the tests share, in one place (`from support import ...`): `python -m suite`, the tiny
-matrix and `suite run` on it, the shared smoke run's scope, a stub environment and a stub
-worker, the end-to-end tests' checks of a measured row. Beside it: `support.docker` (the fake
-docker and nvidia-smi, noxfile.py as a module), `support.rows` (raw rows and run folders made by
-hand), `support.runner` (the real sweep with a stub worker), `support.matrices` (the inline
-matrices), `support.known_failures` (the cells known to fail, per torch build)."""
+"""What the tests share, in one place (`from support import ...`): `python -m suite`, `main` in
+this process with its output captured (`call`, `call_output`), the tiny matrix and `suite run` on
+it, the shared smoke run's scope, a stub environment and a stub worker, the end-to-end tests'
+checks of a measured row. Beside it: `support.docker` (the fake docker and nvidia-smi,
+noxfile.py as a module), `support.rows` (raw rows and run folders made by hand),
+`support.runner` (the real sweep with a stub worker), `support.matrices` (the inline matrices and
+their parts), `support.known_failures` (the cells known to fail, per torch build)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import math
 import os
 import shutil
@@ -200,9 +203,10 @@ STUB_ENVIRONMENT = stub_environment(gpu_name="stub", torch_version="0.0.0", pyth
                                    suite_version="0", cpu_name="stub")  # fmt: skip
 
 
-def write_stub_worker(path: Path) -> Path:
-    """STUB_WORKER as an executable file at `path`: what runner.run_cells(python=...) starts."""
-    path.write_text(STUB_WORKER)
+def write_stub_worker(path: Path, text: str = STUB_WORKER) -> Path:
+    """A stub worker (STUB_WORKER unless `text`) as an executable file at `path`: what
+    runner.run_cells(python=...) starts."""
+    path.write_text(text)
     path.chmod(0o755)
     return path
 
@@ -217,3 +221,19 @@ def nightly_script() -> ModuleType:
     sys.modules["nightly"] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+def call_output(argv: list[str]) -> tuple[int, str, str]:
+    """`suite.cli.main(argv)` in this process: its exit status, stdout and stderr."""
+    from suite.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def call(argv: list[str]) -> tuple[int, str]:
+    """`suite.cli.main(argv)` in this process: its exit status and stderr (stdout dropped)."""
+    code, _, err = call_output(argv)
+    return code, err

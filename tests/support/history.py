@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+from suite.benchmarks.synth import Build, History, Step, template_rows
 from suite.history.calibrate import TRUST, noise_pool
-from suite.history.synth import Build, History, Step, template_rows
 
 REPO = Path(__file__).resolve().parents[2]
 

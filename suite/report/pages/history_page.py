@@ -3,9 +3,9 @@ the nights, their CIs as bands), the change points marked with the last good and
 night and the commit range between them, and a link to each night's run page.
 
 Host side only. It reads a `HistoryView`'s two frames by the columns of the contract between the
-store (suite.history, issue 25) and this page (docs/pages.md, "The history view"), and nothing
-else of the store: it never imports suite.history, so it is tested with frames built from the
-contract alone.
+store (suite.history, issue 25) and this page (docs/pages.md, "The history view"; the columns
+are suite.results.series_key's), and nothing else of the store: it never imports suite.history,
+so it is tested with frames built from the contract alone.
 """
 
 from __future__ import annotations
@@ -21,49 +21,8 @@ import pandas as pd
 from suite import __version__
 from suite.errors import UsageError
 from suite.report.pages.shell import Page, write_page
+from suite.results.series_key import CHANGE_COLUMNS, POINT_COLUMNS, SERIES_KEY
 
-SERIES_KEY: tuple[str, ...] = (
-    "gpu",
-    "build_line",
-    "build",
-    "model",
-    "task",
-    "batch_size",
-    "mode",
-    "dtype",
-    "scenario",
-)
-POINT_COLUMNS: tuple[str, ...] = (
-    *SERIES_KEY,
-    "date",
-    "run_id",
-    "torch_version",
-    "torch_git",
-    "run_page",
-    "status",
-    "health",
-    "median_ms",
-    "median_ci_low_ms",
-    "median_ci_high_ms",
-    "speedup",
-    "speedup_ci_low",
-    "speedup_ci_high",
-    "compile_s",
-)
-CHANGE_COLUMNS: tuple[str, ...] = (
-    *SERIES_KEY,
-    "metric",
-    "last_good_date",
-    "first_bad_date",
-    "last_good_git",
-    "first_bad_git",
-    "commit_range_url",
-    "change_pct",
-    "change_ci_low_pct",
-    "change_ci_high_pct",
-    "direction",
-    "confirm_command",
-)
 METRICS: tuple[str, ...] = ("speedup", "median_ms", "compile_s")
 # A year of a full profile on a few builds and GPUs is a quarter of a million points: the page
 # carries them compactly (static/history.js decodes a series when it draws it). Per series: the

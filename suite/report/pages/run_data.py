@@ -306,20 +306,35 @@ def _plot_link(path: Path) -> str:
 def problems(report: RunReport) -> dict[str, Any]:
     """What must not be missed: failed cells, suspect ones (unhealthy machine, accuracy failed),
     builds with no row on a GPU where other builds ran, and cells one build lacks there."""
-    study = report.study
+    failed, suspect = _failed_and_suspect(report.study)
+    missing_builds, missing_cells = _missing(report.study)
+    return {
+        "failed": failed,
+        "suspect": suspect,
+        "missing_builds": missing_builds,
+        "missing_cells": missing_cells,
+    }
+
+
+def _where(study: Study, key: CellKey) -> dict[str, Any]:
+    """A cell as the problems' lists name it."""
+    return {
+        "gpu": key.gpu.label,
+        "setup": key.setup.label,
+        "build": key.build,
+        "label": study.model_label(key.task, key.model),
+        "task": key.task,
+        "bs": key.batch_size,
+        "mode": key.mode,
+    }
+
+
+def _failed_and_suspect(study: Study) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The failed cells, with their status and error; the suspect ones, with why."""
     failed, suspect = [], []
     for key, m in study.cells.items():
-        where = {
-            "gpu": key.gpu.label,
-            "setup": key.setup.label,
-            "build": key.build,
-            "label": study.model_label(key.task, key.model),
-            "task": key.task,
-            "bs": key.batch_size,
-            "mode": key.mode,
-        }
         if not m.ok:
-            failed.append({**where, "status": STATUS_WORDS[m.status], "error": m.error})
+            failed.append({**_where(study, key), "status": STATUS_WORDS[m.status], "error": m.error})
             continue
         why = []
         if m.unhealthy:
@@ -329,47 +344,46 @@ def problems(report: RunReport) -> dict[str, Any]:
                 f"{DAGGER} accuracy check failed: compiled output differs from eager beyond the tolerance"
             )
         if why:
-            suspect.append({**where, "why": "; ".join(why)})
+            suspect.append({**_where(study, key), "why": "; ".join(why)})
+    return failed, suspect
+
+
+def _missing(study: Study) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The builds with no row on a GPU where others ran; the cells a build that ran there lacks."""
     missing_builds, missing_cells = [], []
     for gpu in study.gpus:
         present = [b for b in study.builds if any(k.gpu == gpu and k.build == b for k in study.cells)]
-        for b in study.builds:
-            if b not in present:
-                missing_builds.append(
-                    {"gpu": gpu.label, "build": b, "others": present, "kind": study.kind(b)}
-                )
+        missing_builds += [
+            {"gpu": gpu.label, "build": b, "others": present, "kind": study.kind(b)}
+            for b in study.builds
+            if b not in present
+        ]
         for setup in study.setups:
-            wanted = {
-                (k.task, k.model, k.batch_size, k.mode)
-                for k in study.cells
-                if k.gpu == gpu and k.setup == setup
-            }
-            for b in present:
-                have = {
-                    (k.task, k.model, k.batch_size, k.mode)
-                    for k in study.cells
-                    if k.gpu == gpu and k.setup == setup and k.build == b
-                }
-                if not have:
-                    continue
-                for task, model, bs, mode in sorted(wanted - have, key=str):
-                    missing_cells.append(
-                        {
-                            "gpu": gpu.label,
-                            "setup": setup.label,
-                            "build": b,
-                            "label": study.model_label(task, model),
-                            "task": task,
-                            "bs": bs,
-                            "mode": mode,
-                        }
-                    )
-    return {
-        "failed": failed,
-        "suspect": suspect,
-        "missing_builds": missing_builds,
-        "missing_cells": missing_cells,
-    }
+            missing_cells += _missing_cells(study, gpu, setup, present)
+    return missing_builds, missing_cells
+
+
+def _missing_cells(study: Study, gpu: Gpu, setup: Setup, present: Sequence[str]) -> list[dict[str, Any]]:
+    """The cells of one GPU and setup that a build with rows there lacks."""
+
+    def cells(build: str | None) -> set[tuple[str, str, int, str]]:
+        return {
+            (k.task, k.model, k.batch_size, k.mode)
+            for k in study.cells
+            if k.gpu == gpu and k.setup == setup and (build is None or k.build == build)
+        }
+
+    wanted, out = cells(None), []
+    for b in present:
+        have = cells(b)
+        if not have:
+            continue
+        for task, model, bs, mode in sorted(wanted - have, key=str):
+            out.append(
+                {"gpu": gpu.label, "setup": setup.label, "build": b, "label": study.model_label(task, model),
+                 "task": task, "bs": bs, "mode": mode}
+            )  # fmt: skip
+    return out
 
 
 def table_json(table: Table, plot_links: dict[str, list[Path]]) -> dict[str, Any]:

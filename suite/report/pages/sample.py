@@ -16,15 +16,25 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from suite.report.pages.history_page import CHANGE_COLUMNS
 from suite.results import COLUMNS, RowWriter
+from suite.results.series_key import CHANGE_COLUMNS
 from suite.spec.load import load_matrix
 from suite.stats import breakeven_calls
 
 ROOT = Path(__file__).resolve().parents[3]
 A100 = "NVIDIA A100-SXM4-80GB"
 TORCH = {"stable": "2.0.1+cu118", "nightly": "2.1.0.dev20230605+cu118"}
-CellId = tuple[str, str, str, int, str]  # build, gpu, model, batch size, mode
+
+
+class CellId(NamedTuple):
+    """One cell of a sample run; a plain tuple of the same values is the same key (of `failed`,
+    `unhealthy`, `accuracy_failed`)."""
+
+    build: str
+    gpu: str
+    model: str
+    batch_size: int
+    mode: str
 
 
 def matrix_models() -> tuple[tuple[str, str], ...]:
@@ -75,22 +85,13 @@ def write_sample_run(folder: Path, spec: SampleRun) -> Path:
                     for bs in spec.batch_sizes:
                         eager_ms = base * bs**0.8 * (1.0 if build == "stable" else 0.97)
                         for mode in spec.modes:
-                            writer.append(_row(spec, rng, gpu, build, task, model, bs, mode, eager_ms))
+                            cell = CellId(build, gpu, model, bs, mode)
+                            writer.append(_row(spec, rng, cell, task, eager_ms))
     return folder
 
 
-def _row(
-    spec: SampleRun,
-    rng: random.Random,
-    gpu: str,
-    build: str,
-    task: str,
-    model: str,
-    bs: int,
-    mode: str,
-    eager: float,
-) -> dict[str, object]:
-    cell: CellId = (build, gpu, model, bs, mode)
+def _row(spec: SampleRun, rng: random.Random, cell: CellId, task: str, eager: float) -> dict[str, object]:
+    build, gpu, model, bs, mode = cell
     row: dict[str, object] = {
         "run_id": "sample",
         "build": build,

@@ -11,6 +11,7 @@ from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
 from suite.report.tables.cells import DOUBLE_DAGGER, Dur, cross_gain, durations, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 from suite.results import STATUS_WORDS
+from suite.spec.model import is_base_of
 
 
 def cross_note(base: str, new: str) -> str:
@@ -54,25 +55,24 @@ def split_cells(
 
 
 def stable_vs_others(study: Study) -> list[Table]:
-    """For each stable build S and each other build B: `S no compile | S compile | B no compile |
-    B compile`, per GPU, setup and compile mode, rows by model and batch size (the guide's
-    nightly tables), with both builds' speed-ups and B against S."""
-    stables = [b for b in study.builds if study.kind(b) == "stable"]
-    others = [b for b in study.builds if study.kind(b) != "stable"]
+    """For each build B and each base S it is compared with (`spec.model.is_base_of`: the
+    stable build against every other, the release against the nightlies): `S no compile |
+    S compile | B no compile | B compile`, per GPU, setup and compile mode, rows by model and
+    batch size (the guide's nightly tables), with both builds' speed-ups and B against S."""
+    pairs = [(s, b) for s in study.builds for b in study.builds if is_base_of(study.kind(s), study.kind(b))]
     tables = []
-    for s in stables:
-        for b in others:
-            for gpu in study.gpus:
-                for setup in study.setups:
-                    for mode in study.modes:
-                        if mode == EAGER:
-                            continue
-                        if not (
-                            study.keys_where(build=s, gpu=gpu, setup=setup, mode=mode)
-                            and study.keys_where(build=b, gpu=gpu, setup=setup, mode=mode)
-                        ):
-                            continue
-                        tables.append(_stable_vs(study, s, b, gpu, setup, mode))
+    for s, b in pairs:
+        for gpu in study.gpus:
+            for setup in study.setups:
+                for mode in study.modes:
+                    if mode == EAGER:
+                        continue
+                    if not (
+                        study.keys_where(build=s, gpu=gpu, setup=setup, mode=mode)
+                        and study.keys_where(build=b, gpu=gpu, setup=setup, mode=mode)
+                    ):
+                        continue
+                    tables.append(_stable_vs(study, s, b, gpu, setup, mode))
     return tables
 
 

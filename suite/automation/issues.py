@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from suite.errors import UsageError, last_line
-from suite.history.confirm import measurement_table
+from suite.history.confirm import Confirmation, day_text
 from suite.history.report import FIGURE, change_table
 from suite.history.series import TRACK_KEY
 
@@ -165,3 +165,36 @@ def sync_issues(regressions: pd.DataFrame, gh: Gh) -> list[str]:
         gh(["issue", "edit", str(existing["number"]), "--body-file", "-"], issue.body())
         done.append(f"#{existing['number']} updated: {issue.title}")
     return done
+
+
+def _fig(value: float | None, low: float | None = None, high: float | None = None, unit: str = "") -> str:
+    if value is None:
+        return "—"
+    ci = f" [{low:.4g}, {high:.4g}]" if low is not None and high is not None else ""
+    return f"{value:.4g}{unit}{ci}"
+
+
+def measurement_table(confirmations: Sequence[Confirmation], changes: pd.DataFrame) -> list[str]:
+    """Both measurements of each confirmation, for an issue: what ran, where, and its figures."""
+    lines = [
+        "| nightly | torch | git | GPU | started | status | median ms [CI] | paired speed-up [CI] "
+        "| compile s | the gate |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    days = {
+        r.change_id: (day_text(r.last_good_date), day_text(r.first_bad_date)) for r in changes.itertuples()
+    }
+    for conf in confirmations:
+        good_day, bad_day = days.get(conf.change_id, ("", ""))
+        for label, day, m in (("last good", good_day, conf.good), ("first bad", bad_day, conf.bad)):
+            if m is None:
+                lines.append(f"| {label} {day} | — | — | — | — | did not run | — | — | — | {conf.verdict} |")
+                continue
+            lines.append(
+                f"| {label} {day} | {m.torch_version} | {m.torch_git[:10] or '?'} | {m.gpu} | {m.started_at} "
+                f"| {m.status}{'' if m.health in ('', 'ok') else ' § ' + m.health} "
+                f"| {_fig(m.median_ms, m.median_ci_low_ms, m.median_ci_high_ms)} "
+                f"| {_fig(m.speedup, m.speedup_ci_low, m.speedup_ci_high, 'x')} | {_fig(m.compile_s)} "
+                f"| {conf.verdict if label == 'first bad' else ''} |"
+            )
+    return lines

@@ -1,9 +1,9 @@
-"""The history at scale (a benchmark, not a test): `python -m suite.history.scale [--nights 365]
+"""The history at scale (a benchmark, not a test): `python -m suite.benchmarks.history_scale [--nights 365]
 [--work DIR] [--reuse]`, or `nox -s history-scale`.
 
 Generates a year of nights of the full profile's size (108 cells: the committed smoke run's 36
 rows at batch sizes 1, 4 and 16) for three builds on two GPUs, 648 rows a night, each night moved
-by noise from the suite's own repeat runs (suite.history.synth), and one night more. Then, each
+by noise from the suite's own repeat runs (suite.benchmarks.synth), and one night more. Then, each
 step as a user or the nightly workflow runs it (`python -m suite history ...`, a new process:
 imports included), timed in wall and CPU seconds (user + system, every thread: `getrusage` of
 the child; on a shared machine the CPU time says what an idle one would take), with the 1-minute
@@ -37,10 +37,10 @@ import time
 from datetime import date
 from pathlib import Path
 
+from suite.benchmarks.synth import Build, History, full_profile_template
 from suite.history.calibrate import DEFAULT_REPEATS, noise_pool
 from suite.history.ingest import read_run
 from suite.history.store import open_store
-from suite.history.synth import Build, History, full_profile_template
 
 SMOKE = Path("results") / "2026-11-21-cpu-amd-epyc-smoke" / "raw" / "current__cpu.csv"
 BUILDS = (
@@ -77,7 +77,7 @@ def timed(what: str, args: list[str], extra: str = "") -> subprocess.CompletedPr
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m suite.history.scale", description=__doc__.splitlines()[0]
+        prog="python -m suite.benchmarks.history_scale", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--nights", type=int, default=365)
     parser.add_argument(

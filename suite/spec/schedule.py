@@ -1,0 +1,92 @@
+"""How the cells of a sweep are laid out in processes (pure: the runner's `ahead` schedule,
+suite.run.schedule, and its estimate, suite.spec.cost, read the same rules).
+
+`serial`: one process per cell. `ahead`: the compiled cells' cold compiles in a pool of processes
+first, then the cells of one model and build timed in one process where their settings allow.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from suite.spec.model import Cell
+
+SERIAL, AHEAD = "serial", "ahead"
+SCHEDULES: tuple[str, ...] = (AHEAD, SERIAL)
+
+Indexed = tuple[int, Cell]  # a cell and its place in the sweep (its files' names)
+
+
+# the scenarios whose cells a shared process serves (a scenario added later keeps its own process
+# until it is known to leave nothing behind for the next cell)
+SHARED_SCENARIOS: tuple[str, ...] = ("inference", "train", "precision", "pipeline")
+
+
+def shareable(cell: Cell) -> bool:
+    """A cell a shared timing process can serve: one process, one batch size, no compile-cost
+    processes (those measure a process's own start and caches), a scenario known to share."""
+    own = cell.batch_sizes or cell.settings.processes != 1 or cell.compile_cost
+    return not own and cell.scenario in SHARED_SCENARIOS
+
+
+def compiled_ahead(cell: Cell) -> bool:
+    """A cell whose compile runs ahead: compiled, shareable, on fresh caches (`compile_cache: cold`;
+    with `run` its compile is whatever the run's shared cache makes it, as in `serial`)."""
+    return shareable(cell) and cell.mode != "eager" and cell.settings.compile_cache == "cold"
+
+
+def group_key(cell: Cell) -> tuple[Any, ...]:
+    """Cells with the same key may share a timing process: one model and build in one scenario and
+    dtype, and what the process is started with (the allocator's setting, the compile cache
+    policy, the weights and the image the cells load)."""
+    s = cell.settings
+    return (
+        cell.build,
+        cell.model.name,
+        cell.variant,
+        cell.scenario,
+        s.dtype,
+        s.malloc,
+        s.compile_cache,
+        s.weights,
+        s.shrink,
+        s.image,
+    )
+
+
+def timing_order(cells: Sequence[Indexed]) -> list[Indexed]:
+    """A group's cells by batch size, eager and compiled alternating which comes first from one
+    batch size to the next, so neither kind always has the process's first (or last) slot."""
+    sizes = sorted({c.batch_size for _, c in cells})
+    out: list[Indexed] = []
+    for n, size in enumerate(sizes):
+        same = [ic for ic in cells if ic[1].batch_size == size]
+        eager = [ic for ic in same if ic[1].mode == "eager"]
+        compiled = [ic for ic in same if ic[1].mode != "eager"]
+        out += eager + compiled if n % 2 == 0 else compiled + eager
+    return out
+
+
+def groups_of(cells: Sequence[Indexed]) -> list[list[Indexed]]:
+    """The sweep's cells as timing groups, in the order of their first cell: a shared group per
+    `group_key`, a group of one for every cell that is not shareable."""
+    groups: dict[tuple[Any, ...], list[Indexed]] = {}
+    order: list[list[Indexed]] = []
+    for ic in cells:
+        if not shareable(ic[1]):
+            order.append([ic])
+            continue
+        key = group_key(ic[1])
+        if key not in groups:
+            groups[key] = []
+            order.append(groups[key])
+        groups[key].append(ic)
+    return [timing_order(g) if shareable(g[0][1]) else g for g in order]
+
+
+def pool_size(cores: int | None = None) -> int:
+    """Compile processes at once: one per core (a compile is mostly one Python thread; the
+    timing waits until the pool is done, so it needs no cores of its own meanwhile)."""
+    return max(1, cores if cores is not None else (os.cpu_count() or 1))
