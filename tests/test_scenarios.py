@@ -73,21 +73,69 @@ class FakeScenario(base.Scenario):
         return 0.5, True
 
 
+class FakeMemory:
+    """suite.measure.memory.PeakMemory, logging its entry and exit (`rec`: set per test)."""
+
+    rec: Recorder
+
+    def __init__(self, device: str) -> None:
+        self.peak_mb = 42.0
+
+    def __enter__(self) -> FakeMemory:
+        self.rec.note("mem[")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.rec.note("]mem")
+
+
+class FakeLedger:
+    """torch's compile-time accounting (suite.measure.phases): when it is read."""
+
+    rec: Recorder
+
+    @classmethod
+    def start(cls) -> FakeLedger:
+        cls.rec.note("ledger[")
+        return cls()
+
+    def first_call_done(self) -> None:
+        self.rec.note("]ledger:first")
+
+    def warm_up_done(self) -> None:
+        self.rec.note("ledger:warm-up")
+
+    def fields(self, *args: object) -> dict[str, Any]:
+        return {"phase_note": "planted"}
+
+
+class FakeEnergy:
+    """suite.measure.energy: idle power at entry, blocks after the timed calls."""
+
+    rec: Recorder
+
+    def __init__(self, device: str, images: int, sync: Callable[[], None]) -> None:
+        pass
+
+    def __enter__(self) -> FakeEnergy:
+        self.rec.note("energy[")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.rec.note("]energy")
+
+    def blocks(self, functions: list[tuple[str, Callable[[], Any]]]) -> None:
+        self.rec.note("blocks:" + ",".join(label for label, _ in functions))
+
+    def fields(self) -> dict[str, Any]:
+        return {"energy_note": "planted"}
+
+
 @pytest.fixture
 def rec(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     """The path's collaborators replaced by ones that log into one Recorder."""
     rec = Recorder()
-
-    class Memory:
-        def __init__(self, device: str) -> None:
-            self.peak_mb = 42.0
-
-        def __enter__(self) -> Memory:
-            rec.note("mem[")
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            rec.note("]mem")
+    bound = {"rec": rec}
 
     def prepare(cell: Cell, device: str) -> tuple[Recorder, dict[str, Any], dict[str, Any]]:
         rec.note("prepare")
@@ -97,44 +145,12 @@ def rec(monkeypatch: pytest.MonkeyPatch) -> Recorder:
         rec.note("counts")
         return 1, 2
 
-    class Ledger:  # torch's compile-time accounting (suite.measure.phases): when it is read
-        @staticmethod
-        def start() -> Ledger:
-            rec.note("ledger[")
-            return Ledger()
-
-        def first_call_done(self) -> None:
-            rec.note("]ledger:first")
-
-        def warm_up_done(self) -> None:
-            rec.note("ledger:warm-up")
-
-        def fields(self, *args: object) -> dict[str, Any]:
-            return {"phase_note": "planted"}
-
-    class Energy:  # suite.measure.energy: idle power at entry, blocks after the timed calls
-        def __init__(self, device: str, images: int, sync: Callable[[], None]) -> None:
-            pass
-
-        def __enter__(self) -> Energy:
-            rec.note("energy[")
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            rec.note("]energy")
-
-        def blocks(self, functions: list[tuple[str, Callable[[], Any]]]) -> None:
-            rec.note("blocks:" + ",".join(label for label, _ in functions))
-
-        def fields(self) -> dict[str, Any]:
-            return {"energy_note": "planted"}
-
-    monkeypatch.setattr(base, "Ledger", Ledger)
-    monkeypatch.setattr(base, "Energy", Energy)
+    monkeypatch.setattr(base, "Ledger", type("Ledger", (FakeLedger,), bound))
+    monkeypatch.setattr(base, "Energy", type("Energy", (FakeEnergy,), bound))
     monkeypatch.setattr(base.parts, "prepare", prepare)
     monkeypatch.setattr(base, "synchronizer", lambda device: lambda: rec.note("sync"))
     monkeypatch.setattr(base, "TimingLoop", functools.partial(TimingLoop, clock=rec.clock))
-    monkeypatch.setattr(base, "PeakMemory", Memory)
+    monkeypatch.setattr(base, "PeakMemory", type("Memory", (FakeMemory,), bound))
     monkeypatch.setattr(base, "dynamo_counts", dynamo_counts)
     monkeypatch.setattr(base, "inject_fault", lambda name: rec.note(f"fault:{name}"))
     return rec

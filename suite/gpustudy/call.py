@@ -371,12 +371,7 @@ def run_call(
         for line in plan_lines(call, variant, planned, budget_s, work):
             tee.line(line)
         restored = _restore(call, ids, work, resume_from, tee)
-        found = calibration(work, planned)
-        if found:
-            ratio, said = found
-            left = sum(p.seconds for p in planned if not finished(work, p))
-            report.calibration = f"{said}; scaled so, the steps not done yet: {format_duration(left * ratio)}"
-            tee.line(f"calibration: {report.calibration}")
+        _calibrate(report, work, planned, tee)
 
         in_flight: list[tuple[StepOutcome, float]] = []  # the step running now, and its start
 
@@ -397,21 +392,7 @@ def run_call(
         try:
             for outcome, p in zip(report.steps, planned, strict=True):
                 left = None if deadline is None else deadline - time.monotonic()
-                if p.step.verb == "crosscheck" and (work / p.step.run_id / "crosscheck.json").exists():
-                    outcome.status = ALREADY
-                    tee.line(f"gpu-study: {p.step.what}: already done ({p.step.run_id}/crosscheck.json)")
-                    continue
-                if finished(work, p):
-                    outcome.status = ALREADY
-                    tee.line(
-                        f"gpu-study: {p.step.what}: already done (every cell has its row in {p.step.run_id})"
-                    )
-                    continue
-                # a cross-check keeps nothing until it ends: start one only if it fits
-                need = p.seconds if p.step.verb == "crosscheck" else STEP_OVERHEAD_S
-                if left is not None and left < need:
-                    outcome.status = NO_TIME
-                    tee.line(f"gpu-study: {p.step.what}: not started ({format_duration(left)} left)")
+                if _skipped(p, outcome, work, left, tee):
                     continue
                 tee.line(f"gpu-study: step: {p.step.what}\n  {outcome.command}")
                 outcome.status, began = RUNNING, time.monotonic()
@@ -447,6 +428,35 @@ def run_call(
     _write_summary(out, report)
     _cap_log(log_path)
     return report
+
+
+def _calibrate(report: CallReport, work: Path, planned: Sequence[PlannedStep], tee: _Tee) -> None:
+    """The estimate of the steps left, scaled by how long the finished ones took (if any did)."""
+    found = calibration(work, planned)
+    if found:
+        ratio, said = found
+        left = sum(p.seconds for p in planned if not finished(work, p))
+        report.calibration = f"{said}; scaled so, the steps not done yet: {format_duration(left * ratio)}"
+        tee.line(f"calibration: {report.calibration}")
+
+
+def _skipped(p: PlannedStep, outcome: StepOutcome, work: Path, left: float | None, tee: _Tee) -> bool:
+    """True, the step's status set and told, when it is done already or has no time left to run."""
+    if p.step.verb == "crosscheck" and (work / p.step.run_id / "crosscheck.json").exists():
+        outcome.status = ALREADY
+        tee.line(f"gpu-study: {p.step.what}: already done ({p.step.run_id}/crosscheck.json)")
+        return True
+    if finished(work, p):
+        outcome.status = ALREADY
+        tee.line(f"gpu-study: {p.step.what}: already done (every cell has its row in {p.step.run_id})")
+        return True
+    # a cross-check keeps nothing until it ends: start one only if it fits
+    need = p.seconds if p.step.verb == "crosscheck" else STEP_OVERHEAD_S
+    if left is not None and left < need:
+        outcome.status = NO_TIME
+        tee.line(f"gpu-study: {p.step.what}: not started ({format_duration(left)} left)")
+        return True
+    return False
 
 
 def _latest_archive(folder: Path) -> Path:
