@@ -601,7 +601,7 @@ H200 = ROOT / "results" / "2026-11-26-h200-torch2.11"
 
 
 def test_the_h200_readme_is_what_its_rows_say():
-    from suite.gpustudy import readme
+    from suite.gpustudy import figures, readme
     from suite.report.reference import Reference
 
     text = (H200 / "README.md").read_text()
@@ -610,13 +610,13 @@ def test_the_h200_readme_is_what_its_rows_say():
     every = [r for rs in rows.values() for r in rs]
     assert len(every) == 9 and {r["gpu_name"] for r in every} == {"NVIDIA H200"}
     for line in [
-        *readme.speedups(every, Reference.load(DEFAULT_REFERENCE)),
-        *readme.crosscheck(runs),
+        *figures.speedups(every, Reference.load(DEFAULT_REFERENCE)),
+        *figures.crosscheck(runs),
         *readme.lost_cells(runs, rows),
     ]:
         assert line in text, line
     # the one calibration, from every cell that ended ok against this commit's cost model
-    count, measured, estimated = readme.calibration_figures(
+    count, measured, estimated = figures.calibration_figures(
         rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE
     )
     assert count == 9 and f"took {measured / estimated:.2f} x the cost model" in text
@@ -671,7 +671,7 @@ def test_a_later_call_on_a_warm_machine_takes_the_next_number(tmp_path):
 def test_the_cross_check_section_takes_every_pair_a_report_lists(tmp_path):
     """A report that lists its pairs (latency against latency, throughput against throughput) is
     judged on all of them; an earlier one on its two latency pairs."""
-    from suite.gpustudy import readme
+    from suite.gpustudy import figures
 
     def ratio(value):
         return {"ratio": value, "low": value - 0.01, "high": value + 0.01}
@@ -693,22 +693,22 @@ def test_the_cross_check_section_takes_every_pair_a_report_lists(tmp_path):
     for name, entry in (("old", item), ("new", listed)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "crosscheck.json").write_text(json.dumps({"device": "cuda", "results": [entry]}))
-    old = "\n".join(readme.crosscheck({"old": tmp_path / "old"}))
+    old = "\n".join(figures.crosscheck({"old": tmp_path / "old"}))
     assert "0 of 2 ratio(s) within ±2%" in old and "benchmark 1.050 (1.040-1.060)" in old
-    new = "\n".join(readme.crosscheck({"new": tmp_path / "new"}))
+    new = "\n".join(figures.crosscheck({"new": tmp_path / "new"}))
     assert "3 of 4 ratio(s) within ±2%" in new and "throughput: benchmark 1.005 (0.995-1.015)" in new
 
 
 def test_the_speed_ups_set_throughput_beside_the_guide_where_the_rows_have_it():
-    from suite.gpustudy import readme
+    from suite.gpustudy import figures
     from suite.report.reference import Reference
 
     rows = [r for r in read_rows(SMOKE_CSV).rows if r["model"] == "ResNet" and r["mode"] == "default"]
     reference = Reference.load(DEFAULT_REFERENCE)
-    latency_only = "\n".join(readme.speedups(rows, reference))
+    latency_only = "\n".join(figures.speedups(rows, reference))
     assert "speed-up by throughput" not in latency_only and "| ours / guide |" in latency_only
     both = [dict(r, throughput_speedup="1.975", throughput_speedup_ci95_low="1.9") for r in rows]
-    text = "\n".join(readme.speedups(both, reference))
+    text = "\n".join(figures.speedups(both, reference))
     guide = next(
         f
         for f in reference.figures
