@@ -6,7 +6,7 @@ runner writes to the CSV instead of the setting."""
 from __future__ import annotations
 
 import contextlib
-import functools
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -80,6 +80,7 @@ class FakeMemory:
 
     def __init__(self, device: str) -> None:
         self.peak_mb = 42.0
+        self.reserved_mb: float | None = None
 
     def __enter__(self) -> FakeMemory:
         self.rec.note("mem[")
@@ -117,9 +118,14 @@ class FakeEnergy:
     def __init__(self, device: str, images: int, sync: Callable[[], None]) -> None:
         pass
 
-    def __enter__(self) -> FakeEnergy:
-        self.rec.note("energy[")
+    def start(self, before_work: bool = False) -> FakeEnergy:
+        if not getattr(self, "started", False):  # once, as the real one
+            self.started = True
+            self.rec.note("energy[")
         return self
+
+    def __enter__(self) -> FakeEnergy:
+        return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.rec.note("]energy")
@@ -149,7 +155,11 @@ def rec(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     monkeypatch.setattr(base, "Energy", type("Energy", (FakeEnergy,), bound))
     monkeypatch.setattr(base.parts, "prepare", prepare)
     monkeypatch.setattr(base, "synchronizer", lambda device: lambda: rec.note("sync"))
-    monkeypatch.setattr(base, "TimingLoop", functools.partial(TimingLoop, clock=rec.clock))
+
+    def loop_on(device: str, warmup: int) -> TimingLoop:  # TimingLoop.on, on the Recorder's clock
+        return TimingLoop(base.synchronizer(device), warmup, clock=rec.clock)
+
+    monkeypatch.setattr(base, "TimingLoop", types.SimpleNamespace(on=loop_on))
     monkeypatch.setattr(base, "PeakMemory", type("Memory", (FakeMemory,), bound))
     monkeypatch.setattr(base, "dynamo_counts", dynamo_counts)
     monkeypatch.setattr(base, "inject_fault", lambda name: rec.note(f"fault:{name}"))
@@ -163,12 +173,13 @@ def timed(call: str) -> list[str]:
 def test_an_eager_cell_warms_up_under_the_memory_tracker_then_times(rec: Recorder) -> None:
     row = base.measure(tiny_cell("eager", warmup=0, iterations=3), "cpu", FakeScenario)
     assert rec.log == [
+        "energy[",  # the idle power, before anything touches the device
         "prepare",  # the model and batch built
         "fault:TinyViT",
         "grad[",
-        "energy[",  # the idle power, before any call
         *["mem[", "eager", "]mem"],  # the policy's 1 eager warm-up call, though the setting is 0
         *timed("eager") * 3,
+        *["sync", "eager", "eager", "eager", "sync"],  # the back-to-back (throughput) block
         "blocks:eager",  # energy per image: blocks after the timed calls
         "]energy",
         "]grad",
@@ -182,10 +193,10 @@ def test_an_eager_cell_warms_up_under_the_memory_tracker_then_times(rec: Recorde
 def test_a_compiled_cell_takes_the_shared_path_in_order(rec: Recorder) -> None:
     row = base.measure(tiny_cell("default", warmup=0, iterations=2), "cpu", FakeScenario)
     assert rec.log == [
+        "energy[",
         "prepare",  # the model and batch built
         "fault:TinyViT",
         "grad[",
-        "energy[",
         *["mem[", "eager", "]mem"],  # eager warm-up: 1 call (its peak: what CUDA graphs add beyond)
         *timed("eager"),  # the eager call compile time is measured against
         "compile",
@@ -233,7 +244,7 @@ def test_the_fault_hook_runs_once_per_cell_before_any_call(
     monkeypatch.setattr(base, "inject_fault", fail)
     with pytest.raises(RuntimeError, match="injected"):
         base.measure(tiny_cell("default", warmup=0), "cpu", FakeScenario)
-    assert rec.log == ["prepare", "fault"]
+    assert rec.log == ["energy[", "prepare", "fault"]
 
 
 def test_every_scenario_supplies_its_own_calls() -> None:
