@@ -22,6 +22,7 @@ from suite.errors import UsageError
 from suite.gpustudy import call as run_study
 from suite.gpustudy import packing
 from suite.gpustudy import plan as study
+from suite.gpustudy import step as study_step
 from suite.gpustudy.call import Where as W
 from suite.results import read_rows
 from suite.spec import expand, load_matrix
@@ -99,7 +100,7 @@ def test_the_first_call_fits_a_lent_session(matrix, capsys):
     deadline = float(study_cli.FIRST_CALL.split("--deadline-s ")[1].split()[0])
     assert deadline < study_cli.FIRST_CALL_TIMEOUT_S
     budget = study.budget_of(deadline)
-    assert budget == deadline - study.RESERVE_S and study.RESERVE_S > run_study.STOP_GRACE_S
+    assert budget == deadline - study.RESERVE_S and study.RESERVE_S > study_step.STOP_GRACE_S
     first = study.cut_into_calls(_planned(matrix, "gpu"), budget)[0]
     assert first.seconds <= budget
     reached = [(p.step.run_id, len(cells)) for p, cells in first.steps]
@@ -276,7 +277,7 @@ def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
         call, "tiny", _fake_planned(call), W(work, out, python=fake_python, cwd=ROOT), 2.0
     )
     assert [s.status for s in report.steps] == [run_study.STOPPED, run_study.NO_TIME]
-    assert report.wall_s < 2.0 + run_study.STOP_GRACE_S and not report.complete()
+    assert report.wall_s < 2.0 + study_step.STOP_GRACE_S and not report.complete()
     assert sorted(p.name for p in out.iterdir()) == ["call9.json", "call9.log", "call9.md", "call9.tar.gz"]
     assert packing.check_shape(out) == []
     text = capsys.readouterr().out
@@ -555,7 +556,7 @@ def test_a_step_started_with_sigint_ignored_still_stops_at_the_deadline(tmp_path
     finally:
         signal.signal(signal.SIGINT, old)
     assert report.steps[0].status == run_study.STOPPED
-    assert report.steps[0].wall_s < 2.0 + run_study.STOP_GRACE_S / 2
+    assert report.steps[0].wall_s < 2.0 + study_step.STOP_GRACE_S / 2
     assert "suite: interrupted" in (tmp_path / "o" / "call6.log").read_text()
 
 
@@ -567,7 +568,7 @@ def test_a_pack_while_a_step_runs_says_so(tmp_path, fake_python, monkeypatch):
     import time
 
     monkeypatch.setenv("FAKE_SLEEP", "30")
-    monkeypatch.setattr(run_study, "PACK_EVERY_S", 0.2)
+    monkeypatch.setattr(study_step, "PACK_EVERY_S", 0.2)
     monkeypatch.setattr(run_study, "STEP_OVERHEAD_S", 0.5)
     call = _call(5)
     where = W(tmp_path / "w", tmp_path / "o", None, fake_python, ROOT, io.StringIO())
