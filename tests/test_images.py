@@ -316,8 +316,8 @@ def test_a_build_without_its_image_arguments_is_one_line_exit_2(tmp_path: Path) 
     )  # fmt: skip
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
-        f"error: {tmp_path / 'm.yaml'}: builds.stable.build_args.BASE_IMAGE: is missing: the base image, "
-        "pinned by digest (e.g. ubuntu:22.04@sha256:<64 hex>)"
+        f"suite plan: error: {tmp_path / 'm.yaml'}: builds.stable.build_args.BASE_IMAGE: is missing: "
+        "the base image, pinned by digest (e.g. ubuntu:22.04@sha256:<64 hex>)"
     ]
 
 
