@@ -23,7 +23,7 @@ DERIVED_BUILD_ARGS: tuple[str, ...] = (
 )
 # The one Dockerfile (containers/Dockerfile) builds on a base pinned by digest and installs torch
 # by exact wheel, or a nightly's night (resolved to exact wheels before the build).
-_PINNED_IMAGE = re.compile(r"^[a-z0-9./_-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}$")
+_PINNED_IMAGE = re.compile(r"^[a-z0-9][a-z0-9./_:-]*:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}$")
 _BUILD_ARG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
