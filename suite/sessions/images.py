@@ -117,6 +117,10 @@ def substitute_args(build: BuildSpec, root: Path, subs: Substitutes) -> dict[str
         # PyPI's torch is its own CUDA build (2.0.1: 11.7, 2.1.0: 12.1): empty skips
         # verify_torch's CUDA check; every row records the CUDA that ran.
         args["CUDA_VERSION"] = ""
+        # no wheel by URL went in: the labels and every row (SUITE_TORCH_WHEEL_URL) say none
+        for name in ("TORCH", "TORCHVISION"):
+            if f"{name}_REQUIREMENT" in args:
+                args.update({f"{name}_WHEEL_URL": "", f"{name}_WHEEL_SHA256": ""})
     return args
 
 
