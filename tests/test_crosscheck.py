@@ -29,6 +29,14 @@ TOY = f"""
 """
 
 
+def load_matrix_text():  # type: ignore[no-untyped-def]
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp())
+    (folder / "matrix.yaml").write_text(TOY, encoding="utf-8")
+    return load_matrix(folder / "matrix.yaml")
+
+
 def _crosscheck(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(TOY, encoding="utf-8")
@@ -40,30 +48,35 @@ def _crosscheck(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_crosscheck_prints_both_medians_and_their_ratio(tmp_path: Path) -> None:
+    """Like against like on a CPU: the suite's latency against torch.utils.benchmark's single
+    calls, its throughput against the benchmark's blocks of as many calls; every round's figures
+    kept."""
     proc = _crosscheck(tmp_path, "--rounds", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ToyViT ")]
-    cols = [c.strip() for c in line.strip("|").split("|")]
-    assert cols[:5] == ["ToyViT", "1", "eager", "eager", "3"]
-    ours, theirs = float(cols[5]), float(cols[7])
-    assert ours > 0 and theirs > 0
-    ratio, spread = cols[8].split(" ", 1)
-    low, high = (float(x) for x in spread.strip("()").split("-"))
-    assert low <= float(ratio) <= high
-    # the ratio is a median of the rounds' ratios, so it lies near the ratio of the medians
-    assert float(ratio) == pytest.approx(ours / theirs, rel=max(0.01, high / low - 1))
-    assert cols[9:11] == ["", ""]  # no CUDA events on a CPU
-    assert cols[11] in ("yes", "NO")
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ToyViT ")]
+    assert [ln.split("|")[5].strip() for ln in lines] == ["latency", "throughput"]  # no CUDA events here
     report = (tmp_path / "out" / "r" / "crosscheck.md").read_text()
-    assert line in report and "1-minute load" in report
     figures = json.loads((tmp_path / "out" / "r" / "crosscheck.json").read_text())
     (item,) = figures["results"]
-    assert item["rounds"] == 3 and item["vs_benchmark"]["ratio"] == pytest.approx(float(ratio), abs=1e-3)
-    # the suite's median of each round, and the range the table shows: the median lies in it
-    rounds = item["suite_rounds_ms"]
-    assert len(rounds) == 3 and min(rounds) - 5e-3 <= ours <= max(rounds) + 5e-3
-    assert cols[6] == f"{min(rounds):.2f}-{max(rounds):.2f} ({max(rounds) / min(rounds) - 1:.1%})"
-    assert item["malloc"] in ("steady", "system")
+    assert item["rounds"] == 3 and item["malloc"] in ("steady", "system")
+    for line, pair in zip(lines, item["ratios"], strict=True):
+        cols = [c.strip() for c in line.strip("|").split("|")]
+        assert cols[:6] == ["ToyViT", "1", "eager", "eager", pair["figure"], "3"]
+        assert cols[8].startswith("torch.utils.benchmark")
+        ours, theirs = float(cols[6]), float(cols[9])
+        assert ours > 0 and theirs > 0
+        ratio, spread = cols[10].split(" ", 1)
+        low, high = (float(x) for x in spread.strip("()").split("-"))
+        assert low <= float(ratio) <= high and pair["ratio"] == pytest.approx(float(ratio), abs=1e-3)
+        # the ratio is a median of the rounds' ratios, so it lies near the ratio of the medians
+        assert float(ratio) == pytest.approx(ours / theirs, rel=max(0.01, high / low - 1))
+        # every round's figure of both timers is kept; the median lies in the rounds' range
+        rounds, others = item["rounds_ms"][pair["suite"]], item["rounds_ms"][pair["against"]]
+        assert len(rounds) == len(others) == 3 and min(rounds) - 5e-3 <= ours <= max(rounds) + 5e-3
+        assert cols[7] == f"{min(rounds):.2f}-{max(rounds):.2f} ({max(rounds) / min(rounds) - 1:.1%})"
+        assert cols[11] in ("yes", "NO") and line in report
+    assert "1-minute load" in report and "Like against like" in report
+    assert item["vs_benchmark"]["ratio"] == item["ratios"][0]["ratio"] and item["vs_events"] is None
     assert (tmp_path / "out" / "r" / "logs").is_dir()
 
 
@@ -73,7 +86,7 @@ def test_a_compiled_cell_checks_both_of_its_functions(tmp_path: Path) -> None:
     proc = _crosscheck(tmp_path, "--rounds", "2", "--profile", "compiled")
     assert proc.returncode == 0, proc.stderr[-3000:]
     timed = [ln.split("|")[4].strip() for ln in proc.stdout.splitlines() if ln.startswith("| ToyViT ")]
-    assert timed == ["eager", "default"]
+    assert timed == ["eager", "eager", "default", "default"]  # latency, throughput each
 
 
 def test_a_crosscheck_child_that_hangs_is_killed_at_the_cell_timeout(tmp_path: Path) -> None:
@@ -117,9 +130,11 @@ def test_independent_timing_uses_the_workers_threads(monkeypatch: pytest.MonkeyP
     finally:
         torch.set_num_threads(before)
     assert seen["num_threads"] == 2
-    assert len(out["eager"]["benchmark"]) == len(out["eager"]["suite"]) == 2
-    assert all(ms > 0 for ms in out["eager"]["benchmark"])
-    assert out["eager"]["events"] == []  # no CUDA here
+    figures = out["eager"]
+    assert len(figures["benchmark_latency"]) == len(figures["suite_latency"]) == 2
+    assert len(figures["benchmark_throughput"]) == len(figures["suite_throughput"]) == 2
+    assert all(ms > 0 for ms in figures["benchmark_latency"] + figures["benchmark_throughput"])
+    assert figures["events_latency"] == figures["host_throughput"] == []  # no CUDA here
 
 
 def test_rounds_alternate_the_order_of_the_two_halves(
@@ -132,15 +147,15 @@ def test_rounds_alternate_the_order_of_the_two_halves(
     monkeypatch.chdir(REPO)
     (cell,) = expand(load_matrix(matrix), "p", "any", Filters())
     order: list[str] = []
-    real_interleaved = crosscheck.TimingLoop.interleaved
+    real_until = crosscheck.TimingLoop.until
 
-    def interleaved(self, fns, iterations):  # type: ignore[no-untyped-def]
+    def until(self, fns, rule):  # type: ignore[no-untyped-def]
         order.append("suite")
-        return real_interleaved(self, fns, iterations)
+        return real_until(self, fns, rule)
 
-    monkeypatch.setattr(crosscheck.TimingLoop, "interleaved", interleaved)
+    monkeypatch.setattr(crosscheck.TimingLoop, "until", until)
     monkeypatch.setattr(
-        crosscheck, "_benchmark_ms", lambda fn, seconds, threads: order.append("timer") or 1.0
+        crosscheck, "benchmark_figures", lambda fn, threads, calls, block: order.append("timer") or (1.0, 1.0)
     )
     crosscheck.crosscheck_rounds(cell, "cpu", rounds=4)
     assert order == ["suite", "timer", "timer", "suite", "suite", "timer", "timer", "suite"]
@@ -153,3 +168,44 @@ def test_ratio_over_rounds() -> None:
     assert r is not None and (r.value, r.low, r.high) == pytest.approx((1.0, 0.99, 1.02))
     assert r.within(0.03) and not Ratio(1.031, 1.0, 1.1).within(0.03)
     assert Ratio.of([], []) is None and Ratio.of([1.0], []) is None
+
+
+def test_the_witness_times_the_suites_own_calls_and_blocks() -> None:
+    """On CUDA the events sit inside each of the suite's latency calls (not its switch calls) and
+    the host clock around each of its blocks: the same calls, the same blocks (fake events)."""
+    from suite.measure.timing import FIXED, StopRule, TimingLoop
+
+    class FakeEvents:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def start(self) -> None:
+            self.n += 1
+
+        def stop(self) -> None:
+            pass
+
+        def ms(self) -> float:
+            return float(self.n)
+
+    witness = crosscheck.InsideWitness(2, FakeEvents())  # type: ignore[arg-type]
+    loop = TimingLoop(lambda: None, 0, probe=lambda: 1.0, witness=witness)
+    timed = loop.until([lambda: None, lambda: None], StopRule(FIXED, 10, 10))
+    assert [len(x) for x in witness.latency] == [len(s) for s in timed.samples] == [10, 10]
+    assert [len(x) for x in witness.blocks] == [len(b) for b in timed.blocks] == [2, 2]
+    # the witness's latency windows skip the switch calls: its counts jump where one ran
+    assert witness.latency[0][:5] == [2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+def test_a_cuda_crosschecks_four_like_pairs() -> None:
+    """A CUDA result has all four pairs; the JSON keeps the old latency names."""
+    from suite.run.crosscheck import PAIRS, Timed, as_json, render
+
+    cell = expand(load_matrix_text(), "p", "any", Filters())[0]
+    rounds = {p.suite: [1.0, 1.02] for p in PAIRS} | {p.other: [1.0, 1.0] for p in PAIRS}
+    t = Timed.of(cell, "eager", rounds)
+    assert [p.figure for p, _ in t.ratios()] == ["latency", "latency", "throughput", "throughput"]
+    lines = render([t], "cuda", "title", (0.1, 0.2))
+    assert "4 of 4 ratio(s) within ±2% (the target on cuda)" in "\n".join(lines)
+    (item,) = as_json([t])
+    assert item["vs_events"]["ratio"] == pytest.approx(1.01) and len(item["ratios"]) == 4

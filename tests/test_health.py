@@ -206,6 +206,12 @@ def test_the_real_counters_of_this_machine_are_read() -> None:
         ({"gpu_throttle": "hw_slowdown"}, 8, "throttled"),
         ({"gpu_other_processes": "2"}, 8, "shared-gpu"),
         ({"host_load": 9.0}, 2, ""),  # the load alone is not a health reading: a failed cell
+        # the host CPU's speed (the probe's spread while timed) against the row's between-run
+        # noise, or 10% where the device type has none (the H200's 1.8x steps would show)
+        ({"host_speed_moved_pct": 19.9, "run_noise_pct": 20.0}, 16, "ok"),
+        ({"host_speed_moved_pct": 80.0, "run_noise_pct": 20.0}, 16, "host-varied"),
+        ({"host_speed_moved_pct": 10.0}, 16, "ok"),
+        ({"host_speed_moved_pct": 10.5, "cpu_wait_pct": 12.0}, 2, "busy,host-varied"),
     ],
 )
 def test_verdict_flags(row: dict, cores: int, expected: str) -> None:

@@ -17,7 +17,7 @@ from support.rows import write_by_build as write_compare
 from suite.cli import main
 from suite.measure import counters, cudagraphs, energy, phases
 from suite.measure.energy import Energy, nvml_counter, rapl_counter
-from suite.measure.phases import Ledger, split
+from suite.measure.phases import Calls, Ledger, split
 from suite.report.load import load
 from suite.report.moved import Side, SpeedupSplit
 from suite.report.study import MORE_COLUMNS, Study, build_kinds
@@ -148,6 +148,25 @@ def test_the_ledger_reads_only_what_the_first_call_recorded(accounting) -> None:
     assert ledger.recordings() == (2, 0.75)
     beyond = ledger.fields(40.0, "cpu", "default")  # 9.5 s unaccounted: beyond 5% + 0.5 s
     assert "beyond the margin of 2.50 s" in beyond["phase_note"]
+    assert beyond["phase_first_run_s"] is None  # no calls given: the remainder is not named
+
+
+def test_the_phases_remainder_is_named_and_reconciles(accounting) -> None:
+    """MobileNet on the H200: the phases summed 19.40 s of compile_s 21.07 s. Given the first
+    call's, an eager call's and a steady compiled call's times, the rest is named: the first
+    run's one-off work, and a compiled call's difference from eager's; they add up exactly."""
+    ledger = Ledger.start()
+    for key, values in STABLE.items():
+        accounting.setdefault(key, []).extend(values)
+    ledger.first_call_done()
+    ledger.warm_up_done()
+    calls = Calls(first_ms=40_100.0, eager_ms=100.0, compiled_ms=80.0)  # compile_s = 40.0 s
+    f = ledger.fields(40.0, "cpu", "default", calls=calls)
+    steady_s = (80.0 - 100.0) / 1000
+    assert f["phase_first_run_s"] == round((40_100.0 - 80.0) / 1000 - 30.4695, 4)
+    assert f["phase_other_s"] == pytest.approx(f["phase_first_run_s"] + steady_s, abs=1e-3)
+    assert "the rest: 9.55 s the first run's one-off work beyond a steady compiled call" in f["phase_note"]
+    assert "-20.0 ms a steady compiled call against an eager one" in f["phase_note"]
 
 
 def test_a_build_without_accounting_says_so(accounting, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,6 +211,36 @@ def test_cuda_graph_figures_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
         cudagraphs.fields("cuda", "default", ledger, 1, 2)["cudagraph_note"]
         == "mode default records no CUDA graphs"
     )
+
+
+def test_cuda_graph_memory_is_measured_the_way_the_pools_hold_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first H200 run: allocated peaks 42 MB lower in the compiled warm-up while the pools
+    held 142 MB. The reserved peaks count the pools' segments: the extra is the pool's size."""
+    import torch
+
+    from suite.measure.memory import PeakMemory
+
+    allocated, reserved = iter([300.0, 258.0]), iter([400.0, 542.0])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: next(allocated) * 2**20)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda: next(reserved) * 2**20)
+    with PeakMemory("cuda") as eager:
+        pass
+    with PeakMemory("cuda") as compiled:
+        pass
+    assert compiled.peak_mb - eager.peak_mb == -42.0  # what the allocated peaks said
+    monkeypatch.setattr(cudagraphs, "records_cudagraphs", lambda mode: True)
+    monkeypatch.setattr(cudagraphs, "times_cudagraphs", lambda: False)
+    monkeypatch.setattr(cudagraphs, "cudagraph_skips", lambda: 0)
+    pool = [{"total_size": 142 * 2**20, "segment_pool_id": (1, 0)}]
+    ledger = Ledger({}, first={}, later={})
+    f = cudagraphs.fields("cuda", "reduce-overhead", ledger, eager.reserved_mb, compiled.reserved_mb, pool)
+    assert (f["cudagraph_pool_mb"], f["cudagraph_extra_mb"]) == (142.0, 142.0)
+    assert "reserved memory grew" not in f["cudagraph_note"]
+    f = cudagraphs.fields("cuda", "reduce-overhead", ledger, 400.0, 450.0, pool)
+    assert "reserved memory grew 50 MB beyond eager's while the pools hold 142 MB" in f["cudagraph_note"]
+    assert PeakMemory("cpu").reserved_mb is None
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,7 +299,31 @@ def test_nvml_energy_per_image_exactly_as_planted(monkeypatch: pytest.MonkeyPatc
     assert f["compiled_j_per_image"] == pytest.approx(0.1 / 4)
     assert f["energy_ratio"] == pytest.approx(0.4)
     assert e.tally["eager"].images == 2 * 4 * 4  # 2 rounds of blocks of 1 s: 4 calls of 0.25 s
-    assert f["energy_note"] == "NVML total-energy counter: the whole GPU"
+    assert (
+        f["energy_note"]
+        == "NVML total-energy counter: the whole GPU; idle power after the model was loaded (warm)"
+    )
+
+
+def test_the_idle_power_is_taken_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The H200's idle read 121 W when taken after the model was loaded, 80 W before the run: a
+    cell opens its counter and reads the idle before the model is built, with no synchronize (it
+    would make a CUDA context); entering the block later does not measure it again."""
+    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    fake, clock, syncs = FakeNvml(), Clock(), []
+
+    def idle(seconds: float) -> None:  # 80 W before any work
+        fake.mj += int(80_000 * seconds)
+        clock.t += seconds
+
+    opener = lambda device: nvml_counter(lambda: fake)  # noqa: E731
+    e = Energy("cuda", 1, lambda: syncs.append(1), opener=opener, clock=clock, sleep=idle)
+    assert e.start(before_work=True) is e and syncs == []
+    fake.mj += 121_000 * 5  # the model loads, the GPU warms up
+    with e:
+        e.blocks([("eager", planted(fake, clock, 100, 0.5))])
+    f = e.fields()
+    assert f["idle_power_w"] == 80.0 and f["energy_note"].endswith("; idle power before any work")
 
 
 def test_a_counter_that_fails_midway_loses_the_energy_figures_not_the_cell(monkeypatch) -> None:

@@ -561,3 +561,45 @@ def test_rows_a_resumed_run_set_aside_are_not_read(run: Path):
     assert moved.parent == run / "superseded" and moved not in loaded.files
     assert loaded.rows_read == len(ROWS) and not loaded.superseded
     assert 99.0 not in set(loaded.frame["mean_ms"])
+
+
+def test_beside_the_guide_the_back_to_back_figures_stand_when_the_rows_have_them(tmp_path: Path) -> None:
+    """The guide's statistic is the mean of back-to-back calls: rows with throughput show it (with
+    its paired speed-up) beside the guide's figure, and the latency durations are named as such;
+    the rows' TF32 settings are in the setup line."""
+    b2b = {
+        "eager_throughput_ms": 9.0,
+        "eager_throughput_ci95_low_ms": 8.9,
+        "eager_throughput_ci95_high_ms": 9.1,
+        "throughput_ms": 6.0,
+        "throughput_ci95_low_ms": 5.9,
+        "throughput_ci95_high_ms": 6.1,
+        "throughput_speedup": 1.5,
+        "throughput_speedup_ci95_low": 1.45,
+        "throughput_speedup_ci95_high": 1.55,
+        "tf32_matmul": "false",
+        "tf32_cudnn": "true",
+        "matmul_precision": "highest",
+    }
+    rows = [
+        {**eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9), **b2b},
+        {**compiled("stable", A100, "ViT", 1, "default", 8.0, 7.9, 7.8, 8.0, 1.25, 1.20, 1.30), **b2b},
+    ]
+    loaded = load([write_run(tmp_path / "run", rows)])
+    kinds, _ = build_kinds(["stable", "nightly"], ROOT / "matrix.yaml", explicit=True)
+    (t,) = tables_by_title(Study(loaded.frame, kinds)).values()
+    assert [c.md for c in t.columns if c.markdown] == [
+        "Task/Model",
+        "no compile (ms)",
+        "compile (ms)",
+        "speed-up",
+        "back-to-back, no compile (ms)",
+        "back-to-back, compile (ms)",
+        "back-to-back speed-up",
+        "guide: A100 (batch size: 1)",
+    ]
+    (vit,) = t.markdown_rows()
+    assert vit[4:7] == ["9.000", "6.000", "33.3% · 1.50x [1.45, 1.55]"]
+    text = t.markdown()
+    assert "Durations: latency" in text and "back-to-back (ms), back-to-back speed-up: throughput" in text
+    assert "TF32: matmul off, cuDNN on" in t.subtitle

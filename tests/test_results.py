@@ -180,8 +180,16 @@ def test_column_groups_come_from_the_one_table() -> None:
         "mixed_eager_p50_ms", "mixed_eager_p99_ms", "fixed_p50_ms", "fixed_p99_ms", "mixed_max_abs_diff",
         "aot_export_s", "aot_compile_s", "aot_load_s", "aot_package_mb", "aot_packages",
     )  # fmt: skip
+    # latency beside throughput, the switch penalty, the host's speed, the phases' remainder (issue 38)
+    issue_38 = (
+        "throughput_ms", "throughput_ci95_low_ms", "throughput_ci95_high_ms", "eager_throughput_ms",
+        "eager_throughput_ci95_low_ms", "eager_throughput_ci95_high_ms", "throughput_speedup",
+        "throughput_speedup_ci95_low", "throughput_speedup_ci95_high", "throughput_blocks", "block_calls",
+        "switch_penalty_pct", "eager_switch_penalty_pct", "host_probe_us", "host_speed_moved_pct",
+        "phase_first_run_s",
+    )  # fmt: skip
     assert tuple(results.TIMING_COLUMNS) == (
-        *contract, *compile_cost, *issue_29, *issue_28, *issue_27, *issue_40
+        *contract, *compile_cost, *issue_29, *issue_28, *issue_27, *issue_40, *issue_38
     )  # fmt: skip
     # a dynamic-batch cell owes one row per (setting, batch size): `dynamic` is in both keys
     assert results.KEY_COLUMNS == (
@@ -194,7 +202,7 @@ def test_column_groups_come_from_the_one_table() -> None:
         "gpu_name", "dynamic",
     )  # fmt: skip
     assert COLUMNS[len(CONTRACT_COLUMNS) :] == results.EXTRA_COLUMNS
-    extras = set(compile_cost) | set(issue_29) | set(issue_28) | set(issue_27) | set(issue_40)
+    extras = set(compile_cost) | set(issue_29) | set(issue_28) | set(issue_27) | set(issue_40) | set(issue_38)
     assert set(results.TIMING_COLUMNS) - extras <= set(CONTRACT_COLUMNS)
     ranks = sorted(c.cell for c in results.TABLE if c.cell)
     assert ranks == list(range(1, len(ranks) + 1)), "cell ranks: 1, 2, ... once each"

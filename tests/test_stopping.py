@@ -32,7 +32,10 @@ def noisy_clock() -> TimingLoop:
 def test_fixed_runs_exactly_the_count() -> None:
     timed = steady_clock().until([lambda: None, lambda: None], StopRule(FIXED, max_calls=30, min_calls=5))
     assert [len(s) for s in timed.samples] == [30, 30] and timed.reason == FIXED
-    assert timed.fields()["calls"] == 60 and timed.fields()["stop_reason"] == "fixed"
+    # 6 rounds of blocks of 5: 30 latency calls and 6 throughput blocks of 5 calls each, per
+    # function, and 7 switch calls (the first block, then one a round: A B | B A | A B ...)
+    assert timed.fields()["calls"] == 2 * (30 + 30) + 7 and timed.fields()["stop_reason"] == "fixed"
+    assert [len(b) for b in timed.blocks] == [6, 6] and [len(s) for s in timed.switch] == [4, 3]
 
 
 def test_ci_stops_at_the_minimum_when_the_interval_is_tight() -> None:

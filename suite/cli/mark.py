@@ -52,7 +52,7 @@ def host_environment(args: argparse.Namespace) -> Environment:
     return Environment(
         device=slug(gpu.name) if device == "cuda" and gpu else "cpu",
         device_type=device,
-        gpu_name=gpu.name if device == "cuda" and gpu else cpu,
+        gpu_name=gpu.name if device == "cuda" and gpu else cpu_name(plain=True),
         gpu_count=1 if device == "cuda" else 0,
         torch_version="",
         torch_git="",

@@ -1,10 +1,19 @@
 """Compiled outputs against eager: every floating-point tensor of an output, compared within
-`tolerance x max(1, max |eager|)`."""
+`tolerance x max |eager|` (scale-relative: a tensor of small values is judged on its own scale).
+
+A tensor whose largest finite |eager| value is below `VANISHING` cannot be judged: its values
+are float32 rounding of far larger intermediates (a random-weight MobileNet's outputs are
+~1e-25), so any difference or none says nothing about the compiled function. Such a tensor is
+checked only for NaN and infinities; when every output vanishes, the cell's accuracy is *not
+judgeable* (`judge` gives None, the row an empty `accuracy` and an `accuracy_note`)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
+
+VANISHING = 1e-6  # below this largest |eager| value a tensor is not judged (module docstring)
 
 
 def flatten_tensors(obj: Any) -> list[Any]:
@@ -26,8 +35,25 @@ def snapshot(obj: Any) -> list[Any]:
     return [t.detach().float().clone() for t in flatten_tensors(obj)]
 
 
+@dataclass(frozen=True)
+class Judged:
+    """Compiled against eager: the max |diff| over every output, whether it is within the
+    tolerance (None: not judgeable, every output vanishes), and a note for the row."""
+
+    max_diff: float
+    passed: bool | None
+    note: str = ""
+
+
 def compare(ref: list[Any], out: list[Any], tolerance: float) -> tuple[float, bool]:
-    """(max abs diff, passed): each tensor must be within tolerance * max(1, max finite |ref|).
+    """(max abs diff, passed) as `judge` decides; an output that cannot be judged passes (the
+    train and dynamic-batch scenarios' checks, which have no note)."""
+    j = judge(ref, out, tolerance)
+    return j.max_diff, j.passed is not False
+
+
+def judge(ref: list[Any], out: list[Any], tolerance: float) -> Judged:
+    """Each tensor must be within tolerance * max finite |ref| (the module docstring).
 
     A NaN (or an infinity) in the compiled output where eager has none is a difference the
     tolerance cannot cover: the max abs diff is then `nan` (or `inf`) and the check fails; the
@@ -38,8 +64,8 @@ def compare(ref: list[Any], out: list[Any], tolerance: float) -> tuple[float, bo
     if len(ref) != len(out) or any(a.shape != b.shape for a, b in zip(ref, out, strict=False)):
         shapes = [tuple(t.shape) for t in ref], [tuple(t.shape) for t in out]
         print(f"accuracy: the outputs differ in number or shape: eager {shapes[0]}, compiled {shapes[1]}")
-        return float("inf"), False
-    worst, passed = 0.0, True
+        return Judged(float("inf"), False)
+    worst, passed, judged, vanished, largest = 0.0, True, 0, 0, 0.0
     for i, (a, b) in enumerate(zip(ref, out, strict=False)):
         if a.numel() == 0:
             continue
@@ -50,11 +76,21 @@ def compare(ref: list[Any], out: list[Any], tolerance: float) -> tuple[float, bo
         if nan or math.isinf(d):
             print(f"accuracy: output {i + 1} of {len(ref)} {tuple(a.shape)}: {_nonfinite(a, b)}", flush=True)
         finite = a[torch.isfinite(a)].abs()
-        scale = max(1.0, float(finite.max()) if finite.numel() else 0.0)
+        scale = float(finite.max()) if finite.numel() else 0.0
+        largest = max(largest, scale)
         if math.isnan(d) or (not math.isnan(worst) and d > worst):  # a NaN, once seen, stays
             worst = d
+        if scale < VANISHING:  # not judgeable: only a NaN or an infinity fails it
+            vanished += 1
+            passed = passed and math.isfinite(d)
+            continue
+        judged += 1
         passed = passed and d <= tolerance * scale  # False for NaN and inf
-    return worst, passed
+    if judged == 0 and vanished:
+        note = f"not judgeable: every output vanishes (max |eager| {largest:.3g} < {VANISHING:g})"
+        return Judged(worst, None if passed else False, note)
+    note = f"{vanished} of {judged + vanished} outputs vanish (not judged)" if vanished else ""
+    return Judged(worst, passed, note)
 
 
 def _nonfinite(a: Any, b: Any) -> str:

@@ -34,11 +34,11 @@ def compiled_fields(
     compiled: list[float],
     compile_ms: float,
     graphs: tuple[int, int, int],
-    accuracy: tuple[float, bool],
+    accuracy: tuple[float, bool | None],
 ) -> dict[str, Any]:
     """The columns only a compiled cell fills: paired speed-up (interleaved samples), compile
     time, dynamo's counts (graph breaks, graphs after the first call, graphs at the end) and
-    the accuracy check (max |diff|, within tolerance)."""
+    the accuracy check (max |diff|, within tolerance or None: not judgeable, `accuracy` empty)."""
     speed = Speedup.of(eager, compiled)
     breaks, after_first, at_end = graphs
     max_diff, passed = accuracy
@@ -57,7 +57,7 @@ def compiled_fields(
         "graph_breaks": breaks,
         "recompiles": at_end - after_first,
         "max_abs_diff": max_diff,
-        "accuracy": "pass" if passed else "fail",
+        "accuracy": None if passed is None else "pass" if passed else "fail",
     }
 
 

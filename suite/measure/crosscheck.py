@@ -6,61 +6,93 @@ launcher: the cell's timeout, its own process group, the lifeline).
 The model, batch and compiled function are built once (suite.measure.cell, the worker's own
 pieces) and warmed up by the warm-up policy. Then each round runs two halves, in alternating
 order (suite first in even rounds, second in odd ones), so that a drift in the machine's load
-hits both alike:
-- the suite's half: `TimingLoop.interleaved` over the cell's functions, exactly as a row is
-  measured (a compiled cell times eager and compiled calls interleaved), and their medians;
-- the independent half: each function alone under `torch.utils.benchmark.Timer.blocked_autorange`
-  (its own loop, warm-up and synchronization; the worker's thread count) for as long as the
-  suite's half took, and on CUDA, CUDA events around a block of `iterations` calls.
-The result holds every round's figures; the parent (suite.run.crosscheck) forms the ratios.
+hits both alike. Like is checked against like (docs/trust.md):
+- the suite's half: `TimingLoop.until` over the cell's functions for `iterations` latency calls,
+  exactly as a row is measured (blocks, switch calls, throughput blocks), with a witness inside
+  its own timed windows: on CUDA, CUDA events around each of its latency calls (latency against
+  latency, the same calls) and the host clock with its synchronize around each of its throughput
+  blocks, which the suite times on CUDA events (throughput against throughput, the same blocks);
+- the independent half: each function alone under `torch.utils.benchmark.Timer` (its own loop
+  and synchronization; the worker's thread count): as many single calls (`timeit(1)`: latency)
+  and as many blocks of the same size (`timeit(block_calls)`: throughput) as the suite made.
+Each round's medians of each timer are kept; the parent (suite.run.crosscheck) forms the ratios.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from suite.measure import allocator, lifeline
 from suite.measure.failures import describe_exception, is_oom
-from suite.measure.timing import TimingLoop, synchronizer
+from suite.measure.timing import BLOCK_CALLS, FIXED, Events, StopRule, TimingLoop, Witness
 from suite.measure.worker import write_result
 from suite.results import one_line
 from suite.spec.model import Cell
 from suite.stats import median
 
-SUITE, BENCHMARK, EVENTS = "suite", "benchmark", "events"
+# Each round's median of one timer and figure; the parent pairs them (suite.run.crosscheck.PAIRS).
+SUITE_LATENCY, EVENTS_LATENCY, BENCHMARK_LATENCY = "suite_latency", "events_latency", "benchmark_latency"
+SUITE_THROUGHPUT, HOST_THROUGHPUT = "suite_throughput", "host_throughput"
+BENCHMARK_THROUGHPUT = "benchmark_throughput"
+SERIES = (
+    SUITE_LATENCY,
+    EVENTS_LATENCY,
+    BENCHMARK_LATENCY,
+    SUITE_THROUGHPUT,
+    HOST_THROUGHPUT,
+    BENCHMARK_THROUGHPUT,
+)
 
 
-def _benchmark_ms(fn: Callable[[], Any], seconds: float, threads: int) -> float:
-    """Median per-call milliseconds by torch.utils.benchmark over about `seconds`."""
+class InsideWitness(Witness):
+    """Inside the suite's own timed windows: CUDA events around each latency call (not the
+    switch calls, which the suite keeps out of its figure), and the host clock's figure of each
+    throughput block, per function."""
+
+    def __init__(self, functions: int, events: Events | None) -> None:
+        self.events = events
+        self.latency: list[list[float]] = [[] for _ in range(functions)]
+        self.blocks: list[list[float]] = [[] for _ in range(functions)]
+
+    def start(self) -> None:
+        if self.events is not None:
+            self.events.start()
+
+    def stop(self) -> None:
+        if self.events is not None:
+            self.events.stop()
+
+    def took(self, kind: str, index: int, suite_ms: float, host_ms: float) -> None:
+        if kind == "block":
+            self.blocks[index].append(host_ms)
+        elif kind == "call" and self.events is not None:
+            self.latency[index].append(self.events.ms())
+
+
+def _timer(fn: Callable[[], Any], threads: int) -> Any:
     import torch.utils.benchmark as benchmark
 
     # Timer runs on one thread unless told: match the worker's thread count, or a small model's
     # figure differs by threading overhead alone, not by the timing loop.
-    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads)
-    return timer.blocked_autorange(min_run_time=max(0.2, seconds)).median * 1e3
+    return benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads)
 
 
-def _events_ms(fn: Callable[[], Any], calls: int) -> float:
-    """Mean per-call milliseconds from CUDA events around a block of `calls` calls."""
-    import torch
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / calls
+def benchmark_figures(fn: Callable[[], Any], threads: int, calls: int, block: int) -> tuple[float, float]:
+    """(latency, throughput) by torch.utils.benchmark: the median of `calls` single calls, and of
+    `calls // block` blocks of `block` back-to-back calls (ms per call); its timer synchronizes
+    CUDA at each end of a measurement (and each `timeit` makes two untimed warm-up calls first)."""
+    timer = _timer(fn, threads)
+    single = [timer.timeit(1).raw_times[0] * 1e3 for _ in range(calls)]
+    blocks = [timer.timeit(block).raw_times[0] * 1e3 / block for _ in range(max(1, calls // block))]
+    return median(single), median(blocks)
 
 
 def crosscheck_rounds(cell: Cell, device: str, rounds: int) -> dict[str, dict[str, list[float]]]:
-    """{function: {"suite" | "benchmark" | "events": [ms per round]}}; the functions are
-    "eager" and, for a compiled cell, its mode."""
+    """{function: {series (SERIES): [median per round]}}; the functions are "eager" and, for a
+    compiled cell, its mode. Series a device has no timer for (CUDA events on a CPU) stay empty."""
     import torch
 
     from suite.measure.cell import prepare
@@ -68,7 +100,7 @@ def crosscheck_rounds(cell: Cell, device: str, rounds: int) -> dict[str, dict[st
 
     model, batch, _ = prepare(cell, device)
     scenario = Inference(cell, model, batch)
-    loop = TimingLoop(synchronizer(device), cell.settings.warmup)
+    loop = TimingLoop.on(device, cell.settings.warmup)
     n = cell.settings.iterations
     threads = torch.get_num_threads()
     with scenario.grad_mode():
@@ -80,22 +112,28 @@ def crosscheck_rounds(cell: Cell, device: str, rounds: int) -> dict[str, dict[st
             loop.warm_up(compiled, compiled=True)
             fns[cell.mode] = compiled
         names = list(fns)
-        out = {name: {SUITE: [], BENCHMARK: [], EVENTS: []} for name in names}
-        span = [0.0]  # how long the suite's half took: the independent half takes as long
+        out = {name: {series: [] for series in SERIES} for name in names}
+        block = [min(n, BLOCK_CALLS)]  # the suite's block size (its first half says so too)
 
         def suite_half() -> None:
-            start = time.monotonic()
-            samples = loop.interleaved([fns[name] for name in names], n)
-            span[0] = time.monotonic() - start
-            for name, ms in zip(names, samples, strict=True):
-                out[name][SUITE].append(median(ms))
+            witness = InsideWitness(len(names), Events() if device == "cuda" else None)
+            loop.witness = witness
+            timed = loop.until([fns[name] for name in names], StopRule(FIXED, n, n))
+            loop.witness = None
+            block[0] = timed.block_calls
+            for j, name in enumerate(names):
+                figures = out[name]
+                figures[SUITE_LATENCY].append(median(timed.samples[j]))
+                figures[SUITE_THROUGHPUT].append(median(timed.blocks[j]))
+                if device == "cuda":
+                    figures[EVENTS_LATENCY].append(median(witness.latency[j]))
+                    figures[HOST_THROUGHPUT].append(median(witness.blocks[j]))
 
         def independent_half() -> None:
             for name in names:
-                seconds = span[0] / len(names) if span[0] else n * 0.001
-                out[name][BENCHMARK].append(_benchmark_ms(fns[name], seconds, threads))
-                if device == "cuda":
-                    out[name][EVENTS].append(_events_ms(fns[name], n))
+                latency, throughput = benchmark_figures(fns[name], threads, n, block[0])
+                out[name][BENCHMARK_LATENCY].append(latency)
+                out[name][BENCHMARK_THROUGHPUT].append(throughput)
 
         for r in range(rounds):
             halves = (suite_half, independent_half) if r % 2 == 0 else (independent_half, suite_half)

@@ -12,12 +12,16 @@ class PeakMemory:
     """Peak memory of the block it wraps, in MB (2**20 bytes).
 
     CUDA: `torch.cuda.max_memory_allocated` (tensors: weights, activations, CUDA-graph
-    pools). CPU: the process's peak resident set (VmHWM), reset at entry where Linux
-    allows (`/proc/self/clear_refs`), else the process's lifetime peak.
+    pools' live tensors), and `reserved_mb`, `torch.cuda.max_memory_reserved` (the caching
+    allocator's segments: a CUDA graph's private pool holds its segments whether or not a tensor
+    lives in them, so only this peak counts the pool whole). CPU: the process's peak resident
+    set (VmHWM), reset at entry where Linux allows (`/proc/self/clear_refs`), else the
+    process's lifetime peak; no `reserved_mb`.
     """
 
     device: str
     peak_mb: float | None = None
+    reserved_mb: float | None = None
 
     def __enter__(self) -> PeakMemory:
         if self.device == "cuda":
@@ -39,6 +43,7 @@ class PeakMemory:
 
             torch.cuda.synchronize()
             self.peak_mb = torch.cuda.max_memory_allocated() / 2**20
+            self.reserved_mb = torch.cuda.max_memory_reserved() / 2**20
         else:
             self.peak_mb = _cpu_peak_rss_mb()
 

@@ -25,7 +25,12 @@ difference of nested totals and the phases add up exactly to the outermost ones:
 
 `other` = compile_s - their sum: what the first compiled call spent outside torch's accounting
 (its first run beyond an eager call's time, untimed glue). The margin it is held to is
-MARGIN_FRACTION of compile_s + MARGIN_S (docs/phases-energy.md, measured on both builds).
+MARGIN_FRACTION of compile_s + MARGIN_S (docs/phases-energy.md, measured on both builds). Given
+the first compiled call's, an eager call's and a steady compiled call's milliseconds (`Calls`),
+the remainder is named: `phase_first_run_s` = the first call less the phases less a steady
+compiled call, the first run's one-off work (its kernels loaded onto the device, first-call
+set-up, a CUDA-graph tree's warm-up run), and other = phase_first_run_s + (a steady compiled call -
+an eager call): the row reconciles exactly, and the note says which part is which.
 What a build does not time is left empty, and `phase_note` says why. Standard library at
 import; torch inside the functions.
 """
@@ -51,6 +56,7 @@ PHASE_COLUMNS: tuple[str, ...] = tuple(column for _, column, _ in PHASES)
 OTHER = "phase_other_s"
 # every column this module fills (suite.results.columns, issue 29's block)
 COLUMNS: tuple[str, ...] = (*PHASE_COLUMNS, OTHER, "graphs", "guards", "recompile_reasons", "phase_note")
+FIRST_RUN = "phase_first_run_s"  # a later block of the CSV's (issue 38): the remainder named
 # |other| within this share of compile_s plus this many seconds: measured on this project's CPU
 # with both builds (docs/phases-energy.md); a row beyond it is reported, not hidden.
 MARGIN_FRACTION = 0.05
@@ -307,11 +313,17 @@ class Ledger:
         return "; ".join(dict.fromkeys(guard_failures()[self.failures_before :]))
 
     def fields(
-        self, compile_s: float | None, device: str, mode: str, graphs: int | None = None
+        self,
+        compile_s: float | None,
+        device: str,
+        mode: str,
+        graphs: int | None = None,
+        calls: Calls | None = None,
     ) -> dict[str, Any]:
         """The phase columns, `phase_other_s`, `graphs`, `guards`, `recompile_reasons` and
-        `phase_note` (what is empty and why, a sum beyond the margin)."""
-        out: dict[str, Any] = dict.fromkeys(COLUMNS)
+        `phase_note` (what is empty and why, a sum beyond the margin); with `calls`, the
+        remainder named (`phase_first_run_s`)."""
+        out: dict[str, Any] = dict.fromkeys((*COLUMNS, FIRST_RUN))
         out.update(graphs=graphs, guards=self.guards, recompile_reasons=self.recompile_reasons())
         notes: list[str] = []
         if self.before is None:
@@ -330,15 +342,42 @@ class Ledger:
             if compile_s is not None:
                 total = sum(v for k, v in phases.items() if k not in missing)
                 out[OTHER] = round(compile_s - total, 4)
+                named = calls.remainder(total) if calls is not None else None
+                out[FIRST_RUN] = None if named is None else round(named[0], 4)
                 if abs(compile_s - total) > margin_s(compile_s):
                     notes.append(
                         f"the phases add up to {total:.2f} s of compile_s {compile_s:.2f} s, "
                         f"beyond the margin of {margin_s(compile_s):.2f} s"
+                        + ("" if named is None else f" ({Calls.words(*named)})")
                     )
         if self.guards is None and FRAME.present(self.first):
             notes.append(f"guards: torch {_version()} keeps no guard count")
         out["phase_note"] = "; ".join(notes)
         return out
+
+
+@dataclass(frozen=True)
+class Calls:
+    """The milliseconds that name the remainder: the first compiled call (the one that compiles),
+    the eager call compile_s subtracts, and a steady compiled call (the row's median)."""
+
+    first_ms: float
+    eager_ms: float
+    compiled_ms: float
+
+    def remainder(self, phases_s: float) -> tuple[float, float]:
+        """(the first run's one-off seconds, a steady compiled call's - an eager call's): the
+        two parts of compile_s - phases_s."""
+        first_run = (self.first_ms - self.compiled_ms) / 1000.0 - phases_s
+        return first_run, (self.compiled_ms - self.eager_ms) / 1000.0
+
+    @staticmethod
+    def words(first_run_s: float, steady_s: float) -> str:
+        return (
+            f"the rest: {first_run_s:.2f} s the first run's one-off work beyond a steady compiled call "
+            f"(kernels loaded onto the device, first-call set-up), {steady_s * 1000:+.1f} ms a steady "
+            "compiled call against an eager one"
+        )
 
 
 def summary(new: Mapping[str, Sequence[float]], most: int = 3) -> str:

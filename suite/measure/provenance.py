@@ -83,15 +83,105 @@ class Environment:
         return {**{k: getattr(self, k) for k in keys}, **self.machine}
 
 
-def cpu_name() -> str:
+# (vendor, family, model) -> server codename, for a CPU whose name the hypervisor masks
+# ("Intel(R) Xeon(R) Processor"); Intel's family 6 model 85 depends on the stepping (below)
+CODENAMES: dict[tuple[str, int, int], str] = {
+    ("GenuineIntel", 6, 63): "Haswell",
+    ("GenuineIntel", 6, 79): "Broadwell",
+    ("GenuineIntel", 6, 85): "Skylake-SP",
+    ("GenuineIntel", 6, 106): "Ice Lake-SP",
+    ("GenuineIntel", 6, 108): "Ice Lake-D",
+    ("GenuineIntel", 6, 143): "Sapphire Rapids",
+    ("GenuineIntel", 6, 207): "Emerald Rapids",
+    ("GenuineIntel", 6, 173): "Granite Rapids",
+    ("GenuineIntel", 6, 175): "Sierra Forest",
+    ("AuthenticAMD", 23, 1): "Naples (Zen)",
+    ("AuthenticAMD", 23, 49): "Rome (Zen 2)",
+    ("AuthenticAMD", 25, 1): "Milan (Zen 3)",
+    ("AuthenticAMD", 25, 17): "Genoa (Zen 4)",
+    ("AuthenticAMD", 25, 160): "Bergamo (Zen 4c)",
+    ("AuthenticAMD", 26, 2): "Turin (Zen 5)",
+    ("AuthenticAMD", 26, 17): "Turin Dense (Zen 5c)",
+}
+GENERIC = ("QEMU Virtual CPU", "Common KVM processor", "Virtual CPU")
+
+
+def cpu_name(cpuinfo: str | None = None, plain: bool = False) -> str:
+    """The host CPU's model name from /proc/cpuinfo (`cpuinfo`: its text, for a test). Where the
+    hypervisor masks it (no model number: "Intel(R) Xeon(R) Processor", "AMD EPYC Processor",
+    QEMU's and KVM's generic names), the name is followed by what the CPU says of itself: family,
+    model and stepping, the codename they make, and its widest vector instructions. `plain`: the
+    name alone (a CPU row's `gpu_name`, part of a cell's key across runs: it stays as it was)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo") as fh:
+                cpuinfo = fh.read(1 << 16)
+        except OSError:
+            cpuinfo = ""
+    first: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():
+            if first:
+                break  # the first processor's block is enough
+            continue
+        key, _, value = line.partition(":")
+        first.setdefault(key.strip(), value.strip())
+    name = first.get("model name", "")
+    if not name:
+        return platform.processor() or platform.machine()
+    if plain or not masked(name):
+        return name
+    return f"{name} [{_identity(first)}]"
+
+
+def masked(name: str) -> bool:
+    """Whether a model name hides the model: no token with a digit, or a generic virtual CPU."""
+    return any(g in name for g in GENERIC) or not any(ch.isdigit() for ch in name)
+
+
+def _identity(info: dict[str, str]) -> str:
+    vendor = info.get("vendor_id", "")
     try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        family, model = int(info.get("cpu family", "")), int(info.get("model", ""))
+    except ValueError:
+        return "family and model not reported"
+    stepping = info.get("stepping", "")
+    codename = CODENAMES.get((vendor, family, model), "codename unknown")
+    if (vendor, family, model) == ("GenuineIntel", 6, 85) and stepping.isdigit():
+        step = int(stepping)
+        codename = "Cooper Lake" if step >= 10 else "Cascade Lake" if step >= 5 else "Skylake-SP"
+    flags = set(info.get("flags", "").split())
+    isa = [
+        word
+        for word, flag in (("AMX", "amx_tile"), ("AVX-512", "avx512f"), ("AVX2", "avx2"))
+        if flag in flags
+    ][:2]
+    isa += [word for word, flag in (("bf16", "avx512_bf16"), ("fp16", "avx512_fp16")) if flag in flags]
+    where = f"family {family} model {model}" + (f" stepping {stepping}" if stepping else "")
+    return f"{where}: {codename}" + (f"; {', '.join(isa)}" if isa else "")
+
+
+def matmul_fields() -> dict[str, object]:
+    """What float32 matmuls run as in this process (the row's worker): TF32 on tensor cores for
+    matmuls and for cuDNN convolutions, and torch's float32 matmul precision (`highest`: no
+    TF32). torch 2.9+ deprecates the TF32 flags for `fp32_precision` (it may warn on reading
+    them): read quietly; a torch without one leaves its column empty."""
+    import warnings
+
+    import torch
+
+    out: dict[str, object] = {"tf32_matmul": None, "tf32_cudnn": None, "matmul_precision": None}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out["tf32_matmul"] = "true" if torch.backends.cuda.matmul.allow_tf32 else "false"
+            out["tf32_cudnn"] = "true" if torch.backends.cudnn.allow_tf32 else "false"
+        except Exception:
+            pass
+        getter = getattr(torch, "get_float32_matmul_precision", None)
+        if getter is not None:
+            out["matmul_precision"] = str(getter())
+    return out
 
 
 def driver_version() -> str:
@@ -171,7 +261,7 @@ def collect(device: str = "auto") -> Environment:
         gpu = torch.cuda.get_device_name(0)
         count = torch.cuda.device_count()
     else:
-        gpu, count = cpu, 0
+        gpu, count = cpu_name(plain=True), 0
     # CUDA and cuDNN that ran: none on a CPU run (the wheel's CUDA is `torch_cuda_build`), so
     # no reader takes a CPU row for a CUDA one
     cudnn = torch.backends.cudnn.version() if use_cuda and torch.backends.cudnn.is_available() else None

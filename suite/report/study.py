@@ -23,6 +23,22 @@ from suite.spec.load import load_matrix
 from suite.spec.model import BUILD_KINDS
 
 EAGER = "eager"
+# issue 38: throughput beside latency, the switch penalty, the host's speed (suite.measure.timing)
+THROUGHPUT_COLUMNS: tuple[str, ...] = (
+    "throughput_ms",
+    "throughput_ci95_low_ms",
+    "throughput_ci95_high_ms",
+    "eager_throughput_ms",
+    "eager_throughput_ci95_low_ms",
+    "eager_throughput_ci95_high_ms",
+    "throughput_speedup",
+    "throughput_speedup_ci95_low",
+    "throughput_speedup_ci95_high",
+    "switch_penalty_pct",
+    "eager_switch_penalty_pct",
+    "host_speed_moved_pct",
+    "phase_first_run_s",
+)
 MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
     *cudagraphs.COLUMNS,
@@ -77,6 +93,9 @@ class Setup:
     # the workers' C allocator (the CSV's `malloc`: steady | system; "" in rows from before it):
     # on a CPU it decides whether compiling pays (issue 27), so every setup line names it
     malloc: str = ""
+    # what float32 convolutions and matmuls ran as on a GPU (`tf32_label`; "" on a CPU, where TF32
+    # does not apply, and in rows from before the columns): results differ with it (issue 38)
+    tf32: str = ""
 
     @property
     def guide_like(self) -> bool:
@@ -90,7 +109,23 @@ class Setup:
             parts.append(f"{self.variant} models" if self.variant == "smoke" else self.variant)
         if self.malloc:
             parts.append(f"malloc {self.malloc}")
+        if self.tf32:
+            parts.append(self.tf32)
         return ", ".join(p for p in parts if p.strip())
+
+
+def tf32_label(r: Any) -> str:
+    """ "TF32: matmul off, cuDNN on" for a CUDA row that recorded it (`tf32_matmul`, `tf32_cudnn`,
+    `matmul_precision`); "" elsewhere."""
+    if str(getattr(r, "device", "")) != "cuda":
+        return ""
+    matmul, cudnn = (str(getattr(r, c, "") or "") for c in ("tf32_matmul", "tf32_cudnn"))
+    if not matmul and not cudnn:
+        return ""
+    word = {"true": "on", "false": "off"}
+    precision = str(getattr(r, "matmul_precision", "") or "")
+    text = f"TF32: matmul {word.get(matmul, '?')}, cuDNN {word.get(cudnn, '?')}"
+    return text + (f" (float32 matmul precision {precision})" if precision and precision != "highest" else "")
 
 
 @dataclass(frozen=True)
@@ -244,12 +279,12 @@ def measurement_of(r: Any) -> Measurement:
 
 
 def more_of(r: Any) -> dict[str, Any]:
-    """Issue 29's columns of a typed row (an older file lacks them: None, "")."""
+    """Issue 29's and issue 38's columns of a typed row (an older file lacks them: None, "")."""
     from suite.results import BY_NAME, TEXT
 
     return {
         name: (str(getattr(r, name, "") or "") if BY_NAME[name].kind == TEXT else _extra(r, name))
-        for name in MORE_COLUMNS
+        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS)
     }
 
 
@@ -295,7 +330,12 @@ def key_of(r: Any) -> CellKey:
         build=r.build,
         gpu=Gpu(r.device, r.gpu_name),
         setup=Setup(
-            r.dtype, r.scenario, r.weights, setup_variant(r.variant), str(getattr(r, "malloc", "") or "")
+            r.dtype,
+            r.scenario,
+            r.weights,
+            setup_variant(r.variant),
+            str(getattr(r, "malloc", "") or ""),
+            tf32_label(r),
         ),
         task=r.task,
         model=r.model,

@@ -213,7 +213,8 @@ TABLE: tuple[Column, ...] = (
     Column(
         "health",
         contract=False,
-        doc="ok, or the flags that make a figure suspect (throttled, clock-varied, shared-gpu, steal, busy)",
+        doc="ok, or the flags that make a figure suspect (throttled, clock-varied, shared-gpu, steal, busy, "
+        "host-varied)",
     ),
     Column("eager_ci95_low_ms", NUMBER, "ms", contract=False, positive=True, doc="95% CI of eager_median_ms"),
     Column("eager_ci95_high_ms", NUMBER, "ms", contract=False, positive=True),
@@ -270,7 +271,10 @@ TABLE: tuple[Column, ...] = (
         "cudagraph_pool_mb", "MB", "memory the CUDA graphs' private pools hold after the warm-up", False
     ),
     _extra_timed(
-        "cudagraph_extra_mb", "MB", "compiled warm-up's peak - eager warm-up's peak, same process", False
+        "cudagraph_extra_mb",
+        "MB",
+        "compiled warm-up's reserved peak - eager warm-up's (the pools counted), same process",
+        False,
     ),
     Column("cudagraph_note", contract=False, doc="why a CUDA-graph figure is empty"),
     Column(
@@ -474,6 +478,78 @@ TABLE: tuple[Column, ...] = (
     Column("torch_wheel_url", contract=False, doc="the torch wheel the image installed, by URL"),
     Column("torch_wheel_sha256", contract=False, doc="that wheel's sha256, as checked when installed"),
     Column("torchvision_version", contract=False, doc="the torchvision that ran"),
+    # issue 38: throughput beside latency (suite.measure.timing, docs/measurement.md): blocks of
+    # back-to-back calls with one synchronize (CUDA events on a GPU), timed in the same rounds
+    _extra_timed(
+        "throughput_ms",
+        "ms",
+        "back-to-back: median over blocks of ms per call (block_calls calls, one synchronize; CUDA "
+        "events on a GPU) of the row's function; median_ms is latency (a synchronize around each call)",
+    ),
+    _extra_timed("throughput_ci95_low_ms", "ms", "95% CI of throughput_ms: low"),
+    _extra_timed("throughput_ci95_high_ms", "ms", "95% CI of throughput_ms: high"),
+    _extra_timed(
+        "eager_throughput_ms", "ms", "the eager function's throughput_ms, same rounds (compiled rows)"
+    ),
+    _extra_timed("eager_throughput_ci95_low_ms", "ms", "95% CI of eager_throughput_ms: low"),
+    _extra_timed("eager_throughput_ci95_high_ms", "ms", "95% CI of eager_throughput_ms: high"),
+    _extra_timed(
+        "throughput_speedup",
+        "x",
+        "paired over blocks: eager_throughput_ms / throughput_ms (speedup: latency)",
+    ),
+    _extra_timed("throughput_speedup_ci95_low", "x", "95% CI of throughput_speedup: low"),
+    _extra_timed("throughput_speedup_ci95_high", "x", "95% CI of throughput_speedup: high"),
+    Column(
+        "throughput_blocks", INT, contract=False, timing=True, doc="throughput blocks of the row's function"
+    ),
+    Column("block_calls", INT, contract=False, timing=True, doc="back-to-back calls per throughput block"),
+    _extra_timed(
+        "switch_penalty_pct",
+        "%",
+        "a call right after the other function's against the others (median / median - 1): kept out "
+        "of both figures; empty on an eager row",
+        positive=False,
+    ),
+    _extra_timed("eager_switch_penalty_pct", "%", "the same, of the eager function (compiled rows)", False),
+    # issue 38: the host CPU's speed while timed (suite.measure.timing.host_probe_us)
+    _extra_timed(
+        "host_probe_us", "us", "median of a fixed pure-Python loop run before each round: host speed"
+    ),
+    _extra_timed(
+        "host_speed_moved_pct",
+        "%",
+        "p90 / p10 - 1 of the rounds' host probes (max / min under ten): health flags host-varied",
+        positive=False,
+    ),
+    # issue 38: what float32 matmuls ran as (suite.measure.provenance)
+    Column(
+        "tf32_matmul",
+        contract=False,
+        choices=("true", "false"),
+        doc="torch.backends.cuda.matmul.allow_tf32 in the worker: float32 matmuls on TF32 tensor cores",
+    ),
+    Column("tf32_cudnn", contract=False, choices=("true", "false"), doc="torch.backends.cudnn.allow_tf32"),
+    Column(
+        "matmul_precision",
+        contract=False,
+        doc="torch.get_float32_matmul_precision(): highest (no TF32), high, medium",
+    ),
+    # issue 38: the compile phases' remainder named (suite.measure.phases.Calls)
+    _extra_timed(
+        "phase_first_run_s",
+        "s",
+        "the first compiled call - the phases - a steady compiled call: its first run's one-off work "
+        "(kernels loaded onto the device, first-call set-up); phase_other_s = this + (compiled - eager call)",
+        positive=False,
+    ),
+    # issue 38: an accuracy check that can judge nothing says so (suite.measure.accuracy)
+    Column(
+        "accuracy_note",
+        contract=False,
+        doc="why accuracy is empty on an ok compiled row (outputs vanish: not judgeable), or which "
+        "outputs were left out",
+    ),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 

@@ -17,11 +17,16 @@ SLOWDOWNS: frozenset[str] = frozenset(
 
 # The flags of the `health` column, each with the rule that raises it (docs/csv.md, "Machine health").
 THROTTLED, CLOCK_VARIED, SHARED_GPU, STEAL, BUSY = "throttled", "clock-varied", "shared-gpu", "steal", "busy"
+HOST_VARIED = "host-varied"
 HEALTHY = "ok"
 CLOCK_VARIATION = 0.02  # (max - min) / max of the SM clock while timed
 STEAL_PCT = 2.0  # % of CPU time taken by the hypervisor while timed
 WAIT_PCT = 10.0  # % of the time some runnable task waited for a CPU (PSI), while timed
 LOAD_PER_CORE = 1.5  # without PSI: the 1-minute load as the cell ended, per core
+# host-varied: the host probe's spread while timed (host_speed_moved_pct) beyond the row's own
+# between-run noise (run_noise_pct: what its rerun interval allows for), or beyond this where the
+# device type has none: a launch-bound figure moves with the host CPU's speed (issue 38)
+HOST_VARIATION_PCT = 10.0
 
 COLUMNS: tuple[str, ...] = (
     "gpu_sm_clock_mhz_min",
@@ -33,6 +38,7 @@ COLUMNS: tuple[str, ...] = (
     "cpu_steal_pct",
     "cpu_wait_pct",
     "page_faults_per_call",
+    "host_speed_moved_pct",
 )
 
 
@@ -70,7 +76,16 @@ def verdict(row: Mapping[str, Any], cores: int) -> str:
             flags.append(BUSY)
     elif load is not None and cores > 0 and load > LOAD_PER_CORE * cores:
         flags.append(BUSY)
+    if host_varied(row):
+        flags.append(HOST_VARIED)
     return ",".join(flags) or HEALTHY
+
+
+def host_varied(row: Mapping[str, Any]) -> bool:
+    """Whether the host CPU's speed moved more, while the row was timed, than the row's noise."""
+    moved = _num(row.get("host_speed_moved_pct"))
+    noise = _num(row.get("run_noise_pct"))
+    return moved is not None and moved > (noise if noise is not None else HOST_VARIATION_PCT)
 
 
 def flags_of(value: object) -> list[str]:

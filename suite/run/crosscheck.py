@@ -1,10 +1,12 @@
 """The parent side of `python -m suite crosscheck`: one child per cell
 (suite.measure.crosscheck, started by the runner's launcher with the cell's timeout and the
-lifeline), then each timed function's ratio suite / independent timer over the rounds, with
+lifeline), then for each timed function and each pair of like figures (latency against latency,
+throughput against throughput: `PAIRS`) the ratio suite / independent timer over the rounds, with
 its spread, against the target for the device.
 
-The ratio of a function is the median over rounds of (suite's median / the independent median)
-of the same round; its spread is the lowest and highest round's ratio.
+The ratio of a pair is the median over rounds of (suite's median / the independent median) of
+the same round; its spread is the lowest and highest round's ratio. Every round's figures of
+every timer are kept (`crosscheck.json`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from suite.run import launch
@@ -25,6 +27,26 @@ DEFAULT_ROUNDS = 5
 # How far the suite's median may be from an independent timer's (issue 13): an idle CPU, CUDA.
 TARGETS: dict[str, float] = {"cpu": 0.03, "cuda": 0.02}
 KEEP = ("status", "error", "timings", "malloc")  # the child's result fields
+LATENCY, THROUGHPUT = "latency", "throughput"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A figure of the suite's (its series in the child's result) and an independent timer's
+    figure of the same kind."""
+
+    figure: str  # LATENCY | THROUGHPUT
+    suite: str
+    other: str
+    against: str  # the independent timer, in words
+
+
+PAIRS: tuple[Pair, ...] = (
+    Pair(LATENCY, "suite_latency", "events_latency", "CUDA events, the same calls"),
+    Pair(LATENCY, "suite_latency", "benchmark_latency", "torch.utils.benchmark, single calls"),
+    Pair(THROUGHPUT, "suite_throughput", "host_throughput", "host clock + synchronize, the same blocks"),
+    Pair(THROUGHPUT, "suite_throughput", "benchmark_throughput", "torch.utils.benchmark, blocks of as many"),
+)
 
 
 @dataclass(frozen=True)
@@ -51,48 +73,45 @@ class Ratio:
 
 @dataclass(frozen=True)
 class Timed:
-    """One function of one cell (eager, or the cell's compiled mode), or why it has no figures."""
+    """One function of one cell (eager, or the cell's compiled mode): each timer's median in each
+    round (`figures`, by series), or why it has none."""
 
     cell: Cell
     timed: str
     rounds: int = 0
-    suite_ms: float | None = None
-    benchmark_ms: float | None = None
-    events_ms: float | None = None
-    vs_benchmark: Ratio | None = None
-    vs_events: Ratio | None = None
+    figures: dict[str, tuple[float, ...]] = field(default_factory=dict)
     error: str = ""
     malloc: str = ""  # the child's C allocator (suite.measure.allocator)
-    suite_rounds_ms: tuple[float, ...] = ()  # the suite's median in each round: the machine's drift
 
-    def drift(self) -> str:
+    def median_of(self, series: str) -> float | None:
+        xs = self.figures.get(series) or ()
+        return median(xs) if xs else None
+
+    def drift(self, series: str = "suite_latency") -> str:
         """The suite's medians over the rounds, lowest-highest, and how far apart: how much the
         machine moved under both timers while the ratio was taken."""
-        if not self.suite_rounds_ms:
+        xs = self.figures.get(series) or ()
+        if not xs:
             return ""
-        lo, hi = min(self.suite_rounds_ms), max(self.suite_rounds_ms)
+        lo, hi = min(xs), max(xs)
         return f"{lo:.2f}-{hi:.2f} ({hi / lo - 1:.1%})"
 
     @staticmethod
     def of(cell: Cell, timed: str, t: dict[str, list[float]], malloc: str = "") -> Timed:
-        def mid(xs: list[float]) -> float | None:
-            return median(xs) if xs else None
+        figures = {k: tuple(float(x) for x in v) for k, v in t.items() if v}
+        return Timed(cell, timed, len(t.get("suite_latency") or ()), figures, malloc=malloc)
 
-        return Timed(
-            cell,
-            timed,
-            rounds=len(t["suite"]),
-            suite_ms=mid(t["suite"]),
-            benchmark_ms=mid(t["benchmark"]),
-            events_ms=mid(t["events"]),
-            vs_benchmark=Ratio.of(t["suite"], t["benchmark"]),
-            vs_events=Ratio.of(t["suite"], t["events"]),
-            malloc=malloc,
-            suite_rounds_ms=tuple(t["suite"]),
-        )
+    def ratio(self, pair: Pair) -> Ratio | None:
+        return Ratio.of(self.figures.get(pair.suite) or (), self.figures.get(pair.other) or ())
 
-    def ratios(self) -> list[Ratio]:
-        return [r for r in (self.vs_benchmark, self.vs_events) if r is not None]
+    def ratios(self) -> list[tuple[Pair, Ratio]]:
+        """Every pair this function has both figures of (no CUDA events on a CPU)."""
+        out = []
+        for pair in PAIRS:
+            r = self.ratio(pair)
+            if r is not None:
+                out.append((pair, r))
+        return out
 
 
 def run(
@@ -122,14 +141,14 @@ def _ms(value: float | None) -> str:
 
 
 def render(results: Sequence[Timed], device_type: str, title: str, load: tuple[float, float]) -> list[str]:
-    """The report: one line per timed function, then how many ratios met the target."""
+    """The report: one line per function and pair of like figures, then how many ratios met the
+    target."""
     target = TARGETS.get(device_type, TARGETS["cpu"])
     lines = [
         title,
         "",
-        "| model | batch | mode | timed | rounds | suite median ms | suite's rounds ms (apart) "
-        "| torch.utils.benchmark ms | suite / benchmark (range) | CUDA events ms | suite / events (range) "
-        f"| within ±{target:.0%} |",
+        "| model | batch | mode | timed | figure | rounds | suite median ms | suite's rounds ms (apart) "
+        f"| against | its median ms | suite / it (range) | within ±{target:.0%} |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     met = total = 0
@@ -137,33 +156,38 @@ def render(results: Sequence[Timed], device_type: str, title: str, load: tuple[f
         c = t.cell
         head = f"| {c.model.name} | {c.batch_size} | {c.mode} | {t.timed} |"
         if t.error:
-            lines.append(f"{head} | {t.error[:160]} | | | | | | |")
+            lines.append(f"{head} | | {t.error[:160]} | | | | | |")
             continue
-        ratios = t.ratios()
-        ok = all(r.within(target) for r in ratios)
-        met, total = met + sum(r.within(target) for r in ratios), total + len(ratios)
-        bench = t.vs_benchmark.text() if t.vs_benchmark else ""
-        events = t.vs_events.text() if t.vs_events else ""
-        lines.append(
-            f"{head} {t.rounds} | {_ms(t.suite_ms)} | {t.drift()} | {_ms(t.benchmark_ms)} | {bench} | "
-            f"{_ms(t.events_ms)} | {events} | {'yes' if ok else 'NO'} |"
-        )
+        for pair, r in t.ratios():
+            ok = r.within(target)
+            met, total = met + ok, total + 1
+            ours = f"{_ms(t.median_of(pair.suite))} | {t.drift(pair.suite)}"
+            lines.append(
+                f"{head} {pair.figure} | {t.rounds} | {ours} | "
+                f"{pair.against} | {_ms(t.median_of(pair.other))} | {r.text()} | {'yes' if ok else 'NO'} |"
+            )
     mallocs = sorted({t.malloc for t in results if t.malloc})
     lines += [
         "",
         f"{met} of {total} ratio(s) within ±{target:.0%} (the target on {device_type}); 1-minute load "
         f"{load[0]:.2f} before, {load[1]:.2f} after, on {os.cpu_count()} core(s); the children's C "
         f"allocator: {', '.join(mallocs) or 'not reported'} (malloc setting).",
-        "Each round times the suite's loop and the independent timers back to back in one process, "
-        "in alternating order; a ratio is the median over rounds of suite / independent, "
-        "the range its lowest and highest round. The suite's rounds: its lowest and highest median "
-        "of a round, how far the machine moved under both timers.",
+        "Like against like: latency (a synchronize around each call) against CUDA events around the "
+        "suite's own calls and torch.utils.benchmark's single calls; throughput (blocks of back-to-back "
+        "calls, one synchronize; CUDA events on a GPU) against the host clock around the suite's own "
+        "blocks and torch.utils.benchmark's blocks of as many calls. Each round times the suite's loop "
+        "and torch.utils.benchmark back to back in one process, in alternating order; a ratio is the "
+        "median over rounds of suite / independent (medians against medians), the range its lowest "
+        "and highest round. The suite's rounds: its lowest and highest median of a round, how far the "
+        "machine moved under both timers.",
     ]
     return lines
 
 
 def as_json(results: Sequence[Timed]) -> list[dict[str, Any]]:
-    """The figures, for scripts: one object per timed function."""
+    """The figures, for scripts: one object per timed function, every round's figure of every
+    timer (`rounds_ms`) and each pair's ratio. `suite_ms`, `benchmark_ms`, `events_ms`,
+    `vs_benchmark`, `vs_events` are the latency pairs' (the names earlier reports used)."""
     out = []
     for t in results:
         item: dict[str, Any] = {
@@ -172,14 +196,28 @@ def as_json(results: Sequence[Timed]) -> list[dict[str, Any]]:
             "mode": t.cell.mode,
             "timed": t.timed,
             "rounds": t.rounds,
-            "suite_ms": t.suite_ms,
-            "suite_rounds_ms": list(t.suite_rounds_ms),
-            "benchmark_ms": t.benchmark_ms,
-            "events_ms": t.events_ms,
+            "rounds_ms": {k: list(v) for k, v in t.figures.items()},
+            "suite_ms": t.median_of("suite_latency"),
+            "suite_rounds_ms": list(t.figures.get("suite_latency") or ()),
+            "benchmark_ms": t.median_of("benchmark_latency"),
+            "events_ms": t.median_of("events_latency"),
+            "suite_throughput_ms": t.median_of("suite_throughput"),
             "error": t.error,
             "malloc": t.malloc,
+            "ratios": [
+                {
+                    "figure": p.figure,
+                    "suite": p.suite,
+                    "against": p.other,
+                    "ratio": r.value,
+                    "low": r.low,
+                    "high": r.high,
+                }
+                for p, r in t.ratios()
+            ],
         }
-        for name, r in (("vs_benchmark", t.vs_benchmark), ("vs_events", t.vs_events)):
+        for name, pair in (("vs_benchmark", PAIRS[1]), ("vs_events", PAIRS[0])):
+            r = t.ratio(pair)
             item[name] = None if r is None else {"ratio": r.value, "low": r.low, "high": r.high}
         out.append(item)
     return out

@@ -20,3 +20,10 @@ def warmup_calls(setting: int, compiled: bool) -> int:
     """Warm-up calls of one function: the cell's `warmup` setting, but at least the minimum
     its kind needs (a compiled function: counted after the first call, which compiles it)."""
     return max(COMPILED_MIN_CALLS if compiled else EAGER_MIN_CALLS, setting)
+
+
+# The timing loop's blocks (suite.measure.timing.TimingLoop.until): per function and round, this
+# many synchronized calls (latency) and one block of as many back-to-back calls (throughput),
+# plus a switch call in every other round where two functions alternate. (The cost model,
+# suite.spec.cost, still counts the latency calls alone: its rates were fitted on rows timed so.)
+BLOCK_CALLS = 5

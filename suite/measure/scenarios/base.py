@@ -22,7 +22,8 @@ from suite.measure.energy import COMPILED, EAGER, Energy
 from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
-from suite.measure.phases import Ledger
+from suite.measure.phases import Calls, Ledger
+from suite.measure.provenance import matmul_fields
 from suite.measure.timing import StopRule, TimingLoop, synchronizer
 from suite.spec.model import Cell
 
@@ -38,6 +39,7 @@ class Scenario:
     scenario's `Unsupported`): the cell is then recorded with that status, nothing timed."""
 
     eager: Callable[[], Any]
+    accuracy_note = ""  # what the accuracy check could not judge (suite.measure.accuracy.judge)
 
     def __init__(self, cell: Cell, model: Any, batch: dict[str, Any]) -> None:
         self.cell, self.model, self.batch = cell, model, batch
@@ -61,9 +63,9 @@ class Scenario:
         ms, _ = loop.call(compiled)
         return ms
 
-    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool]:
-        """(max |diff|, within tolerance) of compiled against eager, asked for after the
-        compiled warm-up."""
+    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool | None]:
+        """(max |diff|, within tolerance, or None: not judgeable) of compiled against eager, asked
+        for after the compiled warm-up; a scenario may leave a note in `accuracy_note`."""
         raise NotImplementedError
 
     def extra_fields(self, loop: TimingLoop, compiled: Callable[[], Any] | None) -> dict[str, Any]:
@@ -74,15 +76,17 @@ class Scenario:
 
 def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     """The row fields of one cell measured as scenario `kind` on `device`."""
+    # the idle power before anything touches the device (a GPU that just ran stays at high clocks)
+    energy = Energy(device, cell.batch_size, synchronizer(device)).start(before_work=True)
     model, batch, facts = parts.prepare(cell, device)
     scenario = kind(cell, model, batch)
     ready_s = seconds_since_spawn()  # process start to model, batch (and a train step's state) ready
     first_eager = FirstCall(scenario, device)  # times the first eager call: time to first result
-    loop = TimingLoop(synchronizer(device), cell.settings.warmup)
+    loop = TimingLoop.on(device, cell.settings.warmup)
     inject_fault(cell.model.name)  # test-only (suite.measure.faults): once, before any call
-    row: dict[str, Any] = dict(facts)
-    # the idle power before the first call; energy per image in blocks after the timed calls
-    with scenario.grad_mode(), Energy(device, cell.batch_size, loop.sync) as energy:
+    row: dict[str, Any] = {**facts, **matmul_fields()}  # TF32 and matmul precision as timed
+    # energy per image in blocks after the timed calls
+    with scenario.grad_mode(), energy:
         if cell.mode == "eager":
             row.update(_eager_cell(scenario, loop, device, energy))
         else:
@@ -98,7 +102,7 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
     rule = StopRule.of(scenario.cell.settings)
     with Health(device, calls=rule.max_calls) as health:  # the machine's health while timed
         timed = loop.until([scenario.eager], rule)
-        health.calls = len(timed.samples[0])  # (suite.measure.health: page faults per call)
+        health.calls = timed.fields()["calls"]  # (suite.measure.health: page faults per call)
     (samples,) = timed.samples
     energy.blocks([(EAGER, scenario.eager)])
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
@@ -106,6 +110,7 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
         **row,
         **health.fields(),
         **timed.fields(),
+        **timed.throughput_fields(),
         **scenario.extra_fields(loop, None),
         SAMPLES: {"eager": samples},
     }
@@ -133,7 +138,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     rule = StopRule.of(s)
     with Health(device, calls=2 * rule.max_calls) as health:
         timed = loop.until([scenario.eager, compiled], rule)
-        health.calls = 2 * len(timed.samples[0])
+        health.calls = timed.fields()["calls"]
     eager_samples, samples = timed.samples
     extra = scenario.extra_fields(loop, compiled)  # before the end count: its compiles are recompiles
     _, graphs_end = dynamo_counts()
@@ -141,10 +146,12 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
-    row.update(health.fields(), **timed.fields(), **extra)
+    row["accuracy_note"] = scenario.accuracy_note or None
+    row.update(health.fields(), **timed.fields(), **timed.throughput_fields(), **extra)
     row[SAMPLES] = {"eager": eager_samples, "compiled": samples}
-    row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before))
-    row.update(cudagraphs.fields(device, mode, ledger, eager_mem.peak_mb, mem.peak_mb))
+    calls = Calls(first_ms, eager_call_ms, row["median_ms"])  # what names the phases' remainder
+    row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before, calls))
+    row.update(cudagraphs.fields(device, mode, ledger, eager_mem.reserved_mb, mem.reserved_mb))
     skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so
     if skipped:
         row["compile_note"] = (

@@ -34,6 +34,7 @@ from suite.measure.failures import describe_exception, is_oom
 from suite.measure.faults import inject_fault
 from suite.measure.memory import PeakMemory
 from suite.measure.phases import Ledger
+from suite.measure.provenance import matmul_fields
 from suite.measure.timing import TimingLoop, synchronizer
 from suite.results import one_line
 from suite.spec.model import Cell
@@ -83,6 +84,7 @@ class _Sequence:
     def __init__(self, cell: Cell, device: str) -> None:
         self.cell, self.device = cell, device
         self.model, self.first_batch, self.facts = parts.prepare(cell, device)
+        self.facts = {**self.facts, **matmul_fields()}  # TF32 and matmul precision as timed
         self.compiled_model = parts.compile_model(self.model, cell.mode, **compile_options(cell.dynamic))
         self.loop = TimingLoop(synchronizer(device), cell.settings.warmup)
         self.batches: dict[int, dict[str, Any]] = {}
@@ -150,7 +152,9 @@ class _Sequence:
         row["compile_note"] = f"at {size}: {what}" + (f" ({'; '.join(failures)})" if failures else "")
         # where this size's compile went (suite.measure.phases), and its CUDA graphs' cost
         row.update(ledger.fields(compile_s, self.device, self.cell.mode, graphs))
-        row.update(cudagraphs.fields(self.device, self.cell.mode, ledger, eager_mem.peak_mb, mem.peak_mb))
+        row.update(
+            cudagraphs.fields(self.device, self.cell.mode, ledger, eager_mem.reserved_mb, mem.reserved_mb)
+        )
         return row
 
     def come_back(self, size: int, row: dict[str, Any]) -> None:

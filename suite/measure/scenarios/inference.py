@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import aot
-from suite.measure.accuracy import compare, snapshot
+from suite.measure.accuracy import judge, snapshot
 from suite.measure.cell import compile_model
 from suite.measure.scenarios.base import Scenario
 from suite.spec.model import Cell
@@ -47,7 +47,9 @@ class Inference(Scenario):
         """An aot-inductor cell's package figures (suite.measure.aot); none for the other modes."""
         return aot.fields(self.compiled_model)
 
-    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool]:
+    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool | None]:
         ref = snapshot(self.eager())
         out = snapshot(compiled())
-        return compare(ref, out, self.cell.settings.tolerance)
+        judged = judge(ref, out, self.cell.settings.tolerance)
+        self.accuracy_note = judged.note
+        return judged.max_diff, judged.passed

@@ -123,6 +123,7 @@ def _key(context: dict[str, object], **override: object) -> CellKey:
             str(c["weights"]),
             str(c["variant"]),
             str(c.get("malloc", "")),
+            str(c.get("TF32", "")),
         ),
         task=str(c["task"]),
         model=str(c["model"]),

@@ -34,7 +34,8 @@ GUIDE_ERRATUM = "erratum"
 # How a failed or skipped cell reads: "OOM", "error", "timeout", "skipped".
 FAILURE_WORDS: tuple[str, ...] = tuple(STATUS_WORDS[s] for s in STATUSES if s != OK)
 LEGEND = (
-    "Durations: median per inference in ms of the compiled cell's eager and compiled calls, timed "
+    "Durations: latency, median per inference in ms (a synchronize around each call) of the compiled "
+    "cell's eager and compiled calls, timed "
     "interleaved in its one process (the paired medians). Speed-up: % improvement (time saved, "
     "(1 - 1/speed-up) x 100) · eager median / compiled median [95% CI]: the ratio of the two durations "
     "beside it. "
@@ -72,6 +73,13 @@ TRAIN_DAGGER_NOTE = (
     "dropout masks beyond the tolerance (accuracy check failed)."
 )
 TRAIN = "train"
+THROUGHPUT_NOTE = (
+    "back-to-back (ms), back-to-back speed-up: throughput, the compiled cell's eager and compiled "
+    "functions in blocks of back-to-back calls with one synchronize per block (CUDA events on a GPU), "
+    "median over blocks of ms per call [95% CI], paired over blocks; the guide's statistic (the mean of "
+    "back-to-back calls), so the one set beside its figures. The durations before them are latency: a "
+    "synchronize around each call."
+)
 
 
 def legend(scenario: str) -> str:
@@ -184,6 +192,33 @@ class Gain:
 def improvement_pct(factor: float) -> float:
     """The guide's "% improvement": time saved, in % of the slower duration."""
     return (1.0 - 1.0 / factor) * 100.0
+
+
+def back_to_back(compiled: Measurement | None) -> tuple[Dur, Dur, Gain | str | None]:
+    """A compiled cell's throughput figures (eager's, compiled's, their paired speed-up), or its
+    failure word; empty where the row has none (rows from before the columns)."""
+    if compiled is None:
+        return Dur(None), Dur(None), None
+    if not compiled.ok:
+        word = STATUS_WORDS[compiled.status]
+        return Dur(None, word=word), Dur(None, word=word), word
+    more = compiled.more
+    marks = SECTION if compiled.unhealthy else ""
+    dagger = DAGGER if compiled.accuracy_failed else ""
+
+    def dur(prefix: str, mark: str) -> Dur:
+        ms = more.get(f"{prefix}throughput_ms")
+        if ms is None:
+            return Dur(None)
+        low, high = more.get(f"{prefix}throughput_ci95_low_ms"), more.get(f"{prefix}throughput_ci95_high_ms")
+        return Dur(ms, low, high, marks=mark + marks)
+
+    factor = more.get("throughput_speedup")
+    gain = None
+    if factor is not None:
+        low, high = more.get("throughput_speedup_ci95_low"), more.get("throughput_speedup_ci95_high")
+        gain = Gain(factor, low, high, compiled.accuracy_failed, compiled.unhealthy)
+    return dur("eager_", ""), dur("", dagger), gain
 
 
 def paired_gain(m: Measurement | None) -> Gain | str | None:

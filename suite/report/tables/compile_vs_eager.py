@@ -1,7 +1,9 @@
 """Compile vs eager, the guide's main tables: per GPU, setup, build, batch size and compile
 mode, each model's duration without and with torch.compile and the paired speed-up (the two
-durations are the compiled cell's paired medians, so they and the % agree), beside the guide's
-figure and our means, the guide's statistic, where it has one (inference and training alike).
+durations are the compiled cell's paired medians of latency, so they and the % agree), then the
+same as throughput (back-to-back calls) where the rows have it, beside the guide's figure: the
+throughput is the guide's statistic (its mean of back-to-back calls), and each cell's mean stands
+in for it in rows from before it (inference and training alike).
 A column is one `Column` and one value per row: add one in both lists.
 """
 
@@ -14,9 +16,11 @@ from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import (
     COMPILE_NOTE,
     MEANS_NOTE,
+    THROUGHPUT_NOTE,
     TRAIN,
     Ms,
     Qty,
+    back_to_back,
     breakeven,
     durations,
     legend,
@@ -69,15 +73,31 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
     kind = study.kind(g.build)
     guide_table = reference.table_for(g.gpu.name, kind, g.mode, g.batch_size) if g.setup.guide_like else None
     beside_guide = guide_table is not None
+    # throughput (back-to-back calls, issue 38) where the rows have it: the guide's statistic
+    throughput = any(
+        m is not None and m.more.get("throughput_speedup") is not None
+        for m in (study.get(g.key(t, mo)) for t, mo in study.models)
+    )
     columns = [
         Column("Task/Model", "Task/Model", "text"),
         Column("no compile (ms)", "without torch.compile", "dur"),
         Column("compile (ms)", "with torch.compile", "dur"),
         Column("speed-up", "", "gain"),
-        # the guide's statistic: in the CSV always, in Markdown beside the guide's figures
-        Column("mean, no compile (ms)", "eager cell mean (ms)", "ms", markdown=beside_guide),
-        Column("mean, compile (ms)", "compiled cell mean (ms)", "ms", markdown=beside_guide),
+        # the guide's statistic: in the CSV always, in Markdown beside the guide's figures (the
+        # back-to-back figures where the rows have them, else each cell's mean)
+        Column(
+            "mean, no compile (ms)", "eager cell mean (ms)", "ms", markdown=beside_guide and not throughput
+        ),
+        Column(
+            "mean, compile (ms)", "compiled cell mean (ms)", "ms", markdown=beside_guide and not throughput
+        ),
     ]
+    if throughput:
+        columns += [
+            Column("back-to-back, no compile (ms)", "eager throughput (ms)", "dur"),
+            Column("back-to-back, compile (ms)", "compiled throughput (ms)", "dur"),
+            Column("back-to-back speed-up", "throughput", "gain"),
+        ]
     # compile time and break-even calls where the rows have them (an older CSV may not)
     timed_compile = any(
         m is not None and m.compile_s is not None for m in (study.get(g.key(t, mo)) for t, mo in study.models)
@@ -89,8 +109,10 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
         ]
     training = g.setup.scenario == TRAIN
     notes = [legend(g.setup.scenario), *([COMPILE_NOTE] if timed_compile else [])]
-    if guide_table is not None:
+    notes += [THROUGHPUT_NOTE] if throughput else []
+    if guide_table is not None and not throughput:
         notes.append(MEANS_NOTE)
+    if guide_table is not None:
         columns.append(Column(f"guide: {guide_table}", "guide", "guide"))
         guide_build = next(f.build for f in reference.figures if f.table == guide_table)
         notes.append(GUIDE_NOTE.format(table=f"table '{guide_table}'", build=guide_build))
@@ -125,6 +147,8 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
             Ms(eager, False),
             Ms(compiled, True),
         ]
+        if throughput:
+            values += [*back_to_back(compiled)]
         if timed_compile:
             values += [Qty(compiled, compiled.compile_s if compiled else None), breakeven(compiled)]
         if guide_table is not None:

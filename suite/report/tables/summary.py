@@ -108,7 +108,7 @@ def summary_table(study: Study) -> Table:
             "the ok cells, n = how many; clipped: each speed-up floored at 1x first (keep eager where "
             "compile loses). Eager rows have no speed-up.",
             f"unhealthy {SECTION}: ok cells timed on an unhealthy machine (their `health` flags, in the raw "
-            "CSV: busy, steal, throttled, clock-varied, shared-gpu); their figures are suspect.",
+            "CSV: busy, steal, throttled, clock-varied, shared-gpu, host-varied); their figures are suspect.",
         ],
     )
     table.notes.extend(allocator_notes(study))  # issue 27: where malloc decides whether compile pays

@@ -123,4 +123,5 @@ def row_context(gpu: Gpu, setup: Setup, task: str, model: str, **more: object) -
         "weights": setup.weights,
         "variant": setup.variant,
         "malloc": setup.malloc,
+        "TF32": setup.tf32,
     }
