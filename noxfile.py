@@ -199,8 +199,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("lint-imports")
-    dockerfiles = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("containers/*/Dockerfile"))
-    session.run("hadolint", "--config", "containers/hadolint.yaml", *dockerfiles)
+    session.run("hadolint", "--config", "containers/hadolint.yaml", "containers/Dockerfile")  # every build's
     session.run("actionlint", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(".github/workflows/*.yml")))
 
 

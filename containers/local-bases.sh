@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Stand-ins for the Dockerfiles' pinned base images, for a Docker engine that cannot pull from
-# Docker Hub but reaches the Ubuntu and Debian package mirrors (a sandbox, an air-gapped
-# mirror): each is a root filesystem made with debootstrap and loaded with `docker import`.
-# The Dockerfiles take one through the BASE_IMAGE build argument (docs/containers.md,
+# Stand-ins for the builds' pinned base images (matrix.yaml's BASE_IMAGE), for a Docker engine
+# that cannot pull from Docker Hub but reaches the Ubuntu and Debian package mirrors (a sandbox,
+# an air-gapped mirror): each is a root filesystem made with debootstrap and loaded with `docker import`.
+# containers/Dockerfile takes one through the BASE_IMAGE build argument (docs/containers.md,
 # "Building where Docker Hub is out of reach"); everything on top comes from the same
 # Dockerfile steps as with the pinned image.
 #
@@ -11,10 +11,10 @@
 #   local/ubuntu:22.04             Ubuntu 22.04 (jammy) minbase, main + universe, with
 #                                  jammy-updates and jammy-security: stands in for
 #                                  ubuntu:22.04 (builds stable, nightly; Python 3.10 comes
-#                                  from the Dockerfile's own apt step, as with the real one)
+#                                  from system.sh's apt step, as with the real one)
 #   local/python:3.11-bookworm     Debian 12 with python3 (3.11), its headers and venv, and
 #                                  `python` on PATH: stands in for python:3.11-slim-bookworm
-#                                  (build nightly-current)
+#                                  (builds nightly-current, release)
 #
 # Idempotent: an image already there is kept (remove it to remake it). The Ubuntu archive key
 # is checked by fingerprint before debootstrap trusts it.

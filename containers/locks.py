@@ -1,7 +1,7 @@
 """Hash-locked requirement files (containers/<build>/requirements.txt): parse, prune, check.
 
 The files are written by pip-compile (`nox -s lock -- BUILD`). torch and torchvision are
-never in them: each Dockerfile installs the exact torch and torchvision wheels by URL and
+never in them: the Dockerfile installs the exact torch and torchvision wheels by URL and
 sha256 (or a nightly's by date), and PyPI's torch metadata differs from the CUDA index's
 (PyPI's 2.0.1 pulls nvidia-*-cu11 libraries that the cu118 wheel bundles). So `prune`
 drops them and whatever only they needed.

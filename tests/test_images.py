@@ -92,7 +92,9 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
         "CUDA_VERSION": "11.8",
         "PYTHON_VERSION": "3.10",
         "TORCH_INDEX_URL": "https://download.pytorch.org/whl/cu118",
+        "REQUIREMENTS": "containers/stable/requirements.txt",
         "SUITE_IMAGE": tag,
+        "BASE_IMAGE": "ubuntu:22.04@sha256:b8b6ee6aa931ecd9d0d952abc34dc0e5f7c6a30c6bb71b079fe399fde0329c02",
         "TORCH_WHEEL_URL": "https://download.pytorch.org/whl/cu118/torch-2.0.1%2Bcu118-cp310-cp310-linux_x86_64.whl",
         "TORCH_WHEEL_SHA256": "a7a49d459bf4862f64f7bc1a68beccf8881c2fa9f3e0569608e16ba6f85ebf7b",
         "TORCHVISION_WHEEL_URL": "https://download.pytorch.org/whl/cu118/torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl",
@@ -107,7 +109,7 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
         == "033712f65d45afe806676c4129dfe601ad1321d9e092df62b15847c02d4061dc"
     )
     assert stable_build[:6] == [
-        "build", "--platform", "linux/amd64", "--file", str(ROOT / "containers/stable/Dockerfile"), "--tag",
+        "build", "--platform", "linux/amd64", "--file", str(ROOT / "containers/Dockerfile"), "--tag",
     ]  # fmt: skip
     assert stable_build[-1] == str(ROOT)  # the context: the repository root, filtered by .dockerignore
 
@@ -282,6 +284,43 @@ def test_build_session_builds_the_named_images(fake: SimpleNamespace) -> None:
     assert args["TORCH_INDEX_URL"] == "https://pypi.org/simple" and args["PYTHON_VERSION"] == "3.11"
 
 
+def test_every_build_is_the_one_dockerfile_with_its_own_arguments(fake: SimpleNamespace) -> None:
+    """`nox -s build` builds every container build from containers/Dockerfile, each with its own
+    matrix.yaml arguments (a followed nightly with its night's wheels) and its own lock."""
+    build_index(fake.tmp / "index", [Night("20261125")])
+    with serve(fake.tmp / "index") as url:
+        handed = {"nightly-current": pin_resolve(url, "20261125")}
+    proc = nox(fake, "-s", "build", SUITE_NIGHTLY_RESOLVED=json.dumps(handed))
+    assert proc.returncode == 0, proc.stderr
+    built = {_args(c)["BUILD_NAME"]: c for c in calls(fake) if c[0] == "build"}
+    assert set(built) == {b.name for b in CONTAINER_BUILDS}
+    for name, call in built.items():
+        spec = MATRIX.builds[name]
+        if following.follows(spec):
+            spec = following.pinned(spec, handed[name])
+        assert call[call.index("--file") + 1] == str(ROOT / "containers" / "Dockerfile")
+        args = _args(call)
+        assert args.items() >= spec.build_args.items(), name
+        assert args["REQUIREMENTS"] == f"containers/{name}/requirements.txt"
+        assert (args["PYTHON_VERSION"], args["TORCH_VERSION"]) == (spec.python, spec.torch)
+        assert call[call.index("--tag") + 1] == images.image_tag(spec, ROOT)
+    assert len({_args(c)["BASE_IMAGE"] for c in built.values()}) == 2  # Ubuntu 22.04, Python 3.11
+
+
+def test_a_build_without_its_image_arguments_is_one_line_exit_2(tmp_path: Path) -> None:
+    text = (ROOT / "matrix.yaml").read_text().replace(UBUNTU_BASE, "", 1)
+    (tmp_path / "m.yaml").write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite", "plan", "--matrix", str(tmp_path / "m.yaml")],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"suite plan: error: {tmp_path / 'm.yaml'}: builds.stable.build_args.BASE_IMAGE: is missing: "
+        "the base image, pinned by digest (e.g. ubuntu:22.04@sha256:<64 hex>)"
+    ]
+
+
 NO_PROCESS = """
 import importlib.util, os, subprocess, sys
 started = []
@@ -445,7 +484,8 @@ def test_dockerfiles_bake_in_no_secret() -> None:
 # --- the Dockerfiles, read without Docker ----------------------------------------------------
 
 CONTAINER_BUILDS = [b for b in MATRIX.builds.values() if b.container]
-DOCKERFILES = [ROOT / b.container / "Dockerfile" for b in CONTAINER_BUILDS]
+DOCKERFILE = ROOT / images.DOCKERFILE  # every build's: the builds differ in their arguments
+DOCKERFILES = [DOCKERFILE]
 
 
 SHARED_STEP = re.compile(r"/opt/suite/containers/common/([\w.-]+\.sh)")
@@ -481,7 +521,7 @@ def instructions(path: Path) -> list[tuple[str, str]]:
 # Build arguments a Dockerfile may declare with a default, beyond those nox passes:
 # substitutes for what a sandbox cannot reach, and the OCI provenance labels.
 OPTIONAL_ARGS = {
-    "BASE_IMAGE",
+    "TORCH_NIGHTLY_DATE",  # a nightly's night (empty: a release)
     "TORCH_REQUIREMENT",
     "TORCHVISION_REQUIREMENT",
     "SOURCE_REVISION",
@@ -491,46 +531,45 @@ OPTIONAL_ARGS = {
 }
 
 
-def resolved_from(ins: list[tuple[str, str]]) -> str:
-    """The one FROM line, with the ARG defaults declared before it filled in: the image the
-    Dockerfile builds on unless a BASE_IMAGE build argument substitutes another."""
-    defaults: dict[str, str] = {}
-    froms = []
-    for kind, line in ins:
-        if kind == "FROM":
-            froms.append(re.sub(r"\$\{(\w+)\}", lambda m: defaults.get(m.group(1), m.group(0)), line))
-        elif kind == "ARG" and not froms and "=" in line:
-            name, value = line.split(None, 1)[1].split("=", 1)
-            defaults[name] = value.strip('"')
+def the_from(ins: list[tuple[str, str]]) -> str:
+    """The one FROM line: `FROM ${BASE_IMAGE}`, the ARG declared before it without a default, so
+    the base is always the build's own (matrix.yaml, pinned by digest) or its stand-in."""
+    froms = [line for kind, line in ins if kind == "FROM"]
     assert len(froms) == 1, froms
+    before = ins[: ins.index(("FROM", froms[0]))]
+    assert before == [("ARG", "ARG BASE_IMAGE")], before
     return froms[0]
 
 
-def test_every_container_build_has_a_dockerfile_and_a_lock() -> None:
-    assert {b.name for b in CONTAINER_BUILDS} >= {"stable", "nightly", "nightly-current"}
+def test_every_container_build_has_a_lock_and_the_one_dockerfile() -> None:
+    assert {b.name for b in CONTAINER_BUILDS} >= {"stable", "nightly", "nightly-current", "release"}
+    assert sorted(ROOT.glob("containers/**/Dockerfile*")) == [DOCKERFILE]
     for build in CONTAINER_BUILDS:
-        assert (ROOT / build.container / "Dockerfile").is_file()
         assert (ROOT / build.container / "requirements.txt").is_file()
         assert (ROOT / build.container / "requirements.in").is_file()
+        assert images.build_args(build, "tag")["REQUIREMENTS"] == f"{build.container}/requirements.txt"
 
 
 @pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
 def test_dockerfile_follows_the_container_contract(build) -> None:
     build = as_built(build)
-    path = ROOT / build.container / "Dockerfile"
+    path = DOCKERFILE
     ins = instructions(path)
-    (base,) = [resolved_from(ins)]
-    assert re.fullmatch(r"FROM [a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}", base), base
+    assert the_from(ins) == "FROM ${BASE_IMAGE}"
+    base = build.build_args["BASE_IMAGE"]
+    assert re.fullmatch(r"[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}", base), base
     assert "nvidia/cuda" not in base
     runs_ = " ".join(line for kind, line in ins if kind == "RUN")
     for package in ("gcc", "g++", "libc6-dev"):
         assert re.search(rf"\s{re.escape(package)}\s", runs_), f"{path}: no {package}"
-    if "ubuntu" in base:
-        assert f"python{build.python}-dev" in runs_  # the Python headers
+    # the build's Python: Ubuntu's packages with its headers, or the python image's own
+    assert 'system.sh "${PYTHON_VERSION}"' in runs_ and "python=python$1" in runs_
+    if base.startswith("ubuntu:"):
+        assert '"$python-dev"' in runs_  # the Python headers, when the base has none
     else:
-        assert base.startswith(f"FROM python:{build.python}-")  # headers come with the image
+        assert base.startswith(f"python:{build.python}-")  # headers come with the image
     assert "--require-hashes" in runs_ and "pip check" in runs_
-    assert f"COPY containers/{Path(build.container).name}/requirements.txt" in path.read_text()
+    assert "COPY ${REQUIREMENTS} /opt/suite/containers/requirements.txt" in path.read_text()
     assert "verify_torch.py" in runs_
     users = [line.split()[1] for kind, line in ins if kind == "USER"]
     assert users and users[-1].split(":")[0] not in ("0", "root")
@@ -609,6 +648,21 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
 
 # --- matrix.yaml: the build keys the containers add ------------------------------------------
 
+PY_BASE = (
+    "      # python:3.11-slim-bookworm as published on 2026-08-25 (Python 3.11.16, Debian 12), by its\n"
+    "      # multi-arch index digest\n"
+    "      BASE_IMAGE: python:3.11-slim-bookworm@sha256:"
+    "0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b\n"
+)
+UBUNTU_BASE = (
+    "      BASE_IMAGE: ubuntu:22.04@sha256:b8b6ee6aa931ecd9d0d952abc34dc0e5f7c6a30c6bb71b079fe399fde0329c02\n"
+)
+STABLE_VISION = (
+    "      TORCHVISION_WHEEL_URL: https://download.pytorch.org/whl/cu118/"
+    "torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl\n"
+    "      TORCHVISION_WHEEL_SHA256: 19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a\n"
+)
+
 
 @pytest.mark.parametrize(
     ("old", "new", "field", "message"),
@@ -627,7 +681,7 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
         ('      TORCH_NIGHTLY_DATE: "newest"\n', '      torch_date: "2026"\n',
          "builds.nightly-current.build_args.torch_date", "upper case letters"),
         ('    cuda: "13.0"\n', "    cuda: 13.0\n", "builds.nightly-current.cuda", 'in quotes, e.g. "11.8"'),
-        ("    build_args:\n      TORCH_NIGHTLY_DATE: \"newest\"\n",
+        (f"    build_args:\n{PY_BASE}      TORCH_NIGHTLY_DATE: \"newest\"\n",
          "    build_args: [x]\n", "builds.nightly-current.build_args", "must be a mapping"),
         ("      TORCHVISION_WHEEL_SHA256: 19ca4ab5d6179bbe53cff79df1a855ee6533c2861ddc7389f68349d8b9f8302a\n",
          "      TORCHVISION_WHEEL_SHA256: 19CA4AB5\n", "builds.stable.build_args.TORCHVISION_WHEEL_SHA256",
@@ -640,6 +694,14 @@ def test_image_tag_follows_the_inputs(tmp_path: Path) -> None:
          "goes with a TORCHVISION_WHEEL_URL, which is missing"),
         ("cu118/torchvision-0.15.2%2Bcu118-cp310-cp310-linux_x86_64.whl\n", "cu118/torchvision/\n",
          "builds.stable.build_args.TORCHVISION_WHEEL_URL", "must be the URL of a wheel (.whl)"),
+        # what containers/Dockerfile needs of every build: its base by digest, its torch
+        (UBUNTU_BASE, "", "builds.stable.build_args.BASE_IMAGE", "is missing: the base image, pinned by"),
+        (UBUNTU_BASE, "      BASE_IMAGE: ubuntu:22.04\n", "builds.stable.build_args.BASE_IMAGE",
+         "must be pinned by digest (name:tag@sha256:<64 hex>), got 'ubuntu:22.04'"),
+        ('      TORCH_NIGHTLY_DATE: "newest"\n', "", "builds.nightly-current.build_args.TORCH_WHEEL_URL",
+         "is missing: torch's wheel (with TORCH_WHEEL_SHA256), or TORCH_NIGHTLY_DATE"),
+        (STABLE_VISION, "", "builds.stable.build_args.TORCHVISION_WHEEL_URL",
+         "is missing: the torchvision built for the torch of TORCH_WHEEL_URL"),
     ],
 )  # fmt: skip
 def test_build_keys_are_validated(tmp_path: Path, old: str, new: str, field: str, message: str) -> None:
@@ -733,7 +795,7 @@ def test_every_image_gets_the_torchvision_of_its_torch(build) -> None:
     if build.torch in TORCHVISION_OF:
         assert TORCHVISION_OF[build.torch].split(".")[1] == str(int(build.torch.split(".")[1]) + 15)
     # ... and the Dockerfile installs it that way: the shared step, the wheel of the arguments by hash
-    ins = instructions(ROOT / build.container / "Dockerfile")
+    ins = instructions(DOCKERFILE)
     runs_ = " ".join(" ".join(line for kind, line in ins if kind == "RUN").split())  # one space apart
     assert "containers/common/wheel.sh torchvision" in runs_
     assert "url=${TORCHVISION_WHEEL_URL:-} sha=${TORCHVISION_WHEEL_SHA256:-}" in runs_
@@ -881,17 +943,35 @@ def test_build_venv_installs_like_the_image_then_reuses_the_virtualenv(
     assert commands[0][1:3] == ("-m", "venv")  # the lock changed: a fresh virtualenv
 
 
-@pytest.mark.parametrize("build", CONTAINER_BUILDS, ids=lambda b: b.name)
-def test_dockerfile_layers_secrets_and_provenance(build) -> None:
-    """Build arguments below the apt layer (a new wheel never re-runs apt-get); every pip
-    step trusts an optional `pip_ca` BuildKit secret (mounted, never copied into a layer);
-    libcuda where triton 2.1's `ldconfig -p` finds it; the OCI provenance labels."""
-    path = ROOT / build.container / "Dockerfile"
+def test_dockerfile_layers_secrets_and_provenance() -> None:
+    """The layers from what never changes to what changes most: system, locked dependencies,
+    torch, suite; above the torch layer only the build's constants (a new wheel or night never
+    re-runs apt-get or the locked install); every pip step trusts an optional `pip_ca` BuildKit
+    secret (mounted, never copied into a layer); libcuda where triton 2.1's `ldconfig -p` finds
+    it; the OCI provenance labels."""
+    path = DOCKERFILE
     ins = instructions(path)
-    apt = next(i for i, (kind, line) in enumerate(ins) if kind == "RUN" and "apt-get" in line)
+
+    def run_of(step: str) -> int:
+        return next(i for i, (kind, line) in enumerate(ins) if kind == "RUN" and line.startswith(step))
+
+    apt = run_of("RUN /opt/suite/containers/common/system.sh")
+    locked = run_of("RUN --mount=type=secret,id=pip_ca /opt/suite/containers/common/locked.sh")
+    torch = next(i for i, (kind, line) in enumerate(ins) if kind == "RUN" and "wheel.sh torch " in line)
+    suite = ins.index(("COPY", "COPY suite /opt/suite/suite"))
+    assert "apt-get" in ins[apt][1] and "--install-only" in ins[locked][1] and apt < locked < torch < suite
     first_from = next(i for i, (kind, _) in enumerate(ins) if kind == "FROM")
-    early = [line for kind, line in ins[first_from:apt] if kind == "ARG"]
-    assert early == [], f"{path}: build arguments above the apt layer: {early}"
+    early = {line.split()[1].split("=")[0] for kind, line in ins[first_from:locked] if kind == "ARG"}
+    assert early == {"PYTHON_VERSION", "REQUIREMENTS"}, f"{path}: build arguments above the locked layer"
+    # what changes from night to night (and the tag, with the code) is none of them
+    nights = [
+        following.pinned(
+            MATRIX.builds["nightly-current"], {**SAMPLE_NIGHT, "date": d * 8, "torch_sha256": d * 64}
+        )
+        for d in "12"
+    ]
+    changing = {k for k, v in nights[0].build_args.items() if nights[1].build_args.get(k) != v}
+    assert "TORCH_NIGHTLY_DATE" in changing and not (changing | {"SUITE_IMAGE", "BASE_IMAGE"}) & early
     for kind, line in ins:
         if kind == "RUN" and "pip install" in line:
             assert line.startswith("RUN --mount=type=secret,id=pip_ca "), line[:80]

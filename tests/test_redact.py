@@ -178,8 +178,10 @@ VALUE = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 def build_arg_refusal(name: str) -> str | None:
     """The one-line error for a build argument `name` (None: accepted)."""
     data = {"kind": "stable", "python": "3.10", "torch": "2.0.1", "container": "containers/x"}
+    base = "ubuntu:22.04@sha256:" + "0" * 64  # what every container build needs beside it
+    args = {name: "a-value", "BASE_IMAGE": base, "TORCH_NIGHTLY_DATE": "newest"}
     try:
-        read_build(Reader("m.yaml", "builds.x", {**data, "build_args": {name: "a-value"}}), "x")
+        read_build(Reader("m.yaml", "builds.x", {**data, "build_args": args}), "x")
     except UsageError as exc:
         return str(exc)
     return None

@@ -154,6 +154,10 @@ def test_substitutes_are_build_arguments_and_part_of_the_tag(fake: SimpleNamespa
         and args["TORCHVISION_REQUIREMENT"] == "torchvision==0.15.2"
     )
     assert args["CUDA_VERSION"] == ""  # PyPI's torch is its own CUDA build: not checked, recorded per row
+    # no wheel by URL goes in: the labels and the rows' torch_wheel_url say none
+    assert {k: v for k, v in args.items() if "_WHEEL_" in k} == dict.fromkeys(
+        ("TORCH_WHEEL_URL", "TORCH_WHEEL_SHA256", "TORCHVISION_WHEEL_URL", "TORCHVISION_WHEEL_SHA256"), ""
+    )
     assert dict(a.split("=", 1) for a in named(nightly, "--build-arg"))["TORCH_REQUIREMENT"] == "torch==2.1.0"
     tag = named(stable, "--tag")[0]
     assert tag == images.image_tag(STABLE, ROOT, Substitutes(local_bases=True, torch_from_pypi=True))

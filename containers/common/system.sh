@@ -1,20 +1,31 @@
 #!/bin/bash
-# The system layer every image shares (a Dockerfile's first RUN):
-#   system.sh PYTHON APT_PACKAGE...
-# the build's apt packages, a virtualenv of PYTHON at /opt/venv, libcuda where triton finds
-# it, and the non-root user. Nothing here depends on a build argument, so a new wheel URL,
-# nightly date or tag never re-runs it.
+# The system layer every image shares (the Dockerfile's first RUN):
+#   system.sh PYTHON_VERSION
+# compilers, the build's Python with its headers, a virtualenv of it at /opt/venv, libcuda where
+# triton finds it, and the non-root user. It depends only on the base image and the build's
+# Python, the same every night, so a new wheel URL, nightly date or tag never re-runs it.
 set -euo pipefail
-python=$1
-shift
+python=python$1
 
-# gcc/g++, libc headers (and, where the base has none, the Python headers): inductor (C++
-# kernels) and triton (its CUDA launcher stubs) compile C at run time; an image without a
-# compiler breaks torch.compile. Versions are not pinned (hadolint's DL3008): the distributions
-# drop superseded versions from their mirrors with every update, so exact pins would make the
-# image unbuildable within weeks; the base image's digest fixes the release.
+# gcc/g++, libc headers: inductor (C++ kernels) and triton (its CUDA launcher stubs) compile C
+# at run time; an image without a compiler breaks torch.compile. Versions are not pinned
+# (hadolint's DL3008): the distributions drop superseded versions from their mirrors with every
+# update, so exact pins would make the image unbuildable within weeks; the base image's digest
+# fixes the release.
+packages=(ca-certificates g++ gcc libc6-dev libgomp1)
+# The Python: the base's own where it has it with its headers and venv (python:3.11-slim,
+# containers/local-bases.sh's Debian), else the distribution's (Ubuntu 22.04's python3.10).
+has_python='import ensurepip, os, sys, sysconfig
+sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
+if "$python" -c "$has_python" 2>/dev/null; then
+    echo "system.sh: $python from the base image ($(command -v "$python"))"
+else
+    echo "system.sh: $python from the distribution's packages"
+    packages+=("$python" "$python-dev" "$python-venv")
+fi
+
 apt-get update
-DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}"
 rm -rf /var/lib/apt/lists/*
 
 "$python" -m venv /opt/venv

@@ -222,7 +222,7 @@ def _version(module: str) -> str:
         return ""
 
 
-# Set by the images (containers/*/Dockerfile) from the build arguments of what they installed.
+# Set by the images (containers/Dockerfile) from the build arguments of what they installed.
 NIGHTLY_DATE_ENV = "SUITE_NIGHTLY_DATE"
 WHEEL_URL_ENV = "SUITE_TORCH_WHEEL_URL"
 WHEEL_SHA_ENV = "SUITE_TORCH_WHEEL_SHA256"

@@ -24,7 +24,7 @@ from suite.run.runner import build_row
 from suite.spec.model import Cell
 
 STATUSES = (SKIPPED, ERROR)
-IMAGE_UID = 1000  # the images' user (containers/*/Dockerfile), who appends to the CSV next
+IMAGE_UID = 1000  # the images' user (containers/Dockerfile), who appends to the CSV next
 
 
 def recorded_keys(csv_path: Path) -> set[tuple[str, ...]]:

@@ -77,9 +77,9 @@ def ensure_image(
         raise no_container(matrix, build)
     if nightly.follows(build):  # a date not resolved yet (a bisect's): its wheels first
         build = nightly.pinned(build, nightly.resolve(build, root))
-    dockerfile = root / build.container / "Dockerfile"
-    if not dockerfile.is_file():
-        raise UsageError(f"{matrix.path}: builds.{build.name}.container", f"{dockerfile} does not exist")
+    lock = root / build.container / "requirements.txt"  # the image: containers/Dockerfile
+    if not lock.is_file():
+        raise UsageError(f"{matrix.path}: builds.{build.name}.container", f"{lock} does not exist")
     tag = images.image_tag(build, root, how.subs)
     exists = run_docker(images.image_exists_command(tag), capture_output=True).returncode == 0
     if exists and not how.rebuild:

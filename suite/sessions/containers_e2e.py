@@ -1,6 +1,6 @@
 """`nox -s containers-e2e`: the container path run for real on this machine's Docker engine.
 
-It builds the stable and nightly images from the project's own Dockerfiles (substituting
+It builds the stable and nightly images from the project's own Dockerfile (substituting
 only what cannot be had here: the pinned base image when it cannot be pulled, the torch
 wheels by URL when their index is out of reach, pip's CA as a build secret), then runs the
 container sessions on the CPU, as `nox -s bench-stable` and `nox -s bench-nightly` would:
@@ -70,7 +70,7 @@ def choose_substitutes(
 ) -> Substitutes:
     """The pinned inputs where this machine reaches them, the substitutes where it does not."""
     local_bases = False
-    for base in sorted({images.pinned_base(b, root) for b in builds}):
+    for base in sorted({images.pinned_base(b) for b in builds}):
         ok, why = pullable(base)
         if not ok:
             report.add(

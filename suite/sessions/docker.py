@@ -40,7 +40,7 @@ from suite.redact import has_url_credentials, secrets_of
 from suite.run.nvidia_smi import NO_OUTPUT, no_nvidia_gpu, run_quietly
 from suite.spec.model import BuildSpec
 
-# Inside the image (containers/*/Dockerfile): the suite, the results mount point, HF_HOME.
+# Inside the image (containers/Dockerfile): the suite, the results mount point, HF_HOME.
 RESULTS_IN_CONTAINER = "/results"
 HF_HOME_IN_CONTAINER = "/hf-cache"
 PROBE_IN_CONTAINER = "/opt/suite/containers/probe.py"

@@ -6,7 +6,7 @@ command is an argument list, so the tests can assert it exactly through a fake `
 
 Where Docker Hub, the CUDA index or the public CAs are out of reach, two substitutes
 (`--local-bases`, `--torch-from-pypi`) change what goes into an image; they are build
-arguments the Dockerfiles declare, and they are part of the tag's digest, so a substituted
+arguments the Dockerfile declares, and they are part of the tag's digest, so a substituted
 image never shares a tag with a pinned one. A CA bundle pip is configured to trust goes in
 as a BuildKit secret (mounted only while a RUN step runs, never in a layer): it changes no
 content, so it is not part of the digest; neither are the OCI provenance labels (revision,
@@ -34,8 +34,11 @@ from suite.sessions.venv import wheel_version
 from suite.spec.model import BuildSpec
 
 REPOSITORY = "torch-compile-suite"
+# The one Dockerfile of every build: the builds differ in their build arguments.
+DOCKERFILE = "containers/Dockerfile"
 # What goes into an image besides its container folder (.dockerignore lets these in).
 CONTEXT_FILES = (
+    DOCKERFILE,
     "suite",
     "matrix.yaml",
     "pyproject.toml",
@@ -81,13 +84,12 @@ def pop_substitutes(args: list[str]) -> Substitutes:
     return Substitutes(local_bases=flags["--local-bases"], torch_from_pypi=flags["--torch-from-pypi"])
 
 
-def pinned_base(build: BuildSpec, root: Path) -> str:
-    """The base image the build's Dockerfile pins (its `ARG BASE_IMAGE=` default)."""
-    dockerfile = root / build.container / "Dockerfile"
-    match = re.search(r"^ARG BASE_IMAGE=(\S+)", dockerfile.read_text(), re.MULTILINE)
-    if match is None:
-        raise UsageError(str(dockerfile), "declares no `ARG BASE_IMAGE=<pinned image>` before its FROM")
-    return match.group(1).strip('"')
+def pinned_base(build: BuildSpec) -> str:
+    """The base image the build pins (its BASE_IMAGE build argument, by tag and digest)."""
+    base = build.build_args.get("BASE_IMAGE", "")
+    if not base:
+        raise UsageError(f"builds.{build.name}.build_args.BASE_IMAGE", "is missing: the base image")
+    return base
 
 
 def substitute_args(build: BuildSpec, root: Path, subs: Substitutes) -> dict[str, str]:
@@ -95,7 +97,7 @@ def substitute_args(build: BuildSpec, root: Path, subs: Substitutes) -> dict[str
     args: dict[str, str] = {}
     where = f"builds.{build.name}"
     if subs.local_bases:
-        pinned = pinned_base(build, root).split("@")[0]
+        pinned = pinned_base(build).split("@")[0]
         if pinned not in LOCAL_BASES:
             raise UsageError(
                 f"--local-bases: {where}", f"no stand-in for its base {pinned} in {LOCAL_BASES_SCRIPT}"
@@ -115,6 +117,10 @@ def substitute_args(build: BuildSpec, root: Path, subs: Substitutes) -> dict[str
         # PyPI's torch is its own CUDA build (2.0.1: 11.7, 2.1.0: 12.1): empty skips
         # verify_torch's CUDA check; every row records the CUDA that ran.
         args["CUDA_VERSION"] = ""
+        # no wheel by URL went in: the labels and every row (SUITE_TORCH_WHEEL_URL) say none
+        for name in ("TORCH", "TORCHVISION"):
+            if f"{name}_REQUIREMENT" in args:
+                args.update({f"{name}_WHEEL_URL": "", f"{name}_WHEEL_SHA256": ""})
     return args
 
 
@@ -126,6 +132,7 @@ def build_args(build: BuildSpec, tag: str) -> dict[str, str]:
         "CUDA_VERSION": build.cuda,
         "PYTHON_VERSION": build.python,
         "TORCH_INDEX_URL": build.index_url,
+        "REQUIREMENTS": f"{build.container}/requirements.txt",
         "SUITE_IMAGE": tag,
     }
     args.update(build.build_args)
@@ -217,7 +224,7 @@ def build_command(
     provenance: Mapping[str, str] | None = None,
     no_cache: bool = False,
 ) -> list[str]:
-    cmd = [client, "build", "--platform", "linux/amd64", "--file", str(root / build.container / "Dockerfile")]
+    cmd = [client, "build", "--platform", "linux/amd64", "--file", str(root / DOCKERFILE)]
     cmd += ["--tag", tag]
     args = {**build_args(build, tag), **substitute_args(build, root, subs), **(provenance or {})}
     for key, value in args.items():
@@ -279,7 +286,7 @@ def _run(cmd: Sequence[str]) -> subprocess.CompletedProcess[str]:
 
 
 def buildkit_client(path: str | None = None) -> str:
-    """The first `docker` on PATH that builds with BuildKit (the Dockerfiles mount a build
+    """The first `docker` on PATH that builds with BuildKit (the Dockerfile mounts a build
     secret): one with the buildx plugin, or one older than 23 (BuildKit built in, with
     DOCKER_BUILDKIT=1). Else one line that says what to install."""
     seen: set[Path] = set()
@@ -298,7 +305,7 @@ def buildkit_client(path: str | None = None) -> str:
     if not tried:
         raise DockerProblem("docker is not installed on this machine; the images cannot be built")
     raise DockerProblem(
-        f"no docker client here builds with BuildKit, which the Dockerfiles need (they mount a build "
+        f"no docker client here builds with BuildKit, which the Dockerfile needs (it mounts a build "
         f"secret): {', '.join(tried)} has no buildx plugin; install it (docker-buildx-plugin, or "
         f"Debian's docker-buildx) or put a client older than 23 first on PATH ({DOCS})"
     )

@@ -18,8 +18,12 @@ DERIVED_BUILD_ARGS: tuple[str, ...] = (
     "CUDA_VERSION",
     "PYTHON_VERSION",
     "TORCH_INDEX_URL",
+    "REQUIREMENTS",
     "SUITE_IMAGE",
 )
+# The one Dockerfile (containers/Dockerfile) builds on a base pinned by digest and installs torch
+# by exact wheel, or a nightly's night (resolved to exact wheels before the build).
+_PINNED_IMAGE = re.compile(r"^[a-z0-9][a-z0-9./_:-]*:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}$")
 _BUILD_ARG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -64,6 +68,29 @@ def _read_build_args(r: Reader) -> dict[str, str]:
     return args
 
 
+def _check_image_args(r: Reader, args: dict[str, str]) -> None:
+    """What containers/Dockerfile needs of every build with a container: its base by tag and
+    digest, and its torch and torchvision by wheel (URL + sha256), or a nightly's night."""
+    base = args.get("BASE_IMAGE", "")
+    if not base:
+        r.fail(
+            "is missing: the base image, pinned by digest (e.g. ubuntu:22.04@sha256:<64 hex>)",
+            "build_args.BASE_IMAGE",
+        )
+    if not _PINNED_IMAGE.match(base):
+        r.fail(f"must be pinned by digest (name:tag@sha256:<64 hex>), got {base!r}", "build_args.BASE_IMAGE")
+    if "TORCH_WHEEL_URL" not in args and "TORCH_NIGHTLY_DATE" not in args:
+        r.fail(
+            "is missing: torch's wheel (with TORCH_WHEEL_SHA256), or TORCH_NIGHTLY_DATE",
+            "build_args.TORCH_WHEEL_URL",
+        )
+    if "TORCH_WHEEL_URL" in args and "TORCHVISION_WHEEL_URL" not in args:
+        r.fail(
+            "is missing: the torchvision built for the torch of TORCH_WHEEL_URL",
+            "build_args.TORCHVISION_WHEEL_URL",
+        )
+
+
 def read_build(r: Reader, name: str) -> BuildSpec:
     pins = r.raw("pins", [])
     if not isinstance(pins, list) or not all(isinstance(p, str) and p for p in pins):
@@ -81,6 +108,8 @@ def read_build(r: Reader, name: str) -> BuildSpec:
         r.fail("build arguments need a `container` folder to build", "build_args")
     if not local and not container:
         r.fail("a build that is not local needs a `container` folder, or nothing can run it", "local")
+    if container:
+        _check_image_args(r, build_args)
     spec = BuildSpec(
         name=name,
         kind=r.str("kind", choices=BUILD_KINDS),

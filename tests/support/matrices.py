@@ -137,8 +137,10 @@ defaults:
   compile_cache: cold
   image: {url: "http://example.invalid/cat.jpg", path: suite/assets/chelsea-640x480.jpg}
 builds:
-  stable: {kind: stable, python: "3.10", torch: "2.0.1", cuda: "11.8", container: containers/stable,
-           pins: ["torch==2.0.1"], description: old}
+  stable:
+    {kind: stable, python: "3.10", torch: "2.0.1", cuda: "11.8", container: containers/stable,
+     pins: ["torch==2.0.1"], description: old, build_args: {TORCH_NIGHTLY_DATE: "20260901",
+     BASE_IMAGE: "ubuntu:22.04@sha256:b8b6ee6aa931ecd9d0d952abc34dc0e5f7c6a30c6bb71b079fe399fde0329c02"}}
   current: {kind: release, python: "3.11", torch: "2.13.0"}
 models:
   ViT:
