@@ -25,17 +25,18 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on this side)
 
-from suite.sessions import containers, posargs, push, requirements, trust, venv  # noqa: E402
+from suite.sessions import containers, requirements, trust, venv  # noqa: E402
 from suite.sessions import containers_e2e as e2e  # noqa: E402  (its session is containers_e2e)
-from suite.sessions.bisect import bisect_session, confirm_session  # noqa: E402
+from suite.sessions import noxglue as glue  # noqa: E402
+from suite.sessions.bisect import bisect_session  # noqa: E402
+from suite.sessions.noxglue import merge_after, runner  # noqa: E402
 from suite.sessions.posargs import BenchArgs  # noqa: E402
-from suite.sessions.runner import Runner, load, one_line_errors, redact_nox_output, run_suite  # noqa: E402
+from suite.sessions.runner import load, one_line_errors, redact_nox_output  # noqa: E402
 from suite.sessions.toolpins import (  # noqa: E402
     CORE_TESTS,
     HISTORY_PACKAGES,
     LINT_TOOLS,
     MERGE_PACKAGES,
-    PAGES_PACKAGES,
     TEST_EXTRAS,
 )
 from suite.spec import BuildSpec  # noqa: E402
@@ -51,15 +52,6 @@ nox.options.error_on_missing_interpreters = True
 TEST_PYTHON = venv.find_python("3.11") or "3.11"
 # Any Python can merge; a GPU VM may have no 3.11: then the one nox runs on.
 MERGE_PYTHON = venv.find_python("3.11") or sys.executable
-
-
-def runner(session: nox.Session) -> Runner:
-    """The session as the package sees it; every command it runs is outside nox's virtualenv."""
-    return Runner(
-        run=lambda *args, **kwargs: session.run(*args, external=True, **kwargs),
-        log=lambda message: session.log(message),
-        error=lambda message: session.error(message),
-    )
 
 
 def check_selection(build: BuildSpec, bench: BenchArgs) -> None:
@@ -95,23 +87,6 @@ def suite_verb(args: Sequence[str]) -> str:
         sys.stderr.write(said.getvalue())
         raise SystemExit(code)
     return out.getvalue()
-
-
-def bench_done(session: nox.Session, bench: containers.Bench) -> None:
-    """Merge what ran; then fail the session (status 1) if a container failed: its cells are
-    `error` rows, the other containers' rows are merged."""
-    merge_after(session, bench.merge, bench.push)
-    if bench.failed:
-        session.error(f"{len(bench.failed)} container(s) failed: {'; '.join(bench.failed)}")
-
-
-def merge_after(session: nox.Session, run_dir: str | None, push_url: str = "") -> None:
-    """Queue the merge of the run; an offline run's merge installs nothing; a pushed run's
-    merge pushes its tables and plots to the same place."""
-    if run_dir is not None:
-        offline = "--offline" in session.posargs
-        pushed = ["--push", push_url] if push_url else []
-        session.notify("merge", posargs=[run_dir, *(["--offline"] if offline else []), *pushed])
 
 
 @nox.session(name="bench-local", python=False)
@@ -150,10 +125,7 @@ def bench_stable(session: nox.Session) -> None:
     session began and never finished is resumed; --push (or SUITE_PUSH) copies the run to a
     folder, s3:// or hf:// every N rows and at the end (docs/containers.md).
     """
-    bench = containers.bench_containers(
-        runner(session), session.posargs, ROOT, "stable", check_selection, verb=suite_verb
-    )
-    bench_done(session, bench)
+    glue.bench_containers(session, ROOT, "stable", check_selection, suite_verb)
 
 
 @nox.session(name="bench-nightly", python=False)
@@ -170,10 +142,7 @@ def bench_nightly(session: nox.Session) -> None:
     [--push-every N] [--allow-busy-gpu] [--allow-mig]`, as bench-stable; other arguments go to
     `python -m suite run`.
     """
-    bench = containers.bench_containers(
-        runner(session), session.posargs, ROOT, "nightly", check_selection, verb=suite_verb
-    )
-    bench_done(session, bench)
+    glue.bench_containers(session, ROOT, "nightly", check_selection, suite_verb)
 
 
 @nox.session(name="containers-e2e", python=False)
@@ -270,7 +239,7 @@ def gate(session: nox.Session) -> None:
     """`compare`'s false-positive and detection rates: A/A smoke runs and runs with compiled calls
     slowed by 20% (SUITE_FAULT=slow:1.2), then `calibrate` (results/<run>/calibration.md)."""
     session.install(*MERGE_PACKAGES)
-    report = trust.gate(runner(session), session.posargs, ROOT, host_python=str(Path(session.bin) / "python"))
+    report = trust.gate(runner(session), session.posargs, ROOT, host_python=glue.host_python(session))
     session.log(f"calibration: {report}")
 
 
@@ -293,13 +262,7 @@ def merge(session: nox.Session) -> None:
     under results/. Its virtualenv is kept: `--offline` (what an offline bench asks for)
     installs nothing and uses the pandas and matplotlib an earlier merge installed.
     """
-    args = list(session.posargs)
-    url = posargs.take(args, values=["--push"])["--push"]  # a bench session's: push the tables too
-    target = push.open_target(url) if url else None
-    venv.merge(runner(session), args, ROOT, Path(session.bin) / "python", session.install)
-    if target is not None and args and not args[0].startswith("-"):
-        written = push.push(Path(args[0]), target)
-        session.log(f"pushed {Path(args[0]).name} to {target.url}: {written} file(s) new or changed")
+    glue.merge(session, ROOT, MERGE_PACKAGES)
 
 
 # The history (issue 25, docs/history.md): the results store, trends, change points, bisect.
@@ -309,14 +272,7 @@ def history(session: nox.Session) -> None:
     """`python -m suite history VERB ...` in a kept virtualenv with DuckDB, pyarrow, pandas and
     ruptures: `nox -s history -- ingest results/<run>`, `-- report`, `-- verdict RUN_DIR`. An
     `s3://` store also needs s3fs, an `hf://` one huggingface_hub: `-- --with s3fs ...`."""
-    args = list(session.posargs)
-    extra = []
-    while "--with" in args:
-        i = args.index("--with")
-        extra.append(args[i + 1] if i + 1 < len(args) else "")
-        del args[i : i + 2]
-    session.install(*HISTORY_PACKAGES, *[e for e in extra if e])
-    session.run("python", "-m", "suite", "history", *args)
+    glue.history(session)
 
 
 @nox.session(python=MERGE_PYTHON)
@@ -326,7 +282,7 @@ def bisect(session: nox.Session) -> None:
     --good 2026-12-02 --bad 2026-12-09 [--build nightly-current] [--profile full] [--device cuda]`:
     each date tried is built as its own image and judged by the gate (suite/sessions/bisect.py)."""
     session.install(*HISTORY_PACKAGES)
-    bisect_session(runner(session), session.posargs, ROOT, host_python=str(Path(session.bin) / "python"))
+    bisect_session(runner(session), session.posargs, ROOT, host_python=glue.host_python(session))
 
 
 @nox.session(python=MERGE_PYTHON)
@@ -335,14 +291,7 @@ def confirm(session: nox.Session) -> None:
     """A change point measured again before an issue: `nox -s confirm -- [--store URL] [--change
     ID] [--device cuda] [--issues]`: the last good and first bad nightly of each held regression
     awaiting one, built, then run back to back, judged and kept (suite/sessions/bisect.py)."""
-    args = list(session.posargs)
-    extra = []  # `--with s3fs`: a store's own fsspec package, as `nox -s history` takes it
-    while "--with" in args:
-        i = args.index("--with")
-        extra.append(args[i + 1] if i + 1 < len(args) else "")
-        del args[i : i + 2]
-    session.install(*HISTORY_PACKAGES, *[e for e in extra if e])
-    confirm_session(runner(session), args, ROOT, host_python=str(Path(session.bin) / "python"))
+    glue.confirm(session, ROOT)
 
 
 # Benchmarks of the history (not in `tests`): the change-point rule's error rates on this suite's
@@ -373,11 +322,7 @@ def pages_screenshot(session: nox.Session) -> None:
     """The README's screenshot (docs/img/run-page.png): the committed smoke run's page, merged
     anew into a scratch folder and opened in headless Chromium, a point hovered.
     `-- [RUN_DIR] [PNG]` for another run or file."""
-    session.install(*PAGES_PACKAGES)
-    run_suite(
-        runner(session),
-        [str(Path(session.bin) / "python"), "-m", "suite.report.pages.screenshot", *session.posargs],
-    )
+    glue.pages_script(session, "suite.report.pages.screenshot")
 
 
 @nox.session(name="pages-bench", python=MERGE_PYTHON)
@@ -386,8 +331,4 @@ def pages_bench(session: nox.Session) -> None:
     """A benchmark, not a test: the weight of a generated full-profile run's page (108 cells x 2
     builds) and of a year of history's, and how soon each is ready in headless Chromium
     (`-- --repeat N --nights N`)."""
-    session.install(*PAGES_PACKAGES)
-    run_suite(
-        runner(session),
-        [str(Path(session.bin) / "python"), "-m", "suite.report.pages.bench", *session.posargs],
-    )
+    glue.pages_script(session, "suite.report.pages.bench")

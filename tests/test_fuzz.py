@@ -83,20 +83,24 @@ def mutated_matrices(draw: st.DrawFn) -> dict[str, Any]:
                 if not isinstance(data, dict):
                     return data
             continue
-        key = path[-1]
-        if op == "replace":
-            parent[key] = draw(values)
-        elif op == "delete":
-            del parent[key]
-        elif op == "add":
-            target = parent[key]
-            if isinstance(target, dict):
-                target[draw(st.text(min_size=1, max_size=10))] = draw(values)
-            elif isinstance(target, list):
-                target.append(draw(values))
-        elif op == "rename" and isinstance(parent, dict):
-            parent[draw(st.one_of(st.text(max_size=10), st.integers()))] = parent.pop(key)
+        mutate(draw, parent, path[-1], op)
     return data
+
+
+def mutate(draw: st.DrawFn, parent: Any, key: Any, op: str) -> None:
+    """One mutation of `parent[key]`: replaced, deleted, added to, or renamed."""
+    if op == "replace":
+        parent[key] = draw(values)
+    elif op == "delete":
+        del parent[key]
+    elif op == "add":
+        target = parent[key]
+        if isinstance(target, dict):
+            target[draw(st.text(min_size=1, max_size=10))] = draw(values)
+        elif isinstance(target, list):
+            target.append(draw(values))
+    elif op == "rename" and isinstance(parent, dict):
+        parent[draw(st.one_of(st.text(max_size=10), st.integers()))] = parent.pop(key)
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ from suite.errors import UsageError
 from suite.gpustudy import call as run_study
 from suite.gpustudy import packing
 from suite.gpustudy import plan as study
+from suite.gpustudy import step as study_step
 from suite.gpustudy.call import Where as W
 from suite.results import read_rows
 from suite.spec import expand, load_matrix
@@ -99,7 +100,7 @@ def test_the_first_call_fits_a_lent_session(matrix, capsys):
     deadline = float(study_cli.FIRST_CALL.split("--deadline-s ")[1].split()[0])
     assert deadline < study_cli.FIRST_CALL_TIMEOUT_S
     budget = study.budget_of(deadline)
-    assert budget == deadline - study.RESERVE_S and study.RESERVE_S > run_study.STOP_GRACE_S
+    assert budget == deadline - study.RESERVE_S and study.RESERVE_S > study_step.STOP_GRACE_S
     first = study.cut_into_calls(_planned(matrix, "gpu"), budget)[0]
     assert first.seconds <= budget
     reached = [(p.step.run_id, len(cells)) for p, cells in first.steps]
@@ -276,7 +277,7 @@ def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
         call, "tiny", _fake_planned(call), W(work, out, python=fake_python, cwd=ROOT), 2.0
     )
     assert [s.status for s in report.steps] == [run_study.STOPPED, run_study.NO_TIME]
-    assert report.wall_s < 2.0 + run_study.STOP_GRACE_S and not report.complete()
+    assert report.wall_s < 2.0 + study_step.STOP_GRACE_S and not report.complete()
     assert sorted(p.name for p in out.iterdir()) == ["call9.json", "call9.log", "call9.md", "call9.tar.gz"]
     assert packing.check_shape(out) == []
     text = capsys.readouterr().out
@@ -555,7 +556,7 @@ def test_a_step_started_with_sigint_ignored_still_stops_at_the_deadline(tmp_path
     finally:
         signal.signal(signal.SIGINT, old)
     assert report.steps[0].status == run_study.STOPPED
-    assert report.steps[0].wall_s < 2.0 + run_study.STOP_GRACE_S / 2
+    assert report.steps[0].wall_s < 2.0 + study_step.STOP_GRACE_S / 2
     assert "suite: interrupted" in (tmp_path / "o" / "call6.log").read_text()
 
 
@@ -567,7 +568,7 @@ def test_a_pack_while_a_step_runs_says_so(tmp_path, fake_python, monkeypatch):
     import time
 
     monkeypatch.setenv("FAKE_SLEEP", "30")
-    monkeypatch.setattr(run_study, "PACK_EVERY_S", 0.2)
+    monkeypatch.setattr(study_step, "PACK_EVERY_S", 0.2)
     monkeypatch.setattr(run_study, "STEP_OVERHEAD_S", 0.5)
     call = _call(5)
     where = W(tmp_path / "w", tmp_path / "o", None, fake_python, ROOT, io.StringIO())
@@ -601,7 +602,7 @@ H200 = ROOT / "results" / "2026-11-26-h200-torch2.11"
 
 
 def test_the_h200_readme_is_what_its_rows_say():
-    from suite.gpustudy import readme
+    from suite.gpustudy import figures, readme
     from suite.report.reference import Reference
 
     text = (H200 / "README.md").read_text()
@@ -610,13 +611,13 @@ def test_the_h200_readme_is_what_its_rows_say():
     every = [r for rs in rows.values() for r in rs]
     assert len(every) == 9 and {r["gpu_name"] for r in every} == {"NVIDIA H200"}
     for line in [
-        *readme.speedups(every, Reference.load(DEFAULT_REFERENCE)),
-        *readme.crosscheck(runs),
+        *figures.speedups(every, Reference.load(DEFAULT_REFERENCE)),
+        *figures.crosscheck(runs),
         *readme.lost_cells(runs, rows),
     ]:
         assert line in text, line
     # the one calibration, from every cell that ended ok against this commit's cost model
-    count, measured, estimated = readme.calibration_figures(
+    count, measured, estimated = figures.calibration_figures(
         rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE
     )
     assert count == 9 and f"took {measured / estimated:.2f} x the cost model" in text
@@ -671,7 +672,7 @@ def test_a_later_call_on_a_warm_machine_takes_the_next_number(tmp_path):
 def test_the_cross_check_section_takes_every_pair_a_report_lists(tmp_path):
     """A report that lists its pairs (latency against latency, throughput against throughput) is
     judged on all of them; an earlier one on its two latency pairs."""
-    from suite.gpustudy import readme
+    from suite.gpustudy import figures
 
     def ratio(value):
         return {"ratio": value, "low": value - 0.01, "high": value + 0.01}
@@ -693,22 +694,22 @@ def test_the_cross_check_section_takes_every_pair_a_report_lists(tmp_path):
     for name, entry in (("old", item), ("new", listed)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "crosscheck.json").write_text(json.dumps({"device": "cuda", "results": [entry]}))
-    old = "\n".join(readme.crosscheck({"old": tmp_path / "old"}))
+    old = "\n".join(figures.crosscheck({"old": tmp_path / "old"}))
     assert "0 of 2 ratio(s) within ±2%" in old and "benchmark 1.050 (1.040-1.060)" in old
-    new = "\n".join(readme.crosscheck({"new": tmp_path / "new"}))
+    new = "\n".join(figures.crosscheck({"new": tmp_path / "new"}))
     assert "3 of 4 ratio(s) within ±2%" in new and "throughput: benchmark 1.005 (0.995-1.015)" in new
 
 
 def test_the_speed_ups_set_throughput_beside_the_guide_where_the_rows_have_it():
-    from suite.gpustudy import readme
+    from suite.gpustudy import figures
     from suite.report.reference import Reference
 
     rows = [r for r in read_rows(SMOKE_CSV).rows if r["model"] == "ResNet" and r["mode"] == "default"]
     reference = Reference.load(DEFAULT_REFERENCE)
-    latency_only = "\n".join(readme.speedups(rows, reference))
+    latency_only = "\n".join(figures.speedups(rows, reference))
     assert "speed-up by throughput" not in latency_only and "| ours / guide |" in latency_only
     both = [dict(r, throughput_speedup="1.975", throughput_speedup_ci95_low="1.9") for r in rows]
-    text = "\n".join(readme.speedups(both, reference))
+    text = "\n".join(figures.speedups(both, reference))
     guide = next(
         f
         for f in reference.figures

@@ -133,13 +133,31 @@ def test_sigkill_at_random_moments_then_resume_loses_nothing(sweep: Sweep) -> No
         assert set(rows) <= sweep.keys, f"{where}: rows of cells outside the plan"
         for key, row in before.items():
             assert rows.get(key) == row, f"{where}: an ok row recorded before the kill changed or vanished"
-        for key, row in rows.items():
-            if row["status"] == "ok":
-                if key not in before:  # appended by this attempt's runner, from its own worker
-                    assert row["input_source"] == str(proc.pid), f"{where}: a stale result was appended"
-                ok_rows[key] = row
-            elif row not in error_rows:
-                error_rows.append(row)
+        absorb(rows, before, (ok_rows, error_rows), proc.pid, where)
+    check_final(sweep, seed, error_rows, torn)
+
+
+def absorb(
+    rows: dict[tuple[str, ...], dict[str, str]],
+    before: dict[tuple[str, ...], dict[str, str]],
+    seen: tuple[dict[tuple[str, ...], dict[str, str]], list[dict[str, str]]],
+    pid: int,
+    where: str,
+) -> None:
+    """One attempt's rows into every ok row and every error row seen so far; a new ok row must
+    come from this attempt's runner."""
+    ok_rows, error_rows = seen
+    for key, row in rows.items():
+        if row["status"] == "ok":
+            if key not in before:  # appended by this attempt's runner, from its own worker
+                assert row["input_source"] == str(pid), f"{where}: a stale result was appended"
+            ok_rows[key] = row
+        elif row not in error_rows:
+            error_rows.append(row)
+
+
+def check_final(sweep: Sweep, seed: int, error_rows: list[dict[str, str]], torn: int) -> None:
+    """Rows equal cells, the failing cell's row says why, and every failed attempt's row is kept."""
     final = rows_by_key(read_rows(sweep.csv).rows, f"seed {seed}, final")
     assert set(final) == sweep.keys, f"seed {seed}: rows must equal cells"
     model, batch = KEY_COLUMNS.index("model"), KEY_COLUMNS.index("batch_size")

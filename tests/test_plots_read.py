@@ -16,7 +16,7 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.patches import Rectangle
 from support import REPO as ROOT
-from support.rows import A100, compiled, eager, write_run
+from support.rows import A100, At, Speedup, Times, compiled, eager, write_run
 
 from suite.cli import main
 from suite.report.load import load
@@ -44,7 +44,11 @@ def paired(build: str, model: str, eager_ms: float, speedup: float, low: float, 
     return [
         eager(build, A100, model, 1, eager_ms * 1.1, eager_ms * 1.05, eager_ms, eager_ms * 1.1),
         {
-            **compiled(build, A100, model, 1, "default", ms, ms, ms * 0.95, ms * 1.05, speedup, low, high),
+            **compiled(
+                At(build, A100, model, 1, "default"),
+                Times(ms, ms, ms * 0.95, ms * 1.05),
+                Speedup(speedup, low, high),
+            ),
             "eager_median_ms": eager_ms,
         },
     ]

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.rows import A100, ROWS, T4, compiled, eager, row, write_run
+from support.rows import A100, ROWS, T4, At, Speedup, Times, compiled, eager, row, write_run
 
 from suite.cli import main
 from suite.report.load import load
@@ -376,7 +376,9 @@ def test_build_kinds_from_matrix_then_names(tmp_path: Path):
 def test_every_build_is_compared_with_each_base_before_it(tmp_path: Path):
     rows = [
         eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
-        compiled("stable", A100, "ViT", 1, "default", 8.0, 7.9, 7.8, 8.0, 1.25, 1.20, 1.30),
+        compiled(
+            At("stable", A100, "ViT", 1, "default"), Times(8.0, 7.9, 7.8, 8.0), Speedup(1.25, 1.20, 1.30)
+        ),
     ]
     for build in ("current", "nightly"):
         rows += [{**r, "build": build, "torch_version": "2.13.0"} for r in rows[:2]]
@@ -519,7 +521,9 @@ def test_plots_of_a_compiled_model_over_twice_as_slow(tmp_path: Path):
     drew a negative error bar, which matplotlib refuses: the merge crashed."""
     rows = [
         eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
-        compiled("stable", A100, "ViT", 1, "default", 30.0, 29.0, 28.0, 31.0, 0.34, 0.30, 0.40),
+        compiled(
+            At("stable", A100, "ViT", 1, "default"), Times(30.0, 29.0, 28.0, 31.0), Speedup(0.34, 0.30, 0.40)
+        ),
     ]
     run = write_run(tmp_path / "run", rows)
     assert main(["merge", str(run)]) == 0
@@ -583,7 +587,12 @@ def test_beside_the_guide_the_back_to_back_figures_stand_when_the_rows_have_them
     }
     rows = [
         {**eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9), **b2b},
-        {**compiled("stable", A100, "ViT", 1, "default", 8.0, 7.9, 7.8, 8.0, 1.25, 1.20, 1.30), **b2b},
+        {
+            **compiled(
+                At("stable", A100, "ViT", 1, "default"), Times(8.0, 7.9, 7.8, 8.0), Speedup(1.25, 1.20, 1.30)
+            ),
+            **b2b,
+        },
     ]
     loaded = load([write_run(tmp_path / "run", rows)])
     kinds, _ = build_kinds(["stable", "nightly"], ROOT / "matrix.yaml", explicit=True)

@@ -53,10 +53,11 @@ def eager(model, bs, scenario, mean, mem, params=86.6):
     )  # fmt: skip
 
 
-def compiled(model, bs, mode, scenario, mean, mem, s, accuracy="pass", params=86.6):
+def compiled(cell, mean, mem, s, accuracy="pass", params=86.6):
+    """`cell`: (model, batch size, mode, scenario)."""
     lo, hi = mean * 0.98, mean * 1.02
     return row(
-        model, bs, mode, scenario, mean_ms=mean, median_ms=mean, ci95_low_ms=lo, ci95_high_ms=hi,
+        *cell, mean_ms=mean, median_ms=mean, ci95_low_ms=lo, ci95_high_ms=hi,
         speedup=s, speedup_ci95_low=s - 0.05, speedup_ci95_high=s + 0.05, accuracy=accuracy,
         peak_mem_mb=mem, params_m=params, eager_median_ms=mean * s,  # the pair, as the worker writes it
     )  # fmt: skip
@@ -66,15 +67,15 @@ H100_CSV = "current__cuda-h100.csv"  # the run's one raw CSV
 ROWS = [
     # inference, batch 1
     eager("ViT", 1, "inference", 4.0, 400),
-    compiled("ViT", 1, "default", "inference", 2.0, 420, 2.0),
+    compiled(("ViT", 1, "default", "inference"), 2.0, 420, 2.0),
     eager("vit-6-layers", 1, "inference", 2.2, 230, params=43.1),
-    compiled("vit-6-layers", 1, "default", "inference", 1.1, 240, 2.0, params=43.1),
+    compiled(("vit-6-layers", 1, "default", "inference"), 1.1, 240, 2.0, params=43.1),
     # train, batch 1 and 4; the custom configuration's compiled step fails the loss check
     eager("ViT", 1, "train", 30.0, 1500),
-    compiled("ViT", 1, "default", "train", 20.0, 1400, 1.5),
-    compiled("ViT", 1, "reduce-overhead", "train", 15.0, 1900, 2.0),
+    compiled(("ViT", 1, "default", "train"), 20.0, 1400, 1.5),
+    compiled(("ViT", 1, "reduce-overhead", "train"), 15.0, 1900, 2.0),
     eager("vit-6-layers", 1, "train", 16.0, 800, params=43.1),
-    compiled("vit-6-layers", 1, "default", "train", 12.0, 760, 4 / 3, accuracy="fail", params=43.1),
+    compiled(("vit-6-layers", 1, "default", "train"), 12.0, 760, 4 / 3, accuracy="fail", params=43.1),
     eager("ViT", 4, "train", 100.0, 4100),
     row("ViT", 4, "default", "train", "oom"),
     row("OwlViT", 1, "eager", "train", "skipped"),
@@ -225,7 +226,7 @@ def test_an_inference_only_run_says_there_is_no_training_table(tmp_path: Path) -
 
 def test_a_compiled_cell_slower_than_half_still_plots(tmp_path: Path) -> None:
     """A speed-up below 0.5x is an improvement below -100%, where the CI is cut: no crash."""
-    slow = [eager("ViT", 1, "train", 10.0, 900), compiled("ViT", 1, "default", "train", 25.0, 950, 0.4)]
+    slow = [eager("ViT", 1, "train", 10.0, 900), compiled(("ViT", 1, "default", "train"), 25.0, 950, 0.4)]
     run = write_one_csv(tmp_path / "run", slow, H100_CSV)
     assert main(["merge", str(run)]) == 0
     assert len(list((run / "plots").glob("train__*.png"))) == 2

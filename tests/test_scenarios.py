@@ -6,7 +6,7 @@ runner writes to the CSV instead of the setting."""
 from __future__ import annotations
 
 import contextlib
-import functools
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -73,21 +73,75 @@ class FakeScenario(base.Scenario):
         return 0.5, True
 
 
+class FakeMemory:
+    """suite.measure.memory.PeakMemory, logging its entry and exit (`rec`: set per test)."""
+
+    rec: Recorder
+
+    def __init__(self, device: str) -> None:
+        self.peak_mb = 42.0
+        self.reserved_mb: float | None = None
+
+    def __enter__(self) -> FakeMemory:
+        self.rec.note("mem[")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.rec.note("]mem")
+
+
+class FakeLedger:
+    """torch's compile-time accounting (suite.measure.phases): when it is read."""
+
+    rec: Recorder
+
+    @classmethod
+    def start(cls) -> FakeLedger:
+        cls.rec.note("ledger[")
+        return cls()
+
+    def first_call_done(self) -> None:
+        self.rec.note("]ledger:first")
+
+    def warm_up_done(self) -> None:
+        self.rec.note("ledger:warm-up")
+
+    def fields(self, *args: object) -> dict[str, Any]:
+        return {"phase_note": "planted"}
+
+
+class FakeEnergy:
+    """suite.measure.energy: idle power at entry, blocks after the timed calls."""
+
+    rec: Recorder
+
+    def __init__(self, device: str, images: int, sync: Callable[[], None]) -> None:
+        pass
+
+    def start(self, before_work: bool = False) -> FakeEnergy:
+        if not getattr(self, "started", False):  # once, as the real one
+            self.started = True
+            self.rec.note("energy[")
+        return self
+
+    def __enter__(self) -> FakeEnergy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.rec.note("]energy")
+
+    def blocks(self, functions: list[tuple[str, Callable[[], Any]]]) -> None:
+        self.rec.note("blocks:" + ",".join(label for label, _ in functions))
+
+    def fields(self) -> dict[str, Any]:
+        return {"energy_note": "planted"}
+
+
 @pytest.fixture
 def rec(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     """The path's collaborators replaced by ones that log into one Recorder."""
     rec = Recorder()
-
-    class Memory:
-        def __init__(self, device: str) -> None:
-            self.peak_mb = 42.0
-
-        def __enter__(self) -> Memory:
-            rec.note("mem[")
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            rec.note("]mem")
+    bound = {"rec": rec}
 
     def prepare(cell: Cell, device: str) -> tuple[Recorder, dict[str, Any], dict[str, Any]]:
         rec.note("prepare")
@@ -97,44 +151,16 @@ def rec(monkeypatch: pytest.MonkeyPatch) -> Recorder:
         rec.note("counts")
         return 1, 2
 
-    class Ledger:  # torch's compile-time accounting (suite.measure.phases): when it is read
-        @staticmethod
-        def start() -> Ledger:
-            rec.note("ledger[")
-            return Ledger()
-
-        def first_call_done(self) -> None:
-            rec.note("]ledger:first")
-
-        def warm_up_done(self) -> None:
-            rec.note("ledger:warm-up")
-
-        def fields(self, *args: object) -> dict[str, Any]:
-            return {"phase_note": "planted"}
-
-    class Energy:  # suite.measure.energy: idle power at entry, blocks after the timed calls
-        def __init__(self, device: str, images: int, sync: Callable[[], None]) -> None:
-            pass
-
-        def __enter__(self) -> Energy:
-            rec.note("energy[")
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            rec.note("]energy")
-
-        def blocks(self, functions: list[tuple[str, Callable[[], Any]]]) -> None:
-            rec.note("blocks:" + ",".join(label for label, _ in functions))
-
-        def fields(self) -> dict[str, Any]:
-            return {"energy_note": "planted"}
-
-    monkeypatch.setattr(base, "Ledger", Ledger)
-    monkeypatch.setattr(base, "Energy", Energy)
+    monkeypatch.setattr(base, "Ledger", type("Ledger", (FakeLedger,), bound))
+    monkeypatch.setattr(base, "Energy", type("Energy", (FakeEnergy,), bound))
     monkeypatch.setattr(base.parts, "prepare", prepare)
     monkeypatch.setattr(base, "synchronizer", lambda device: lambda: rec.note("sync"))
-    monkeypatch.setattr(base, "TimingLoop", functools.partial(TimingLoop, clock=rec.clock))
-    monkeypatch.setattr(base, "PeakMemory", Memory)
+
+    def loop_on(device: str, warmup: int) -> TimingLoop:  # TimingLoop.on, on the Recorder's clock
+        return TimingLoop(base.synchronizer(device), warmup, clock=rec.clock)
+
+    monkeypatch.setattr(base, "TimingLoop", types.SimpleNamespace(on=loop_on))
+    monkeypatch.setattr(base, "PeakMemory", type("Memory", (FakeMemory,), bound))
     monkeypatch.setattr(base, "dynamo_counts", dynamo_counts)
     monkeypatch.setattr(base, "inject_fault", lambda name: rec.note(f"fault:{name}"))
     return rec
@@ -147,12 +173,13 @@ def timed(call: str) -> list[str]:
 def test_an_eager_cell_warms_up_under_the_memory_tracker_then_times(rec: Recorder) -> None:
     row = base.measure(tiny_cell("eager", warmup=0, iterations=3), "cpu", FakeScenario)
     assert rec.log == [
+        "energy[",  # the idle power, before anything touches the device
         "prepare",  # the model and batch built
         "fault:TinyViT",
         "grad[",
-        "energy[",  # the idle power, before any call
         *["mem[", "eager", "]mem"],  # the policy's 1 eager warm-up call, though the setting is 0
         *timed("eager") * 3,
+        *["sync", "eager", "eager", "eager", "sync"],  # the back-to-back (throughput) block
         "blocks:eager",  # energy per image: blocks after the timed calls
         "]energy",
         "]grad",
@@ -166,10 +193,10 @@ def test_an_eager_cell_warms_up_under_the_memory_tracker_then_times(rec: Recorde
 def test_a_compiled_cell_takes_the_shared_path_in_order(rec: Recorder) -> None:
     row = base.measure(tiny_cell("default", warmup=0, iterations=2), "cpu", FakeScenario)
     assert rec.log == [
+        "energy[",
         "prepare",  # the model and batch built
         "fault:TinyViT",
         "grad[",
-        "energy[",
         *["mem[", "eager", "]mem"],  # eager warm-up: 1 call (its peak: what CUDA graphs add beyond)
         *timed("eager"),  # the eager call compile time is measured against
         "compile",
@@ -217,7 +244,7 @@ def test_the_fault_hook_runs_once_per_cell_before_any_call(
     monkeypatch.setattr(base, "inject_fault", fail)
     with pytest.raises(RuntimeError, match="injected"):
         base.measure(tiny_cell("default", warmup=0), "cpu", FakeScenario)
-    assert rec.log == ["prepare", "fault"]
+    assert rec.log == ["energy[", "prepare", "fault"]
 
 
 def test_every_scenario_supplies_its_own_calls() -> None:

@@ -605,31 +605,29 @@ def cmd_history(run_dir: str) -> None:
             raise Invalid(f"history: `{' '.join(cmd[:6])} ...` failed (its output is above)")
 
 
+# Each verb -> how many arguments it takes, and what does it.
+VERBS: dict[str, tuple[int, Callable[..., None]]] = {
+    "matrix": (0, cmd_matrix),
+    "price": (0, cmd_price),
+    "resolve": (0, cmd_resolve),
+    "cleanup": (0, cmd_cleanup),
+    "space": (0, cmd_space),
+    "collect": (2, cmd_collect),
+    "history": (1, cmd_history),
+    "failed": (1, cmd_failed),
+    "merge-summary": (2, cmd_merge_summary),
+}
+
+
 def main(argv: list[str]) -> int:
+    verb = VERBS.get(argv[0]) if argv else None
+    if verb is None or len(argv) != 1 + verb[0]:
+        usage = "usage: nightly.py matrix | price | resolve | cleanup | space | collect ARTIFACTS RUN_DIR"
+        usage += " | history RUN_DIR | failed RUN_DIR | merge-summary RUN_DIR LOG"
+        print(usage, file=sys.stderr)
+        return 2
     try:
-        if argv == ["matrix"]:
-            cmd_matrix()
-        elif argv == ["price"]:
-            cmd_price()
-        elif argv == ["resolve"]:
-            cmd_resolve()
-        elif argv == ["cleanup"]:
-            cmd_cleanup()
-        elif argv == ["space"]:
-            cmd_space()
-        elif len(argv) == 3 and argv[0] == "collect":
-            cmd_collect(argv[1], argv[2])
-        elif len(argv) == 2 and argv[0] == "history":
-            cmd_history(argv[1])
-        elif len(argv) == 2 and argv[0] == "failed":
-            cmd_failed(argv[1])
-        elif len(argv) == 3 and argv[0] == "merge-summary":
-            cmd_merge_summary(argv[1], argv[2])
-        else:
-            usage = "usage: nightly.py matrix | price | resolve | cleanup | space | collect ARTIFACTS RUN_DIR"
-            usage += " | history RUN_DIR | failed RUN_DIR | merge-summary RUN_DIR LOG"
-            print(usage, file=sys.stderr)
-            return 2
+        verb[1](*argv[1:])
     except Invalid as exc:
         print(f"::error::{exc}")
         return 1

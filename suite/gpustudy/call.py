@@ -17,27 +17,21 @@ A lent machine's command is killed at its limit and only files under `$OUT` come
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from suite.gpustudy.packing import pack, unpack
 from suite.gpustudy.plan import DEVICE, PROFILE, STEP_OVERHEAD_S, Call, PlannedStep
+from suite.gpustudy.step import Packer, Tee, run_step, sigterm_as_interrupt
 from suite.spec.cost import format_duration
 
-PACK_EVERY_S = 30.0
 LOG_LIMIT_BYTES = 8 * 2**20  # the call's log: its last part, past this
-STOP_GRACE_S = 45.0  # after SIGINT: the runner kills its worker and writes nothing more
 DONE, STOPPED, NO_TIME, NOT_STARTED, FAILED, ALREADY, INTERRUPTED, RUNNING = (
     "done",
     "stopped at the deadline",
@@ -158,131 +152,6 @@ def calibration(work: Path, planned: Sequence[PlannedStep]) -> tuple[float, str]
 # Running a step under the deadline
 
 
-class _Tee:
-    """The steps' output to our stdout and to the call's log, line by line."""
-
-    def __init__(self, log: TextIO, echo: TextIO) -> None:
-        self.log, self.echo, self.lock = log, echo, threading.Lock()
-
-    def line(self, text: str) -> None:
-        with self.lock:
-            for stream in (self.log, self.echo):
-                stream.write(text if text.endswith("\n") else text + "\n")
-                stream.flush()
-
-    def pump(self, source: Any) -> None:
-        for raw in iter(source.readline, b""):
-            self.line(raw.decode("utf-8", errors="replace"))
-
-
-def run_step(
-    argv: Sequence[str],
-    tee: _Tee,
-    seconds_left: float | None,
-    python: str,
-    cwd: Path,
-    while_running: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
-) -> tuple[int, bool, float]:
-    """(exit status, stopped at the deadline, wall seconds) of `python -m suite ARGV`; at the
-    deadline the child gets SIGINT (its runner kills the cell in flight and exits with its rows
-    written), then SIGKILL if it has not ended STOP_GRACE_S later. The child stays in our process
-    group and gets SIGINT if we die (a tool that kills only us must not leave it running: it holds
-    its run's lock and the GPU). `while_running`: a context entered once the child has started."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cwd), env.get("PYTHONPATH", "")) if p)
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        [python, "-m", "suite", *argv],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        preexec_fn=_interrupt_when_parent_dies,
-    )
-    pump = threading.Thread(target=tee.pump, args=(proc.stdout,), daemon=True)
-    pump.start()
-    stopped = False
-    try:
-        with while_running():
-            try:
-                proc.wait(timeout=None if seconds_left is None else max(0.0, seconds_left))
-            except subprocess.TimeoutExpired:
-                stopped = True
-                tee.line(
-                    "gpu-study: the call's deadline: stopping this step "
-                    f"(SIGINT, then SIGKILL after {STOP_GRACE_S:g} s)"
-                )
-                _stop(proc)
-    except BaseException:  # our own interruption (SIGTERM from the tool, Ctrl-C): the child too
-        _stop(proc)
-        raise
-    finally:
-        pump.join(timeout=10)
-    return proc.returncode, stopped, time.monotonic() - start
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGINT (the runner's own clean stop), then SIGKILL (its worker dies with it: lifeline)."""
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait()
-
-
-def _interrupt_when_parent_dies() -> None:
-    """In the child, before it runs: SIGINT handled (a command started in the background by a
-    non-interactive shell, as `cmd &` or nohup, inherits SIGINT ignored, and so would the step: it
-    would shrug off the deadline and outlive a killed call, holding its run's lock; seen here), and
-    sent to it when its parent dies (Linux; elsewhere nothing)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Python then installs its KeyboardInterrupt handler
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGINT), 0, 0, 0)  # PR_SET_PDEATHSIG
-
-
-class _Packer:
-    """Packs the call's outputs now and then while a step runs, so that even a call killed from
-    outside (the tool's own limit) brings back all but its last half minute."""
-
-    def __init__(self, do_pack: Callable[[], None], every_s: float | None = None) -> None:
-        self.do_pack, self.every_s = do_pack, PACK_EVERY_S if every_s is None else every_s
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="gpu-study-pack", daemon=True)
-
-    def _run(self) -> None:
-        while not self.stop.wait(self.every_s):
-            with contextlib.suppress(Exception):  # a pack that fails is tried again, and at the end
-                self.do_pack()
-
-    def __enter__(self) -> _Packer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join()
-
-
-def _sigterm_as_interrupt() -> Callable[[], None]:
-    """The tool ends a command past its limit with SIGTERM: treat it as Ctrl-C (stop the step, pack
-    what was measured, exit). Returns the function that puts the old handler back."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, old)
-
-
 def plan_lines(
     call: Call, variant: str, planned: Sequence[PlannedStep], budget_s: float, out: Path
 ) -> list[str]:
@@ -367,16 +236,11 @@ def run_call(
     )
     log_path = out / f"call{call.number}.log"
     with open(log_path, "a", encoding="utf-8") as log:
-        tee = _Tee(log, echo)
+        tee = Tee(log, echo)
         for line in plan_lines(call, variant, planned, budget_s, work):
             tee.line(line)
         restored = _restore(call, ids, work, resume_from, tee)
-        found = calibration(work, planned)
-        if found:
-            ratio, said = found
-            left = sum(p.seconds for p in planned if not finished(work, p))
-            report.calibration = f"{said}; scaled so, the steps not done yet: {format_duration(left * ratio)}"
-            tee.line(f"calibration: {report.calibration}")
+        _calibrate(report, work, planned, tee)
 
         in_flight: list[tuple[StepOutcome, float]] = []  # the step running now, and its start
 
@@ -393,32 +257,18 @@ def run_call(
             )
             report.packed = note
 
-        restore_sigterm = _sigterm_as_interrupt()
+        restore_sigterm = sigterm_as_interrupt()
         try:
             for outcome, p in zip(report.steps, planned, strict=True):
                 left = None if deadline is None else deadline - time.monotonic()
-                if p.step.verb == "crosscheck" and (work / p.step.run_id / "crosscheck.json").exists():
-                    outcome.status = ALREADY
-                    tee.line(f"gpu-study: {p.step.what}: already done ({p.step.run_id}/crosscheck.json)")
-                    continue
-                if finished(work, p):
-                    outcome.status = ALREADY
-                    tee.line(
-                        f"gpu-study: {p.step.what}: already done (every cell has its row in {p.step.run_id})"
-                    )
-                    continue
-                # a cross-check keeps nothing until it ends: start one only if it fits
-                need = p.seconds if p.step.verb == "crosscheck" else STEP_OVERHEAD_S
-                if left is not None and left < need:
-                    outcome.status = NO_TIME
-                    tee.line(f"gpu-study: {p.step.what}: not started ({format_duration(left)} left)")
+                if _skipped(p, outcome, work, left, tee):
                     continue
                 tee.line(f"gpu-study: step: {p.step.what}\n  {outcome.command}")
                 outcome.status, began = RUNNING, time.monotonic()
                 in_flight[:] = [(outcome, began)]
                 try:
                     code, stopped, wall = run_step(
-                        p.step.argv(variant, work), tee, left, python, cwd, lambda: _Packer(do_pack)
+                        p.step.argv(variant, work), tee, left, python, cwd, lambda: Packer(do_pack)
                     )
                 except KeyboardInterrupt:
                     outcome.status = INTERRUPTED
@@ -449,13 +299,42 @@ def run_call(
     return report
 
 
+def _calibrate(report: CallReport, work: Path, planned: Sequence[PlannedStep], tee: Tee) -> None:
+    """The estimate of the steps left, scaled by how long the finished ones took (if any did)."""
+    found = calibration(work, planned)
+    if found:
+        ratio, said = found
+        left = sum(p.seconds for p in planned if not finished(work, p))
+        report.calibration = f"{said}; scaled so, the steps not done yet: {format_duration(left * ratio)}"
+        tee.line(f"calibration: {report.calibration}")
+
+
+def _skipped(p: PlannedStep, outcome: StepOutcome, work: Path, left: float | None, tee: Tee) -> bool:
+    """True, the step's status set and told, when it is done already or has no time left to run."""
+    if p.step.verb == "crosscheck" and (work / p.step.run_id / "crosscheck.json").exists():
+        outcome.status = ALREADY
+        tee.line(f"gpu-study: {p.step.what}: already done ({p.step.run_id}/crosscheck.json)")
+        return True
+    if finished(work, p):
+        outcome.status = ALREADY
+        tee.line(f"gpu-study: {p.step.what}: already done (every cell has its row in {p.step.run_id})")
+        return True
+    # a cross-check keeps nothing until it ends: start one only if it fits
+    need = p.seconds if p.step.verb == "crosscheck" else STEP_OVERHEAD_S
+    if left is not None and left < need:
+        outcome.status = NO_TIME
+        tee.line(f"gpu-study: {p.step.what}: not started ({format_duration(left)} left)")
+        return True
+    return False
+
+
 def _latest_archive(folder: Path) -> Path:
     """The last call's tarball in `folder` (it holds every run folder of the calls before it)."""
     found = [(int(p.name[4:-7]), p) for p in folder.glob("call*.tar.gz") if p.name[4:-7].isdigit()]
     return max(found)[1] if found else folder / "call1.tar.gz"
 
 
-def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | None, tee: _Tee) -> list[str]:
+def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | None, tee: Tee) -> list[str]:
     """Bring an earlier attempt's run folders back from its tarball, each one a warm machine does
     not still have; the folders restored."""
     if resume_from is None:

@@ -165,6 +165,16 @@ def open_counter(
     return rapl_counter(powercap)
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How long the idle reading and each block run, and how many rounds: one value, so that a
+    test can shorten them together."""
+
+    idle_s: float = IDLE_S
+    block_s: float = BLOCK_S
+    rounds: int = ROUNDS
+
+
 @dataclass
 class Tally:
     joules: float = 0.0
@@ -185,13 +195,11 @@ class Energy:
         opener: Callable[[str], tuple[Counter | None, str]] = open_counter,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
-        idle_s: float = IDLE_S,
-        block_s: float = BLOCK_S,
-        rounds: int = ROUNDS,
+        pace: Pace = Pace(),
     ) -> None:
         self.device, self.images_per_call, self.sync = device, images_per_call, sync
         self.opener, self.clock, self.sleep = opener, clock, sleep
-        self.idle_s, self.block_s, self.rounds = idle_s, block_s, rounds
+        self.idle_s, self.block_s, self.rounds = pace.idle_s, pace.block_s, pace.rounds
         self.counter: Counter | None = None
         self.why = ""
         self.idle_w: float | None = None

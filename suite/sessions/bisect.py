@@ -79,18 +79,21 @@ class _NotRun(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class Images:
+    """Where a nightly's image comes from: the matrix and its build, the checkout, the bases."""
+
+    matrix: Matrix
+    build: BuildSpec
+    root: Path
+    subs: images.Substitutes
+
+
 def container_measure(
-    runner: Runner,
-    matrix: Matrix,
-    build: BuildSpec,
-    cell: Cell,
-    suite_args: Sequence[str],
-    device: str,
-    out: Path,
-    root: Path,
-    subs: images.Substitutes,
+    runner: Runner, source: Images, cell: Cell, suite_args: Sequence[str], device: str, out: Path
 ) -> Callable[[date], Path | None]:
     """A date -> the run folder of the cell run in that date's image (None: not built, not run)."""
+    matrix, build, root, subs = source.matrix, source.build, source.root, source.subs
     hf_cache = containers.hf_cache_dir().resolve()
 
     def error(message: str) -> None:
@@ -198,7 +201,8 @@ def bisect_session(
     docker.check_docker()
     if device == "cuda":
         docker.check_gpu()
-    measure = container_measure(runner, matrix, build, cell, ["--profile", profile], device, out, root, subs)
+    source = Images(matrix, build, root, subs)
+    measure = container_measure(runner, source, cell, ["--profile", profile], device, out)
     result = bisect(
         index_dates(build, root),
         good,
@@ -256,13 +260,7 @@ def confirm_session(
     device = flags["--device"] or "cuda"
     if device not in docker.DEVICES:
         raise UsageError("--device", f"{device!r}: cuda or cpu")
-    pending = [json.loads(line) for line in ask(["confirm", "--list", *store]).splitlines() if line.strip()]
-    if flags["--gpu"]:  # this machine's GPU (as the history names it): the changes found on it
-        pending = [p for p in pending if p["gpu"] == flags["--gpu"]]
-    if flags["--change"]:
-        pending = [p for p in pending if p["change"] == flags["--change"]]
-        if not pending:
-            raise UsageError("--change", f"{flags['--change']!r} is not awaiting a confirmation")
+    pending = _pending(ask, flags, store)
     if not pending:
         runner.log("no change point awaits a confirmation")
         return []
@@ -292,6 +290,18 @@ def confirm_session(
             "confirm", f"{len(failed)} of {len(pending)} change(s) could not be judged: {failed[0]}"
         )
     return lines
+
+
+def _pending(ask: Host, flags: dict[str, Any], store: list[str]) -> list[dict[str, str]]:
+    """The changes awaiting a confirmation, narrowed by `--gpu` and `--change`."""
+    pending = [json.loads(line) for line in ask(["confirm", "--list", *store]).splitlines() if line.strip()]
+    if flags["--gpu"]:  # this machine's GPU (as the history names it): the changes found on it
+        pending = [p for p in pending if p["gpu"] == flags["--gpu"]]
+    if flags["--change"]:
+        pending = [p for p in pending if p["change"] == flags["--change"]]
+        if not pending:
+            raise UsageError("--change", f"{flags['--change']!r} is not awaiting a confirmation")
+    return pending
 
 
 def quiet(runner: Runner) -> Runner:
@@ -325,9 +335,8 @@ def _confirm_one(runner: Runner, ask: Host, item: dict[str, str], where: _Where)
     subs = images.Substitutes(local_bases=flags["--local-bases"])
     suite_args = ["--profile", flags["--profile"] or "full", "--scenarios", item["scenario"]]
     device = flags["--device"] or "cuda"
-    measure = container_measure(
-        runner, where.matrix, where.build, cell, suite_args, device, out, where.root, subs
-    )
+    source = Images(where.matrix, where.build, where.root, subs)
+    measure = container_measure(runner, source, cell, suite_args, device, out)
     days = [parse_day("good", item["good"]), parse_day("bad", item["bad"])]
     for day in days:  # built (or found) first: the two runs then follow each other
         spec = replace(

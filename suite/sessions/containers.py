@@ -311,7 +311,8 @@ def bench_containers(
         bench.out, bench.run_id, (hf_cache or hf_cache_dir()).resolve(), bench.offline, device, bench.shard
     )
     try:
-        run = functools.partial(_bench, runner, root, matrix, chosen, bench, how, slots, opts, verb)
+        session = _Session(runner, root, matrix, bench, how, slots, opts, verb)
+        run = functools.partial(_bench, session, chosen)
         return pushed(runner, bench, target, run)
     finally:
         docker.remove_token(opts.token_file)
@@ -354,136 +355,171 @@ def resumed(runner: Runner, bench: BenchArgs, new: bool) -> BenchArgs:
     return replace(bench, run_id=old, run_id_given=True)
 
 
-def _bench(
-    runner: Runner,
-    root: Path,
-    matrix: Matrix,
-    chosen: Sequence[BuildSpec],
-    bench: BenchArgs,
-    how: Build,
-    slots: Sequence[fleet.Slot],
-    opts: docker.RunOptions,
-    verb: pergpu.SuiteVerb | None,
-) -> Bench:
-    device = opts.device
-    # Preflight, before anything is built: each build's needs against the driver and GPU
-    verdicts = {
-        spec.name: floors.check(spec, slots[0].gpu, how.subs.torch_from_pypi)
-        if slots[0].gpu is not None
-        else floors.Verdict("all")
-        for spec in chosen
-    }
+@dataclass
+class _Session:
+    """One bench session's shared parts, and its steps in order: preflight, tonight's nightly,
+    the command lines checked, the host checked, the images, the probes, the runs."""
 
-    def mark(spec: BuildSpec, m: pergpu.Mark, count: bool = False) -> int:
-        if verb is None:
+    runner: Runner
+    root: Path
+    matrix: Matrix
+    bench: BenchArgs
+    how: Build
+    slots: Sequence[fleet.Slot]
+    opts: docker.RunOptions
+    verb: pergpu.SuiteVerb | None
+    verdicts: dict[str, floors.Verdict] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)
+    done: Bench = field(default_factory=lambda: Bench(merge=None, tags={}, seconds={}))
+
+    def mark(self, spec: BuildSpec, m: pergpu.Mark, count: bool = False) -> int:
+        if self.verb is None:
             return 0
-        cmd = pergpu.mark_args(spec, bench.run_id, str(bench.out), device, bench.suite_args, m)
-        said = verb([*cmd, "--count"] if count else cmd)
+        bench = self.bench
+        cmd = pergpu.mark_args(spec, bench.run_id, str(bench.out), self.opts.device, bench.suite_args, m)
+        said = self.verb([*cmd, "--count"] if count else cmd)
         return int(said.strip().splitlines()[-1]) if said.strip() else 0
 
-    for spec in chosen:
-        verdict = verdicts[spec.name]
-        if verdict.runs == "eager":
-            whole = replace(slots[0], shard=bench.shard)  # the session's cells, not one GPU's part
-            probe_mark = pergpu.Mark("skipped", verdict.reason, whole, only="eager")
-            if verb is not None and mark(spec, probe_mark, count=True) == 0:
-                verdicts[spec.name] = floors.Verdict("none", verdict.reason)
-    # tonight's nightly, once for the whole session (every GPU's container runs the same image),
-    # for the builds this machine can run
-    can = [s for s in chosen if verdicts[s.name].runs != "none"]
-    resolved, how.resolved = nightly.resolve_all(can, root, how.nightly_date)
-    by_name = {s.name: s for s in resolved}
-    chosen = [by_name.get(s.name, s) for s in chosen]
-    for name, found in how.resolved.items():
-        runner.log(nightly.describe(name, found))
-    # Every container's command line, checked for secrets before anything runs or is shown.
-    tags: dict[str, str] = {}
-    commands: dict[str, list[str]] = {}
-    for spec in chosen:
-        if verdicts[spec.name].runs == "none":
-            continue
-        tags[spec.name] = images.image_tag(spec, root, how.subs)
-        commands[spec.name] = docker.probe_command(spec, slot_options(opts, slots[0]), tags[spec.name])
-    for cmd in [*commands.values(), *_all_run_commands(chosen, tags, slots, opts, bench, verdicts)]:
-        refused = docker.refusal(cmd, os.environ)
-        if refused:
-            raise UsageError("", refused)
-    docker.check_docker()
-    if device == "cuda":
-        docker.check_gpu()
-    if how.subs.local_bases:
-        check_local_bases(runner, matrix, [s for s in chosen if s.name in tags], root)
-    check_names_free(opts, [s for s in chosen if s.name in tags], slots)
-    prepare_mounts(runner, opts)
-    push.mark(opts.results / opts.run_id, bench.session, "running")  # finished when the session ends
-    manifest = nightly.write_manifest(opts.results / opts.run_id, how.resolved)
-    if manifest is not None:
-        runner.log(f"what tonight's nightly resolved to: {manifest}")
-    done = Bench(merge=None, tags={}, seconds={})
+    def preflight(self, chosen: Sequence[BuildSpec]) -> None:
+        """Each build's needs against the driver and GPU, before anything is built; a build that
+        can run only eager and has no eager cell in this session cannot run at all."""
+        gpu = self.slots[0].gpu
+        for spec in chosen:
+            subs = self.how.subs
+            self.verdicts[spec.name] = (
+                floors.check(spec, gpu, subs.torch_from_pypi) if gpu is not None else floors.Verdict("all")
+            )
+        for spec in chosen:
+            verdict = self.verdicts[spec.name]
+            if verdict.runs != "eager" or self.verb is None:
+                continue
+            whole = replace(self.slots[0], shard=self.bench.shard)  # the session's cells, not one GPU's part
+            if self.mark(spec, pergpu.Mark("skipped", verdict.reason, whole, only="eager"), count=True) == 0:
+                self.verdicts[spec.name] = floors.Verdict("none", verdict.reason)
 
-    def cannot_run(spec: BuildSpec, reason: str) -> None:
-        runner.log(f"warning: {spec.name} cannot run here: {reason}")
-        done.skipped.append(f"{spec.name}: {reason}")
-        for slot in slots:
-            mark(spec, pergpu.Mark("skipped", reason, slot))
+    def resolve(self, chosen: Sequence[BuildSpec]) -> list[BuildSpec]:
+        """Tonight's nightly, once for the whole session (every GPU's container runs the same
+        image), for the builds this machine can run."""
+        can = [s for s in chosen if self.verdicts[s.name].runs != "none"]
+        resolved, self.how.resolved = nightly.resolve_all(can, self.root, self.how.nightly_date)
+        by_name = {s.name: s for s in resolved}
+        for name, found in self.how.resolved.items():
+            self.runner.log(nightly.describe(name, found))
+        return [by_name.get(s.name, s) for s in chosen]
 
-    for spec in chosen:
-        if verdicts[spec.name].runs == "none":
-            cannot_run(spec, verdicts[spec.name].reason)
-    ids: dict[str, str] = {}
-    for spec in chosen:
-        if spec.name not in tags:
-            continue
-        started = time.monotonic()
-        done.tags[spec.name] = ensure_image(runner, matrix, spec, root, how, offline=bench.offline)
-        ids[spec.name] = image_id(done.tags[spec.name])
-        done.seconds[f"{spec.name} image"] = time.monotonic() - started
-    runnable = []
-    for spec in chosen:
-        if spec.name not in tags:
-            continue
-        started = time.monotonic()
-        probe = run_docker(commands[spec.name], capture_output=True)
-        done.seconds[f"{spec.name} probe"] = time.monotonic() - started
-        if probe.returncode != 0:
-            cannot_run(spec, docker.explain_probe_failure(probe, tags[spec.name]))
-            continue
-        runner.log(f"{spec.name}: {probe.stdout.strip() or 'probe passed'}")
-        runnable.append(spec)
-    if not runnable:
-        raise docker.DockerProblem(done.skipped[0].split(": ", 1)[1] if done.skipped else "nothing to run")
-    jobs = [
-        pergpu.Job(
-            spec,
-            slot,
-            _run_command(spec, slot, tags[spec.name], opts, bench, verdicts[spec.name], ids[spec.name]),
-            tags[spec.name],
-            ids[spec.name],
-            verdicts[spec.name].reason if verdicts[spec.name].runs == "eager" else "",
-        )
-        for slot in slots
-        for spec in runnable
-    ]
-    outcomes = pergpu.Pipelines(runner.log).run(jobs)
-    usage = False
-    for outcome in outcomes:
+    def command_lines(self, chosen: Sequence[BuildSpec]) -> None:
+        """Every container's command line, checked for secrets before anything runs or is shown."""
+        for spec in chosen:
+            if self.verdicts[spec.name].runs == "none":
+                continue
+            self.tags[spec.name] = images.image_tag(spec, self.root, self.how.subs)
+            probe_opts = slot_options(self.opts, self.slots[0])
+            self.commands[spec.name] = docker.probe_command(spec, probe_opts, self.tags[spec.name])
+        runs = _all_run_commands(chosen, self.tags, self.slots, self.opts, self.bench, self.verdicts)
+        for cmd in [*self.commands.values(), *runs]:
+            refused = docker.refusal(cmd, os.environ)
+            if refused:
+                raise UsageError("", refused)
+
+    def check_host(self, chosen: Sequence[BuildSpec]) -> None:
+        """Docker (and the GPU), the stand-in bases, the container names and mounts; the run
+        folder marked running and tonight's manifest written."""
+        opts, runner = self.opts, self.runner
+        docker.check_docker()
+        if opts.device == "cuda":
+            docker.check_gpu()
+        tagged = [s for s in chosen if s.name in self.tags]
+        if self.how.subs.local_bases:
+            check_local_bases(runner, self.matrix, tagged, self.root)
+        check_names_free(opts, tagged, self.slots)
+        prepare_mounts(runner, opts)
+        push.mark(opts.results / opts.run_id, self.bench.session, "running")  # finished when the session ends
+        manifest = nightly.write_manifest(opts.results / opts.run_id, self.how.resolved)
+        if manifest is not None:
+            runner.log(f"what tonight's nightly resolved to: {manifest}")
+
+    def cannot_run(self, spec: BuildSpec, reason: str) -> None:
+        self.runner.log(f"warning: {spec.name} cannot run here: {reason}")
+        self.done.skipped.append(f"{spec.name}: {reason}")
+        for slot in self.slots:
+            self.mark(spec, pergpu.Mark("skipped", reason, slot))
+
+    def build_images(self, chosen: Sequence[BuildSpec]) -> None:
+        done = self.done
+        for spec in chosen:
+            if spec.name not in self.tags:
+                continue
+            started = time.monotonic()
+            done.tags[spec.name] = ensure_image(
+                self.runner, self.matrix, spec, self.root, self.how, offline=self.bench.offline
+            )
+            self.ids[spec.name] = image_id(done.tags[spec.name])
+            done.seconds[f"{spec.name} image"] = time.monotonic() - started
+
+    def probe(self, chosen: Sequence[BuildSpec]) -> list[BuildSpec]:
+        """The builds whose probe container passed; the others told and marked skipped."""
+        runnable = []
+        for spec in chosen:
+            if spec.name not in self.tags:
+                continue
+            started = time.monotonic()
+            probe = run_docker(self.commands[spec.name], capture_output=True)
+            self.done.seconds[f"{spec.name} probe"] = time.monotonic() - started
+            if probe.returncode != 0:
+                self.cannot_run(spec, docker.explain_probe_failure(probe, self.tags[spec.name]))
+                continue
+            self.runner.log(f"{spec.name}: {probe.stdout.strip() or 'probe passed'}")
+            runnable.append(spec)
+        if not runnable:
+            skipped = self.done.skipped
+            raise docker.DockerProblem(skipped[0].split(": ", 1)[1] if skipped else "nothing to run")
+        return runnable
+
+    def jobs(self, runnable: Sequence[BuildSpec]) -> list[pergpu.Job]:
+        jobs = []
+        for slot in self.slots:
+            for spec in runnable:
+                tag, image, verdict = self.tags[spec.name], self.ids[spec.name], self.verdicts[spec.name]
+                cmd = _run_command(spec, slot, tag, self.opts, self.bench, verdict, image)
+                eager = verdict.reason if verdict.runs == "eager" else ""
+                jobs.append(pergpu.Job(spec, slot, cmd, tag, image, eager))
+        return jobs
+
+    def settle(self, outcome: pergpu.Outcome) -> bool:
+        """One container's end: its seconds, and its cells marked if it failed or ran eager only.
+        True: the suite refused its input (its one-line usage error is above)."""
         job = outcome.job
-        key = f"{job.build.name} run" + (f" {job.slot.name}" if len(slots) > 1 else "")
-        done.seconds[key] = outcome.seconds
+        key = f"{job.build.name} run" + (f" {job.slot.name}" if len(self.slots) > 1 else "")
+        self.done.seconds[key] = outcome.seconds
         image = {"image_tag": job.tag, "image_id": job.image_id}
-        if outcome.code == 2:
-            usage = True  # the suite's one-line usage error is above
-        elif outcome.code != 0:
+        if outcome.code not in (0, 2):
             why = f"the container on {job.slot.name} exited with {pergpu.describe_status(outcome.code)}"
-            done.failed.append(f"{job.build.name}: {why}")
+            self.done.failed.append(f"{job.build.name}: {why}")
             only = "eager" if job.eager_reason else "all"
-            mark(job.build, pergpu.Mark("error", f"{why} before this cell ran", job.slot, only, **image))
+            self.mark(job.build, pergpu.Mark("error", f"{why} before this cell ran", job.slot, only, **image))
         if job.eager_reason and outcome.code != 2:
-            mark(job.build, pergpu.Mark("skipped", job.eager_reason, job.slot, "compiled", **image))
-    if usage:
+            self.mark(job.build, pergpu.Mark("skipped", job.eager_reason, job.slot, "compiled", **image))
+        return outcome.code == 2
+
+
+def _bench(session: _Session, chosen: Sequence[BuildSpec]) -> Bench:
+    session.preflight(chosen)
+    chosen = session.resolve(chosen)
+    session.command_lines(chosen)
+    session.check_host(chosen)
+    for spec in chosen:
+        if session.verdicts[spec.name].runs == "none":
+            session.cannot_run(spec, session.verdicts[spec.name].reason)
+    session.build_images(chosen)
+    runnable = session.probe(chosen)
+    outcomes = pergpu.Pipelines(session.runner.log).run(session.jobs(runnable))
+    usage = [session.settle(outcome) for outcome in outcomes]
+    if any(usage):
         raise SystemExit(2)
-    done.merge = merge_target(runner, bench)
-    return done
+    session.done.merge = merge_target(session.runner, session.bench)
+    return session.done
 
 
 def _run_command(

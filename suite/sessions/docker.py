@@ -158,11 +158,9 @@ def compile_threads(cpus: str) -> int:
     return count
 
 
-def run_prefix(options: RunOptions, tag: str, name: str, image_id: str = "") -> list[str]:
-    """`docker run ...IMAGE`: name, label, GPU, CPUs, mounts, user, environment; the command follows."""
-    run_dir = options.results / options.run_id
-    cmd = ["docker", "run", "--rm", "--init", "--pull", "never", "--name", name]
-    cmd += ["--label", f"{RUNNER_LABEL}={options.runner}"]
+def _placement(options: RunOptions) -> list[str]:
+    """The container's GPU, CPUs and memory nodes."""
+    cmd: list[str] = []
     if options.device == "cuda":
         cmd += ["--gpus", f"device={options.gpu}" if options.gpu else "all"]
     if options.cpus:
@@ -171,19 +169,34 @@ def run_prefix(options: RunOptions, tag: str, name: str, image_id: str = "") -> 
         cmd += ["--env", f"TORCHINDUCTOR_COMPILE_THREADS={compile_threads(options.cpus)}"]
     if options.mems:
         cmd += ["--cpuset-mems", options.mems]
-    cmd += ["--ipc=host"]
-    cmd += ["--user", options.user, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
-    if options.offline:
-        cmd += ["--network", "none"]
-    cmd += ["--mount", f"type=bind,source={run_dir},target={RESULTS_IN_CONTAINER}/{options.run_id}"]
+    return cmd
+
+
+def _hub_access(options: RunOptions) -> list[str]:
+    """The model cache, and offline (no network, the cache read-only) or the token's file."""
     cache = f"type=bind,source={options.hf_cache},target={HF_HOME_IN_CONTAINER}"
-    cmd += ["--mount", cache + (",readonly" if options.offline else "")]
+    cmd = ["--mount", cache + (",readonly" if options.offline else "")]
     if options.offline:
         for key, value in OFFLINE_ENV.items():
             cmd += ["--env", f"{key}={value}"]
     elif options.token_file is not None:
         cmd += ["--mount", f"type=bind,source={options.token_file},target={TOKEN_IN_CONTAINER},readonly"]
         cmd += ["--env", f"HF_TOKEN_PATH={TOKEN_IN_CONTAINER}"]
+    return cmd
+
+
+def run_prefix(options: RunOptions, tag: str, name: str, image_id: str = "") -> list[str]:
+    """`docker run ...IMAGE`: name, label, GPU, CPUs, mounts, user, environment; the command follows."""
+    run_dir = options.results / options.run_id
+    cmd = ["docker", "run", "--rm", "--init", "--pull", "never", "--name", name]
+    cmd += ["--label", f"{RUNNER_LABEL}={options.runner}"]
+    cmd += _placement(options)
+    cmd += ["--ipc=host"]
+    cmd += ["--user", options.user, "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    if options.offline:
+        cmd += ["--network", "none"]
+    cmd += ["--mount", f"type=bind,source={run_dir},target={RESULTS_IN_CONTAINER}/{options.run_id}"]
+    cmd += _hub_access(options)
     if options.gpu_state:
         cmd += ["--env", f"SUITE_GPU_STATE={options.gpu_state}"]
     if image_id:

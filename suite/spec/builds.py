@@ -28,35 +28,43 @@ _BUILD_ARG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
+def _check_build_arg_name(r: Reader, key: str, value: object) -> None:
+    where = f"build_args.{key}"
+    if not _BUILD_ARG_NAME.match(key):
+        r.fail("a build argument name is upper case letters, digits and '_'", where)
+    if key in DERIVED_BUILD_ARGS:
+        r.fail("is set by nox from the build's other fields; remove it here", where)
+    if is_secret_name(key):  # build arguments stay in the image's history (`docker history`)
+        r.fail(
+            "looks like a secret; build arguments are readable in the image's history: "
+            "pass secrets at run time (docker run -e NAME)",
+            where,
+        )
+    if not isinstance(value, str) or not value.strip():
+        r.fail(f"must be a non-empty string (in quotes), got {kind(value)}", where)
+
+
+def _check_wheel_pair(r: Reader, args: dict[str, str], key: str, value: str) -> None:
+    """A wheel given by URL is installed with --require-hashes: URL and sha256 come in pairs."""
+    where = f"build_args.{key}"
+    if key.endswith("_WHEEL_URL"):
+        if not value.endswith(".whl"):
+            r.fail("must be the URL of a wheel (.whl)", where)
+        if key[: -len("URL")] + "SHA256" not in args:
+            r.fail(f"needs {key[: -len('URL')]}SHA256 beside it (installed with --require-hashes)", where)
+    if key.endswith("_WHEEL_SHA256"):
+        if not _SHA256.match(value):
+            r.fail(f"must be the wheel's sha256 (64 lower-case hex digits), got {value!r}", where)
+        if key[: -len("SHA256")] + "URL" not in args:
+            r.fail(f"goes with a {key[: -len('SHA256')]}URL, which is missing", where)
+
+
 def _read_build_args(r: Reader) -> dict[str, str]:
     args = r.mapping("build_args")
     for key, value in args.items():
-        where = f"build_args.{key}"
-        if not _BUILD_ARG_NAME.match(key):
-            r.fail("a build argument name is upper case letters, digits and '_'", where)
-        if key in DERIVED_BUILD_ARGS:
-            r.fail("is set by nox from the build's other fields; remove it here", where)
-        if is_secret_name(key):  # build arguments stay in the image's history (`docker history`)
-            r.fail(
-                "looks like a secret; build arguments are readable in the image's history: "
-                "pass secrets at run time (docker run -e NAME)",
-                where,
-            )
-        if not isinstance(value, str) or not value.strip():
-            r.fail(f"must be a non-empty string (in quotes), got {kind(value)}", where)
-    # A wheel given by URL is installed with --require-hashes: URL and sha256 come in pairs.
+        _check_build_arg_name(r, key, value)
     for key, value in args.items():
-        where = f"build_args.{key}"
-        if key.endswith("_WHEEL_URL"):
-            if not value.endswith(".whl"):
-                r.fail("must be the URL of a wheel (.whl)", where)
-            if key[: -len("URL")] + "SHA256" not in args:
-                r.fail(f"needs {key[: -len('URL')]}SHA256 beside it (installed with --require-hashes)", where)
-        if key.endswith("_WHEEL_SHA256"):
-            if not _SHA256.match(value):
-                r.fail(f"must be the wheel's sha256 (64 lower-case hex digits), got {value!r}", where)
-            if key[: -len("SHA256")] + "URL" not in args:
-                r.fail(f"goes with a {key[: -len('SHA256')]}URL, which is missing", where)
+        _check_wheel_pair(r, args, key, value)
     return args
 
 

@@ -163,22 +163,8 @@ def expand(
         )
     profile = matrix.profiles[profile_name]
     settings = resolve_settings(matrix, profile, filters.overrides)
-    wanted_models = None
-    outside: dict[str, ModelSpec] = {}
-    if filters.models is not None:
-        wanted_models = set()
-        for name in filters.models:
-            spec = matrix.find_model(name)
-            if spec is None:
-                spec = outside_model(name, matrix.models)  # a saved folder or a hub id (issue 40)
-                if spec is None:
-                    raise UsageError(
-                        "--models",
-                        f"{name!r} is not a model of {matrix.path}, a folder or a hub id "
-                        f"(known: {', '.join(matrix.models)})",
-                    )
-                outside[spec.name] = spec
-            wanted_models.add(spec.name)
+    wanted_models, outside = _wanted_models(matrix, filters)
+    plan = _Plan(matrix, profile, build, filters)
     cells: dict[tuple[object, ...], Cell] = {}
     for sel in profile.selections:
         # a model from outside the matrix runs as each selection runs the matrix's models
@@ -189,37 +175,68 @@ def expand(
             cell_settings = replace(settings, weights="random") if spec.base else settings
             scenarios = filters.scenarios if filters.scenarios is not None else sel.scenarios
             for scenario in scenarios:
-                if scenario == DYNAMIC_BATCH:
-                    for cell in _dynamic_cells(matrix, profile, build, spec, sel, cell_settings, filters):
-                        cells.setdefault(
-                            (model_name, scenario, cell.batch_sizes, cell.mode, cell.dynamic), cell
-                        )
-                    continue
-                if scenario == MIXED_RESOLUTION:
-                    for cell in _mixed_cells(matrix, profile, build, spec, sel, cell_settings, filters):
-                        cells.setdefault(
-                            (model_name, scenario, cell.batch_size, cell.mode, cell.dynamic), cell
-                        )
-                    continue
-                # a serving cell's requests are one image each (its batcher makes the batches, up to
-                # the `serving.max_batch` setting): one cell per mode, batch size 1
-                for bs in (1,) if scenario == SERVING else sel.batch_sizes:
-                    if (
-                        scenario != SERVING
-                        and filters.batch_sizes is not None
-                        and bs not in filters.batch_sizes
-                    ):
-                        continue
-                    for mode in sel.modes:
-                        if filters.modes is not None and mode not in filters.modes:
-                            continue
-                        for dtype in sel.dtypes or (cell_settings.dtype,):
-                            # a selection's dtypes (issue 28) replace the settings' one dtype
-                            at = replace(cell_settings, dtype=dtype) if sel.dtypes else cell_settings
-                            key = (model_name, scenario, bs, mode, dtype)
-                            cell = _cell(matrix, profile, filters, build, spec, bs, mode, scenario, at)
-                            cells.setdefault(key, cell)
+                for key, cell in _scenario_cells(plan, model_name, spec, sel, cell_settings, scenario):
+                    cells.setdefault(key, cell)
     return list(cells.values())
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every cell of one expansion shares: the matrix, the profile, the build, the filters."""
+
+    matrix: Matrix
+    profile: Profile
+    build: str
+    filters: Filters
+
+
+def _wanted_models(matrix: Matrix, filters: Filters) -> tuple[set[str] | None, dict[str, ModelSpec]]:
+    """The names --models asks for (None: every model), and those from outside the matrix."""
+    outside: dict[str, ModelSpec] = {}
+    if filters.models is None:
+        return None, outside
+    wanted_models = set()
+    for name in filters.models:
+        spec = matrix.find_model(name)
+        if spec is None:
+            spec = outside_model(name, matrix.models)  # a saved folder or a hub id
+            if spec is None:
+                raise UsageError(
+                    "--models",
+                    f"{name!r} is not a model of {matrix.path}, a folder or a hub id "
+                    f"(known: {', '.join(matrix.models)})",
+                )
+            outside[spec.name] = spec
+        wanted_models.add(spec.name)
+    return wanted_models, outside
+
+
+def _scenario_cells(
+    plan: _Plan, name: str, spec: ModelSpec, sel: Selection, settings: Settings, scenario: str
+) -> list[tuple[tuple[object, ...], Cell]]:
+    """One model's cells of one scenario of a selection, each with the key that dedupes it."""
+    matrix, profile, build, filters = plan.matrix, plan.profile, plan.build, plan.filters
+    if scenario == DYNAMIC_BATCH:
+        cells = _dynamic_cells(matrix, profile, build, spec, sel, settings, filters)
+        return [((name, scenario, c.batch_sizes, c.mode, c.dynamic), c) for c in cells]
+    if scenario == MIXED_RESOLUTION:
+        cells = _mixed_cells(matrix, profile, build, spec, sel, settings, filters)
+        return [((name, scenario, c.batch_size, c.mode, c.dynamic), c) for c in cells]
+    # a serving cell's requests are one image each (its batcher makes the batches, up to
+    # the `serving.max_batch` setting): one cell per mode, batch size 1
+    sizes = (1,) if scenario == SERVING else sel.batch_sizes
+    if scenario != SERVING and filters.batch_sizes is not None:
+        sizes = tuple(bs for bs in sizes if bs in filters.batch_sizes)
+    modes = [m for m in sel.modes if filters.modes is None or m in filters.modes]
+    out = []
+    for bs in sizes:
+        for mode in modes:
+            for dtype in sel.dtypes or (settings.dtype,):
+                # a selection's dtypes replace the settings' one dtype
+                at = replace(settings, dtype=dtype) if sel.dtypes else settings
+                cell = _cell(matrix, profile, filters, build, spec, bs, mode, scenario, at)
+                out.append(((name, scenario, bs, mode, dtype), cell))
+    return out
 
 
 def _cell(matrix: Matrix, profile: Profile, filters: Filters, *args: Any, **kwargs: Any) -> Cell:

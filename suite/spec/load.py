@@ -7,7 +7,7 @@ model is built. Standard library + PyYAML only (runs inside the containers).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,70 +43,84 @@ from suite.spec.model import (
 )
 from suite.spec.yamlfile import load_yaml
 
+SettingReader = Callable[[Reader, str, Settings], Any]
+
+
+def _choice(choices: Sequence[str]) -> SettingReader:
+    return lambda r, key, base: r.str(key, choices=choices)
+
+
+def _flag(r: Reader, key: str, base: Settings) -> bool:
+    return r.bool(key, False)
+
+
+def _bounded_int(r: Reader, key: str, base: Settings) -> int:
+    low, high = limits.setting_bounds(key)
+    return r.int(key, minimum=int(low), maximum=high)
+
+
+def _bounded_float(r: Reader, key: str, base: Settings) -> float:
+    return r.float(key, maximum=limits.setting_bounds(key)[1])
+
+
+def _rate(r: Reader, key: str, base: Settings) -> float:
+    value = r.float(key, positive=False, maximum=1.0)
+    if value < 0.0:
+        r.fail(f"must be from 0 to 1 (an agreement rate), got {value}", key)
+    return value
+
+
+def _resolution_scales(r: Reader, key: str, base: Settings) -> tuple[float, ...]:
+    scales = r.list(key)
+    for x in scales:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= MAX_RESOLUTION_SCALE:
+            r.fail(f"scales must be numbers > 0 and at most {MAX_RESOLUTION_SCALE:g}, got {x!r}", key)
+    if len(set(scales)) < 2:
+        r.fail("needs two or more different scales (the scenario changes the size)", key)
+    return tuple(float(x) for x in dict.fromkeys(scales))
+
+
+def _image(r: Reader, key: str, base: Settings) -> ImageSpec:
+    img = r.sub(key)
+    url = img.raw("url", base.image.url) or ""
+    path = img.raw("path", base.image.path) or ""
+    for field_name, value in (("url", url), ("path", path)):
+        if not isinstance(value, str):
+            img.fail(f"must be a string, got {kind(value)}", field_name)
+    if not url and not path:
+        img.fail("needs a url, a path, or both")
+    img.done()
+    return ImageSpec(url=url, path=path)
+
+
+# Each setting key of matrix.yaml -> (the Settings field it sets, its reader), in the order checked.
+SETTING_READERS: dict[str, tuple[str, SettingReader]] = {
+    "dtype": ("dtype", _choice(DTYPES)),
+    "weights": ("weights", _choice(WEIGHTS)),
+    **{key: (key, _bounded_int) for key in ("warmup", "iterations", "min_iterations", "processes")},
+    **{key: (key, _bounded_float) for key in ("timeout_s", "tolerance", "ci_target_pct", "max_timing_s")},
+    "shrink": ("shrink", _flag),
+    "compile_cache": ("compile_cache", _choice(COMPILE_CACHES)),
+    "malloc": ("malloc", _choice(MALLOCS)),
+    "stop_rule": ("stop_rule", _choice(STOP_RULES)),
+    "compile_cost": ("compile_cost", _flag),
+    "dynamic_batch_sizes": ("dynamic_batch_sizes", lambda r, key, base: _dynamic_batch_sizes(r)),
+    **{key: (key, _rate) for key in PARITY_SETTINGS},
+    "parity_max_eps": (
+        "parity_max_eps",
+        lambda r, key, base: r.float(key, maximum=PARITY_MAX_EPS_LIMIT),
+    ),
+    "run_noise_pct": ("run_noise", lambda r, key, base: _run_noise(r.sub(key), base.run_noise)),
+    "speedup_noise_pct": ("speedup_noise", lambda r, key, base: _run_noise(r.sub(key), base.speedup_noise)),
+    "serving": ("serving", lambda r, key, base: _serving(r.sub(key), base.serving)),
+    "resolution_scales": ("resolution_scales", _resolution_scales),
+    "image": ("image", _image),
+}
+
 
 def _read_settings(r: Reader, base: Settings) -> dict[str, Any]:
     """Validated setting overrides present in `r` (only those keys)."""
-    out: dict[str, Any] = {}
-    if r.has("dtype"):
-        out["dtype"] = r.str("dtype", choices=DTYPES)
-    if r.has("weights"):
-        out["weights"] = r.str("weights", choices=WEIGHTS)
-    for key in ("warmup", "iterations", "min_iterations", "processes"):
-        if r.has(key):
-            low, high = limits.setting_bounds(key)
-            out[key] = r.int(key, minimum=int(low), maximum=high)
-    for key in ("timeout_s", "tolerance", "ci_target_pct", "max_timing_s"):
-        if r.has(key):
-            out[key] = r.float(key, maximum=limits.setting_bounds(key)[1])
-    if r.has("shrink"):
-        out["shrink"] = r.bool("shrink", False)
-    if r.has("compile_cache"):
-        out["compile_cache"] = r.str("compile_cache", choices=COMPILE_CACHES)
-    if r.has("malloc"):
-        out["malloc"] = r.str("malloc", choices=MALLOCS)
-    if r.has("stop_rule"):
-        out["stop_rule"] = r.str("stop_rule", choices=STOP_RULES)
-    if r.has("compile_cost"):
-        out["compile_cost"] = r.bool("compile_cost", False)
-    if r.has("dynamic_batch_sizes"):
-        out["dynamic_batch_sizes"] = _dynamic_batch_sizes(r)
-    for key in PARITY_SETTINGS:
-        if r.has(key):
-            value = r.float(key, positive=False, maximum=1.0)
-            if value < 0.0:
-                r.fail(f"must be from 0 to 1 (an agreement rate), got {value}", key)
-            out[key] = value
-    if r.has("parity_max_eps"):
-        out["parity_max_eps"] = r.float("parity_max_eps", maximum=PARITY_MAX_EPS_LIMIT)
-    if r.has("run_noise_pct"):
-        out["run_noise"] = _run_noise(r.sub("run_noise_pct"), base.run_noise)
-    if r.has("speedup_noise_pct"):
-        out["speedup_noise"] = _run_noise(r.sub("speedup_noise_pct"), base.speedup_noise)
-    if r.has("serving"):
-        out["serving"] = _serving(r.sub("serving"), base.serving)
-    if r.has("resolution_scales"):
-        scales = r.list("resolution_scales")
-        for x in scales:
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= MAX_RESOLUTION_SCALE:
-                r.fail(
-                    f"scales must be numbers > 0 and at most {MAX_RESOLUTION_SCALE:g}, got {x!r}",
-                    "resolution_scales",
-                )
-        if len(set(scales)) < 2:
-            r.fail("needs two or more different scales (the scenario changes the size)", "resolution_scales")
-        out["resolution_scales"] = tuple(float(x) for x in dict.fromkeys(scales))
-    if r.has("image"):
-        img = r.sub("image")
-        url = img.raw("url", base.image.url) or ""
-        path = img.raw("path", base.image.path) or ""
-        for key, value in (("url", url), ("path", path)):
-            if not isinstance(value, str):
-                img.fail(f"must be a string, got {kind(value)}", key)
-        if not url and not path:
-            img.fail("needs a url, a path, or both")
-        img.done()
-        out["image"] = ImageSpec(url=url, path=path)
-    return out
+    return {out: read(r, key, base) for key, (out, read) in SETTING_READERS.items() if r.has(key)}
 
 
 def _run_noise(r: Reader, base: RunNoise) -> RunNoise:
@@ -241,6 +255,13 @@ def _names(
     return tuple(value)
 
 
+def _known(r: Reader, key: str, values: list[Any], known: Sequence[str], noun: str) -> list[Any]:
+    for value in values:
+        if value not in known:
+            r.fail(f"{value!r} is not {noun} (known: {', '.join(known)})", key)
+    return values
+
+
 def _read_selection(r: Reader, models: Mapping[str, ModelSpec]) -> Selection:
     batch_sizes = r.list("batch_sizes")
     for b in batch_sizes:
@@ -248,18 +269,9 @@ def _read_selection(r: Reader, models: Mapping[str, ModelSpec]) -> Selection:
             r.fail(f"batch sizes must be integers >= 1, got {kind(b)}", "batch_sizes")
         if b > limits.MAX_BATCH_SIZE:
             r.fail(f"batch sizes must be at most {limits.MAX_BATCH_SIZE}, got {number(b)}", "batch_sizes")
-    modes = r.list("modes")
-    for m in modes:
-        if m not in MODES:
-            r.fail(f"{m!r} is not a mode (known: {', '.join(MODES)})", "modes")
-    scenarios = r.list("scenarios", ["inference"])
-    for s in scenarios:
-        if s not in SCENARIOS:
-            r.fail(f"{s!r} is not a scenario (known: {', '.join(SCENARIOS)})", "scenarios")
-    dtypes = r.list("dtypes") if r.has("dtypes") else []
-    for d in dtypes:
-        if d not in DTYPES:
-            r.fail(f"{d!r} is not a dtype (known: {', '.join(DTYPES)})", "dtypes")
+    modes = _known(r, "modes", r.list("modes"), MODES, "a mode")
+    scenarios = _known(r, "scenarios", r.list("scenarios", ["inference"]), SCENARIOS, "a scenario")
+    dtypes = _known(r, "dtypes", r.list("dtypes") if r.has("dtypes") else [], DTYPES, "a dtype")
     others = [s for s in scenarios if s != PRECISION]
     autocast = [d for d in dtypes if autocast_to(d)]
     if autocast and others:
@@ -297,6 +309,14 @@ def load_matrix(path: str | Path) -> Matrix:
         builds_r.fail("must declare at least one build")
     builds_r._seen.update(builds)
 
+    models = _read_models(top)
+    profiles = _read_profiles(top, defaults, models)
+    top.done()
+    return Matrix(path=path, defaults=defaults, builds=builds, models=models, profiles=profiles)
+
+
+def _read_models(top: Reader) -> dict[str, ModelSpec]:
+    """`models:` then `custom:` (configurations built on a model)."""
     models_r = top.sub("models", required=True)
     models = {name: _read_model(models_r.sub(name), name) for name in models_r.names()}
     if not models:
@@ -316,7 +336,11 @@ def load_matrix(path: str | Path) -> Matrix:
             custom_r.fail("a custom configuration's name may not contain '|' or ','", name)
         models = {**models, name: _read_custom(custom_r.sub(name), name, hub_models)}
     custom_r._seen.update(custom_r.data)
+    return models
 
+
+def _read_profiles(top: Reader, defaults: Settings, models: Mapping[str, ModelSpec]) -> dict[str, Profile]:
+    file = top.file
     profiles_r = top.sub("profiles", required=True)
     profiles: dict[str, Profile] = {}
     for name in profiles_r.names():
@@ -338,8 +362,7 @@ def load_matrix(path: str | Path) -> Matrix:
     if not profiles:
         profiles_r.fail("must declare at least one profile")
     profiles_r._seen.update(profiles)
-    top.done()
-    return Matrix(path=path, defaults=defaults, builds=builds, models=models, profiles=profiles)
+    return profiles
 
 
 CUSTOM_KEYS: tuple[str, ...] = ("base", "processor")  # every other key overrides the config

@@ -301,15 +301,7 @@ class Settings:
         for name, noise in zip(NOISE_SETTINGS, (self.run_noise, self.speedup_noise), strict=True):
             if not isinstance(noise, RunNoise):
                 raise SettingError((name,), f"must be a mapping of cpu/cuda to percent, got {noise!r}")
-        for name in PARITY_SETTINGS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise SettingError((name,), f"must be from 0 to 1 (an agreement rate), got {value!r}")
-        eps = self.parity_max_eps
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps <= PARITY_MAX_EPS_LIMIT:
-            raise SettingError(
-                ("parity_max_eps",), f"must be > 0 and at most {PARITY_MAX_EPS_LIMIT:g}, got {eps!r}"
-            )
+        self._check_parity()
         _choice("weights", self.weights, WEIGHTS)
         _choice("compile_cache", self.compile_cache, COMPILE_CACHES)
         _choice("malloc", self.malloc, MALLOCS)
@@ -319,6 +311,37 @@ class Settings:
             _within(name, getattr(self, name))
         # min_iterations above iterations is no error: the minimum is then the maximum (a profile's
         # or a flag's small `iterations` must not need a second setting to go with it)
+        self._check_sizes()
+        if not isinstance(self.serving, Serving):
+            raise SettingError(
+                ("serving",), f"must be a mapping (p99_ms, max_batch, ...), got {self.serving!r}"
+            )
+        if not isinstance(self.image, ImageSpec):
+            raise SettingError(("image",), f"must be an image (url and/or path), got {self.image!r}")
+        if self.compile_cost and self.compile_cache != "cold":
+            raise SettingError(
+                ("compile_cost", "compile_cache"),
+                "compile_cost measures a cold compile, then a warm one: it needs compile_cache: cold "
+                "(or compile_cost: false)",
+            )
+        if self.shrink and self.weights != "random":
+            raise SettingError(
+                ("shrink", "weights"), "a shrunk (smoke) model has no checkpoint: set weights: random"
+            )
+
+    def _check_parity(self) -> None:
+        for name in PARITY_SETTINGS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise SettingError((name,), f"must be from 0 to 1 (an agreement rate), got {value!r}")
+        eps = self.parity_max_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps <= PARITY_MAX_EPS_LIMIT:
+            raise SettingError(
+                ("parity_max_eps",), f"must be > 0 and at most {PARITY_MAX_EPS_LIMIT:g}, got {eps!r}"
+            )
+
+    def _check_sizes(self) -> None:
+        """The mixed-resolution scales and the dynamic-batch sizes: two or more different ones."""
         scales = self.resolution_scales
         numbers = all(
             not isinstance(x, bool) and isinstance(x, (int, float)) and 0 < x <= MAX_RESOLUTION_SCALE
@@ -330,27 +353,11 @@ class Settings:
                 f"needs two or more different scales > 0 and at most {MAX_RESOLUTION_SCALE:g}, "
                 f"got {list(scales)}",
             )
-        if not isinstance(self.serving, Serving):
-            raise SettingError(
-                ("serving",), f"must be a mapping (p99_ms, max_batch, ...), got {self.serving!r}"
-            )
-        if not isinstance(self.image, ImageSpec):
-            raise SettingError(("image",), f"must be an image (url and/or path), got {self.image!r}")
         sizes = self.dynamic_batch_sizes
         integers = all(isinstance(b, int) and not isinstance(b, bool) and b >= 1 for b in sizes)
         if sizes and (not integers or len(set(sizes)) < 2):
             raise SettingError(
                 ("dynamic_batch_sizes",), f"needs two or more different batch sizes >= 1, got {list(sizes)}"
-            )
-        if self.compile_cost and self.compile_cache != "cold":
-            raise SettingError(
-                ("compile_cost", "compile_cache"),
-                "compile_cost measures a cold compile, then a warm one: it needs compile_cache: cold "
-                "(or compile_cost: false)",
-            )
-        if self.shrink and self.weights != "random":
-            raise SettingError(
-                ("shrink", "weights"), "a shrunk (smoke) model has no checkpoint: set weights: random"
             )
 
 

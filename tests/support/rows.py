@@ -4,6 +4,7 @@ the plots' and compare's tests read them (their figures are the tests' own, not 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from suite.results import RowWriter
 
@@ -42,23 +43,46 @@ def eager(build, gpu, model, bs, mean, median, lo, hi):
     )
 
 
-def compiled(build, gpu, model, bs, mode, mean, median, lo, hi, s, s_lo, s_hi, accuracy="pass"):
+class At(NamedTuple):
+    """A compiled cell's identity."""
+
+    build: str
+    gpu: str
+    model: str
+    bs: int
+    mode: str
+
+
+class Times(NamedTuple):
+    """A cell's mean and median (ms) and the median's 95% CI."""
+
+    mean: float
+    median: float
+    lo: float
+    hi: float
+
+
+class Speedup(NamedTuple):
+    """A compiled cell's speed-up over its paired eager calls, and its 95% CI."""
+
+    factor: float
+    lo: float
+    hi: float
+
+
+def compiled(at: At, times: Times, speedup: Speedup, accuracy: str = "pass") -> dict:
     """A compiled cell's row, as the worker writes it: its paired eager median is median x speed-up
     (the speed-up is that ratio), with a 95% CI of +-0.1 ms."""
-    paired_eager = round(median * s, 6)
+    paired_eager = round(times.median * speedup.factor, 6)
     return row(
-        build,
-        gpu,
-        model,
-        bs,
-        mode,
-        mean_ms=mean,
-        median_ms=median,
-        ci95_low_ms=lo,
-        ci95_high_ms=hi,
-        speedup=s,
-        speedup_ci95_low=s_lo,
-        speedup_ci95_high=s_hi,
+        *at,
+        mean_ms=times.mean,
+        median_ms=times.median,
+        ci95_low_ms=times.lo,
+        ci95_high_ms=times.hi,
+        speedup=speedup.factor,
+        speedup_ci95_low=speedup.lo,
+        speedup_ci95_high=speedup.hi,
         accuracy=accuracy,
         eager_median_ms=paired_eager,
         eager_ci95_low_ms=round(paired_eager - 0.1, 6),
@@ -71,19 +95,30 @@ def compiled(build, gpu, model, bs, mode, mean, median, lo, hi, s, s_lo, s_hi, a
 ROWS = [
     # A100, stable, batch 1: ViT fine; DETR compiles to a wrong output (default), errors (reduce-overhead)
     eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
-    compiled("stable", A100, "ViT", 1, "default", 8.0, 7.9, 7.8, 8.0, 1.25, 1.20, 1.30),
-    compiled("stable", A100, "ViT", 1, "reduce-overhead", 6.0, 5.9, 5.8, 6.0, 1.6, 1.5, 1.7),
+    compiled(At("stable", A100, "ViT", 1, "default"), Times(8.0, 7.9, 7.8, 8.0), Speedup(1.25, 1.20, 1.30)),
+    compiled(
+        At("stable", A100, "ViT", 1, "reduce-overhead"), Times(6.0, 5.9, 5.8, 6.0), Speedup(1.6, 1.5, 1.7)
+    ),
     eager("stable", A100, "DETR", 1, 40.0, 39.0, 38.0, 40.0),
-    compiled("stable", A100, "DETR", 1, "default", 20.0, 19.5, 19.0, 20.0, 2.0, 1.9, 2.1, accuracy="fail"),
+    compiled(
+        At("stable", A100, "DETR", 1, "default"),
+        Times(20.0, 19.5, 19.0, 20.0),
+        Speedup(2.0, 1.9, 2.1),
+        accuracy="fail",
+    ),
     row("stable", A100, "DETR", 1, "reduce-overhead", "error"),
     # A100, stable, batch 16: DETR does not fit
     row("stable", A100, "DETR", 16, "eager", "oom"),
     row("stable", A100, "DETR", 16, "default", "oom"),
     # A100, nightly, batch 1: compiled ViT is slower; DETR eager timed out
     eager("nightly", A100, "ViT", 1, 9.0, 8.8, 8.7, 8.9),
-    compiled("nightly", A100, "ViT", 1, "default", 11.0, 11.0, 10.9, 11.1, 0.8, 0.75, 0.85),
+    compiled(
+        At("nightly", A100, "ViT", 1, "default"), Times(11.0, 11.0, 10.9, 11.1), Speedup(0.8, 0.75, 0.85)
+    ),
     row("nightly", A100, "DETR", 1, "eager", "timeout"),
-    compiled("nightly", A100, "DETR", 1, "default", 18.0, 17.5, 17.0, 18.0, 1.5, 1.4, 1.6),
+    compiled(
+        At("nightly", A100, "DETR", 1, "default"), Times(18.0, 17.5, 17.0, 18.0), Speedup(1.5, 1.4, 1.6)
+    ),
     # T4, stable, batch 1: ViT compiled OOM, DETR not run
     eager("stable", T4, "ViT", 1, 16.0, 15.9, 15.8, 16.0),
     row("stable", T4, "ViT", 1, "default", "oom"),

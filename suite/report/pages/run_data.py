@@ -17,6 +17,7 @@ from suite import __version__
 from suite.report.load import Loaded
 from suite.report.reference import GuideFigure, Reference
 from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
+from suite.report.tables.cellformat import md_cell
 from suite.report.tables.cells import (
     DAGGER,
     DOUBLE_DAGGER,
@@ -27,7 +28,6 @@ from suite.report.tables.cells import (
     Gain,
     Qty,
     improvement_pct,
-    md_cell,
 )
 from suite.report.tables.table import Column, Table
 from suite.results import STATUS_WORDS

@@ -67,6 +67,22 @@ def compile_groups(study: Study) -> list[CompileGroup]:
     )
 
 
+def _notes(
+    g: CompileGroup, reference: Reference, guide_table: str | None, *, timed_compile: bool, throughput: bool
+) -> list[str]:
+    """The table's notes: the legend, then what its optional columns mean, then the guide's."""
+    notes = [legend(g.setup.scenario), *([COMPILE_NOTE] if timed_compile else [])]
+    notes += [THROUGHPUT_NOTE] if throughput else []
+    if guide_table is not None and not throughput:
+        notes.append(MEANS_NOTE)
+    if guide_table is not None:
+        guide_build = next(f.build for f in reference.figures if f.table == guide_table)
+        notes.append(GUIDE_NOTE.format(table=f"table '{guide_table}'", build=guide_build))
+    elif not g.setup.guide_like:
+        notes.append(f"No guide comparison: the guide measured {GUIDE_SETUP}, not {g.setup.label}.")
+    return notes
+
+
 def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) -> Table:
     """`Task/Model | no compile | compile | speed-up` (+ the guide's figure when one matches)."""
     g = group
@@ -108,16 +124,9 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
             Column("break-even (calls)", "break-even calls", "qty"),
         ]
     training = g.setup.scenario == TRAIN
-    notes = [legend(g.setup.scenario), *([COMPILE_NOTE] if timed_compile else [])]
-    notes += [THROUGHPUT_NOTE] if throughput else []
-    if guide_table is not None and not throughput:
-        notes.append(MEANS_NOTE)
+    notes = _notes(g, reference, guide_table, timed_compile=timed_compile, throughput=throughput)
     if guide_table is not None:
         columns.append(Column(f"guide: {guide_table}", "guide", "guide"))
-        guide_build = next(f.build for f in reference.figures if f.table == guide_table)
-        notes.append(GUIDE_NOTE.format(table=f"table '{guide_table}'", build=guide_build))
-    elif not g.setup.guide_like:
-        notes.append(f"No guide comparison: the guide measured {GUIDE_SETUP}, not {g.setup.label}.")
     table = Table(
         name=group_stem(
             study,

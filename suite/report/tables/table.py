@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from suite.report.study import Gpu, Setup, Study
+from suite.report.tables.cellformat import csv_cells, md_cell
 from suite.report.tables.cells import (
     DAGGER,
     DAGGER_NOTE,
@@ -22,8 +23,6 @@ from suite.report.tables.cells import (
     STANDALONE_NOTE,
     TRAIN_DAGGER_NOTE,
     TRAIN_LEGEND,
-    csv_cells,
-    md_cell,
 )
 from suite.results import slug
 
