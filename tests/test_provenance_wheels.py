@@ -14,8 +14,11 @@ from suite.run import runner
 NEW = ("nightly_date", "torch_wheel_url", "torch_wheel_sha256", "torchvision_version")
 
 
-def test_the_columns_come_last_in_the_table() -> None:
-    assert tuple(c.name for c in TABLE[-len(NEW) :]) == NEW
+def test_the_columns_are_appended_together_after_the_older_ones() -> None:
+    names = [c.name for c in TABLE]
+    at = names.index(NEW[0])
+    assert tuple(names[at : at + len(NEW)]) == NEW  # one block, in this order
+    assert at > names.index("image_id")  # appended: no older column moved
 
 
 def test_the_nightly_date_is_the_images_else_torchs_own_else_empty() -> None:

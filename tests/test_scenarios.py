@@ -208,10 +208,14 @@ def test_a_compiled_cell_takes_the_shared_path_in_order(rec: Recorder) -> None:
         *["mem[", "compiled", "compiled", "compiled", "]mem"],  # compiled warm-up: 3 calls
         "ledger:warm-up",  # and after the warm-up (CUDA graphs are recorded there)
         "accuracy",
-        *timed("eager"),  # interleaved: E C, C E
-        *timed("compiled"),
-        *timed("compiled"),
+        # one round of short blocks, eager's first: a switch call (timed apart: the previous call
+        # was the other function's), the latency calls, then a back-to-back throughput block
         *timed("eager"),
+        *timed("eager") * 2,
+        *["sync", "eager", "eager", "sync"],
+        *timed("compiled"),
+        *timed("compiled") * 2,
+        *["sync", "compiled", "compiled", "sync"],
         "counts",
         "blocks:eager,compiled",
         "]energy",

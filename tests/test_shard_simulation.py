@@ -27,7 +27,8 @@ from suite.results import key_of, read_rows
 ROOT = Path(__file__).resolve().parent.parent
 # Two cells (eager, default) over three shards: two shards of one cell, one empty shard.
 SELECTION = ["--profile", "smoke", "--models", "ViT", "--modes", "eager,default"]
-TINY = ["--iterations", "3", "--warmup", "1", "--device", "cpu"]
+# --schedule serial: the stub is a one-cell worker
+TINY = ["--iterations", "3", "--warmup", "1", "--device", "cpu", "--schedule", "serial"]
 SHARDS = 3
 # the runs are module-scoped: under xdist the tests stay on one worker
 pytestmark = pytest.mark.xdist_group("shard-simulation")

@@ -242,6 +242,7 @@ def finish(args: FinishArgs) -> Path:
 
 def _build(args: FinishArgs, attempts: Sequence[Attempt], placed: dict[str, Path], folder: Path) -> None:
     from suite.gpustudy.readme import Sources, render_readme
+    from suite.report.paths import shown
     from suite.report.publish import run_merge
 
     roots = machine_roots(attempts)
@@ -263,10 +264,12 @@ def _build(args: FinishArgs, attempts: Sequence[Attempt], placed: dict[str, Path
     result = run_merge(merged, folder, args.matrix, False, args.reference, plots=args.plots)
     analysis = args.analysis.read_text(encoding="utf-8") if args.analysis else None
     here = f"{folder.resolve()}/"  # the merge names superseded rows by absolute path: this host's
-    for page in [*folder.glob("tables/*.md"), *folder.glob("tables/*.html")]:
+    project = f"{shown(folder)}/"  # and report.json its inputs relative to the project
+    for page in [*folder.glob("tables/*.md"), *folder.glob("tables/*.html"), *folder.glob("tables/*.json")]:
         text = page.read_text(encoding="utf-8")
-        if here in text:
-            page.write_text(text.replace(here, ""), encoding="utf-8")
+        clean = scrub(text.replace(here, "").replace(project, ""), roots)
+        if clean != text:
+            page.write_text(clean, encoding="utf-8")
     report = tuple(line.replace(here, "") for line in result.loaded.report())
     sources = Sources(folder, args.matrix, args.reference, report)
     (folder / "README.md").write_text(render_readme(sources, args.inputs, analysis), encoding="utf-8")
