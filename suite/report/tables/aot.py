@@ -8,11 +8,11 @@ Host side only (pandas). The figures are the rows' own; the break-even is arithm
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
+from suite.report.tables.cells import number
 from suite.report.tables.table import Column, Table
 from suite.results import slug
 
@@ -24,14 +24,6 @@ AOT_NOTE = (
     "lasts lead / (package median - JIT median) calls when the package is slower per call; 'always' when it "
     "is no slower; 'never' when the JIT starts first and is no slower. Medians: two processes, two cells."
 )
-
-
-def _num(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
 
 
 def lead_calls(lead_s: float, aot_ms: float, jit_ms: float) -> str:
@@ -93,12 +85,12 @@ def _row(a: Any, jit: Any, device: str, gpu: str, build: str) -> tuple[dict[str,
     label = [f"{a['task']}/{a['model']}", str(a["batch_size"])]
     if a["status"] != "ok":
         return context, [*label, f"{a['status']}: {a['error']}"[:100], "—", "—", "—", "—"]
-    load, mb, aot_ms = _num(a.get("aot_load_s")), _num(a.get("aot_package_mb")), _num(a.get("median_ms"))
-    build_s = sum(x for x in (_num(a.get("aot_export_s")), _num(a.get("aot_compile_s"))) if x is not None)
+    load, mb, aot_ms = (number(a.get(c)) for c in ("aot_load_s", "aot_package_mb", "median_ms"))
+    build_s = sum(x for x in (number(a.get("aot_export_s")), number(a.get("aot_compile_s"))) if x is not None)
     ok = jit is not None and jit["status"] == "ok"
-    warm = _num(jit.get("compile_warm_s")) if ok else None
-    start = warm if warm is not None else (_num(jit.get("compile_s")) if ok else None)
-    jit_ms = _num(jit.get("median_ms")) if ok else None
+    warm = number(jit.get("compile_warm_s")) if ok else None
+    start = warm if warm is not None else (number(jit.get("compile_s")) if ok else None)
+    jit_ms = number(jit.get("median_ms")) if ok else None
     lead = "—"
     if None not in (load, start, aot_ms, jit_ms):
         lead = lead_calls(start - load, aot_ms, jit_ms)  # type: ignore[operator]

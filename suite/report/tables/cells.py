@@ -19,6 +19,7 @@ Host side only. What the cells show, and why:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from suite.report.study import Measurement, paired_durations
@@ -79,6 +80,16 @@ THROUGHPUT_NOTE = (
     "back-to-back calls), so the one set beside its figures. The durations before them are latency: a "
     "synchronize around each call."
 )
+
+
+def number(value: object) -> float | None:
+    """A merged frame's value as a number: None for an empty, unparsable or NaN one (the tables
+    that read the frame's extra columns directly: precision, pipeline, serving, ...)."""
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
 
 
 def legend(scenario: str) -> str:

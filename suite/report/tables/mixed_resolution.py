@@ -6,11 +6,11 @@ Host side only (pandas). The figures are the rows' own.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
+from suite.report.tables.cells import number
 from suite.report.tables.table import Column, Table
 from suite.results import slug
 from suite.spec.model import DYNAMIC_SETTINGS, MIXED_RESOLUTION
@@ -27,24 +27,16 @@ MIXED_NOTE = (
 )
 
 
-def _num(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
 def _pair(row: Any, p50: str, p99: str) -> str:
-    a, b = _num(row.get(p50)), _num(row.get(p99))
+    a, b = number(row.get(p50)), number(row.get(p99))
     return "—" if a is None or b is None else f"{a:.3g} / {b:.3g}"
 
 
 def _values(row: Any) -> list[str]:
     if row["status"] != "ok":
         return [f"{row['status']}: {row['error']}"[:100], *["—"] * 6]
-    compile_s, after = _num(row.get("compile_s")), _num(row.get("mixed_compile_s"))
-    records, recompiles = _num(row.get("mixed_cudagraph_records")), _num(row.get("recompiles"))
+    compile_s, after = number(row.get("compile_s")), number(row.get("mixed_compile_s"))
+    records, recompiles = number(row.get("mixed_cudagraph_records")), number(row.get("recompiles"))
     return [
         "—" if compile_s is None else f"{compile_s:.2f}",
         "—" if recompiles is None else str(int(recompiles)),

@@ -10,11 +10,11 @@ ratio of two cells' medians (two processes), the pipeline's speed-ups are paired
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
+from suite.report.tables.cells import number
 from suite.report.tables.table import Column, Table
 from suite.results import slug
 from suite.spec.model import DTYPES, PIPELINE, PRECISION
@@ -41,36 +41,28 @@ PIPELINE_NOTE = (
 )
 
 
-def _num(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
 def _f(value: Any) -> str:
     """A difference: three significant digits."""
-    number = _num(value)
-    return "—" if number is None else f"{number:.3g}"
+    x = number(value)
+    return "—" if x is None else f"{x:.3g}"
 
 
 def _rate(value: Any) -> str:
     """An agreement rate (0 to 1): two decimals."""
-    number = _num(value)
-    return "—" if number is None else f"{number:.2f}"
+    x = number(value)
+    return "—" if x is None else f"{x:.2f}"
 
 
 def _ms(value: Any) -> str:
-    number = _num(value)
-    return "—" if number is None else f"{number:.3f}"
+    x = number(value)
+    return "—" if x is None else f"{x:.3f}"
 
 
 def _gain(ratio: Any, low: Any, high: Any) -> str:
-    r = _num(ratio)
+    r = number(ratio)
     if r is None:
         return "—"
-    lo, hi = _num(low), _num(high)
+    lo, hi = number(low), number(high)
     interval = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
     return f"{r:.2f}x{interval}"
 
@@ -127,8 +119,8 @@ def precision_tables(frame: pd.DataFrame) -> list[Table]:
                 (group["model"] == r["model"]) & (group["mode"] == "eager") & (group["dtype"] == "float32")
             ]
             ok = r["status"] == "ok"
-            fp32 = _num(base.iloc[0]["median_ms"]) if len(base) and base.iloc[0]["status"] == "ok" else None
-            median = _num(r["median_ms"]) if ok else None
+            fp32 = number(base.iloc[0]["median_ms"]) if len(base) and base.iloc[0]["status"] == "ok" else None
+            median = number(r["median_ms"]) if ok else None
             speed = fp32 / median if fp32 and median else None
             word = r["status"] if not ok else (r["parity"] or "—")
             table.add(
@@ -224,14 +216,14 @@ def pipeline_tables(frame: pd.DataFrame) -> list[Table]:
                 "mode": mode,
                 "batch size": r["batch_size"],
                 "status": r["status"],
-                **{f"{s}_median_ms": _num(r[f"{s}_median_ms"]) for s in STAGES},
-                "forward_eager_median_ms": _num(r["eager_median_ms"]),
-                "forward_compiled_median_ms": _num(r["median_ms"]),
-                "e2e_eager_median_ms": _num(r["e2e_eager_median_ms"]),
-                "speedup": _num(r["speedup"]),
-                "e2e_speedup": _num(r["e2e_speedup"]),
-                "e2e_speedup_ci95_low": _num(r["e2e_speedup_ci95_low"]),
-                "e2e_speedup_ci95_high": _num(r["e2e_speedup_ci95_high"]),
+                **{f"{s}_median_ms": number(r[f"{s}_median_ms"]) for s in STAGES},
+                "forward_eager_median_ms": number(r["eager_median_ms"]),
+                "forward_compiled_median_ms": number(r["median_ms"]),
+                "e2e_eager_median_ms": number(r["e2e_eager_median_ms"]),
+                "speedup": number(r["speedup"]),
+                "e2e_speedup": number(r["e2e_speedup"]),
+                "e2e_speedup_ci95_low": number(r["e2e_speedup_ci95_low"]),
+                "e2e_speedup_ci95_high": number(r["e2e_speedup_ci95_high"]),
                 "pre_fast_note": r["pre_fast_note"],
             }
             table.add(

@@ -8,11 +8,11 @@ Host side only (pandas). The figures are the rows' own.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
+from suite.report.tables.cells import number
 from suite.report.tables.table import Column, Table
 from suite.results import slug
 from suite.spec.model import MODES, SERVING
@@ -29,21 +29,13 @@ SERVING_NOTE = (
 MODE_ORDER = MODES  # eager, the compile modes, aot-inductor
 
 
-def _num(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
-
-
 def _cell(row: Any, eager_rate: float | None) -> str:
     if row is None:
         return "—"
     if row["status"] != "ok":
         return f"{row['status']}: {row['error']}"[:100]
     rate, p99, target = (
-        _num(row.get(c)) for c in ("serving_rate_per_s", "serving_p99_ms", "serving_target_ms")
+        number(row.get(c)) for c in ("serving_rate_per_s", "serving_p99_ms", "serving_target_ms")
     )
     if rate is None:
         return "—"
@@ -83,7 +75,7 @@ def serving_tables(frame: pd.DataFrame) -> list[Table]:
             by_mode = {r["mode"]: r for _, r in by_model.iterrows()}
             eager = by_mode.get("eager")
             eager_rate = (
-                _num(eager.get("serving_rate_per_s"))
+                number(eager.get("serving_rate_per_s"))
                 if eager is not None and eager["status"] == "ok"
                 else None
             )
@@ -97,7 +89,7 @@ def serving_tables(frame: pd.DataFrame) -> list[Table]:
             }
             for m in modes:
                 r = by_mode.get(m)
-                context[f"{m}_images_per_s"] = _num(r.get("serving_rate_per_s")) if r is not None else None
+                context[f"{m}_images_per_s"] = number(r.get("serving_rate_per_s")) if r is not None else None
             table.add(context, [f"{task}/{model}", *(_cell(by_mode.get(m), eager_rate) for m in modes)])
         tables.append(table)
     return tables
