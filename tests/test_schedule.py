@@ -4,16 +4,24 @@ tests/test_schedule_e2e.py)."""
 from __future__ import annotations
 
 import io
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
 
 from suite.cli import main
-from suite.run.launch import WorkerResult
 from suite.run.progress import Progress
-from suite.run.schedule import _with_cold
 from suite.spec import cost, expand, load_matrix
-from suite.spec.schedule import AHEAD, SERIAL, compiled_ahead, groups_of, shareable, timing_order
+from suite.spec.schedule import (
+    AHEAD,
+    SERIAL,
+    compiled_ahead,
+    groups_of,
+    processes_of,
+    shareable,
+    timing_order,
+    waves,
+)
 
 GUIDE = Path(__file__).resolve().parent / "data" / "guide-matrix.yaml"
 
@@ -54,14 +62,34 @@ def test_timing_order_is_stable_for_one_size() -> None:
     assert ordered[0][1].mode == "eager" and len(ordered) == len(cells)
 
 
-def test_the_estimate_pays_start_up_once_per_model_and_compiles_in_parallel() -> None:
+def test_the_estimate_pays_start_up_once_per_process_and_compiles_in_waves() -> None:
     cells = _full()
     serial = cost.estimate_schedule(cells, "cuda", SERIAL)
     assert abs(serial.total_s - sum(cost.estimate_seconds(c) for c in cells)) < 1e-6
     one, many = (cost.estimate_schedule(cells, "cuda", AHEAD, n) for n in (1, 16))
     assert many.timing_s == one.timing_s and many.compile_s < one.compile_s / 8
+    # one core: every cell's own work, less the start-up of the eager cells that share a process
+    eager = [c for c in cells if c.mode == "eager"]
+    saved = len(eager) * cost.GPU_RATES.startup_s
+    assert abs(one.total_s - (serial.total_s - saved)) < 1e-6
     assert many.total_s < serial.total_s
-    assert cost.makespan([3.0, 4.0, 2.0, 3.0], 2) == 6.0 and cost.makespan([5.0], 4) == 5.0
+
+
+def test_processes_start_with_a_compiled_cell_and_take_the_eager_cells_of_its_batch_size() -> None:
+    cells = [c for c in _full() if c.model.name == "ResNet"]
+    group = groups_of(list(enumerate(cells)))[0]
+    procs = processes_of(group)
+    assert sorted(ic for p in procs for ic in p) == sorted(group)
+    assert all(compiled_ahead(p[0][1]) and not any(compiled_ahead(c) for _, c in p[1:]) for p in procs)
+    for proc in procs:
+        assert {c.batch_size for _, c in proc} == {proc[0][1].batch_size}
+    eager_only = [ic for ic in group if ic[1].mode == "eager"]
+    assert processes_of(eager_only) == [eager_only] and processes_of([]) == []
+
+
+def test_waves_hold_the_longest_first_at_most_width_each() -> None:
+    assert waves([3, 9, 1, 5, 7], 2, key=lambda j: j) == [[9, 7], [5, 3], [1]]
+    assert waves([2, 1], 0, key=lambda j: j) == [[2], [1]] and waves([], 4, key=lambda j: j) == []
 
 
 def test_plan_shows_the_schedule_and_the_full_study_goal(capsys) -> None:
@@ -70,24 +98,6 @@ def test_plan_shows_the_schedule_and_the_full_study_goal(capsys) -> None:
     out = capsys.readouterr().out
     assert re.search(r"schedule ahead on 16 core\(s\): compile \d:\d\d:\d\d .* x serial's", out), out
     assert "goal for the guide's whole study on one GPU with 16 cores: 0:09:00" in out
-
-
-def test_a_row_takes_its_cold_figures_from_its_compile_process() -> None:
-    timed = {"status": "ok", "error": "", "compile_s": 2.0, "median_ms": 5.0, "eager_median_ms": 10.0}
-    cold = {"status": "ok", "error": "", "compile_s": 30.0, "first_result_s": 40.0, "phase_note": "x"}
-    cold["compile_note"] = "cold: FX graph 0/1 hit (1 miss)"
-    result = _with_cold(WorkerResult([dict(timed)], 4.0, "l"), WorkerResult([cold], 35.0, "c"))
-    got = result.fields
-    assert got["compile_s"] == 30.0 and got["warm_compile_s"] == 2.0 and got["first_result_s"] == 40.0
-    assert got["breakeven_calls"] == 6000  # 30 s / 5 ms saved per call
-    assert result.wall_s == 39.0 and result.ahead_s == 35.0
-    failed = _with_cold(
-        WorkerResult([dict(timed)], 4.0, "l"), WorkerResult([{"status": "error", "error": "boom"}], 1.0, "c")
-    )
-    assert (
-        failed.fields["compile_s"] == 2.0
-        and "compile ahead ended error (boom)" in failed.fields["compile_note"]
-    )
 
 
 def test_progress_under_ahead_scales_the_timing_left() -> None:
@@ -104,16 +114,29 @@ def test_progress_under_ahead_scales_the_timing_left() -> None:
     assert abs(seconds - 2 * (progress.cost(cells[1]) + progress.cost(cells[2]))) <= 1
 
 
-def test_the_pool_runs_every_job_and_hands_back_a_failure() -> None:
-    import pytest
+def test_the_gate_waits_for_its_go_and_hands_over_the_idle_processes(tmp_path: Path, monkeypatch) -> None:
+    import threading
 
-    from suite.run.schedule import run_pool
+    from suite.measure import gate
+    from suite.measure.health import other_processes
 
-    assert run_pool({i: (lambda i=i: i * 2) for i in range(5)}, 2) == {i: i * 2 for i in range(5)}
-    assert run_pool({}, 2) == {}
-
-    def boom() -> int:
-        raise OSError("disk full")
-
-    with pytest.raises(OSError, match="disk full"):
-        run_pool({0: lambda: 1, 1: boom}, 3)
+    monkeypatch.setenv(gate.GATE_ENV, str(tmp_path))
+    monkeypatch.setitem(gate._state, "count", 0)
+    waited: list[float] = []
+    worker = threading.Thread(target=lambda: waited.append(gate.wait()))
+    worker.start()
+    ready = tmp_path / "ready-0"
+    for _ in range(200):
+        if ready.exists():
+            break
+        threading.Event().wait(0.01)
+    assert ready.read_text() == str(os.getpid()) and worker.is_alive()  # it waits for its go
+    gate.open_gate(tmp_path, 0, [7, 9])
+    worker.join(timeout=5)
+    assert not worker.is_alive() and waited[0] > 0 and gate.idle_siblings() == {7, 9}
+    # the processes idle at their gates are not the GPU's other users; another process is
+    assert other_processes({1, 7, 9}, 3, 1, frozenset({7, 9})) == 0
+    assert other_processes({1, 7, 8}, 3, 1, frozenset({7})) == 1
+    assert other_processes({50, 51, 52}, 3, 1, frozenset({7, 9})) == 0  # in a container: by count
+    monkeypatch.delenv(gate.GATE_ENV)
+    assert gate.wait() == 0.0  # `serial`: no gate

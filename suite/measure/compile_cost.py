@@ -31,22 +31,9 @@ from suite.spec.model import Cell
 SPAWN_ENV = "SUITE_SPAWN_TIME"  # the runner's time.time() just before it started the worker
 MEGACACHE_ENV = "SUITE_MEGACACHE"  # the file the measure process saves artifacts to, megacache loads
 MEASURE, WARM, MEGACACHE = "measure", "warm", "megacache"
-# the `ahead` schedule's compile process (suite.run.schedule): a fresh process on fresh caches
-# compiles the cell before its timing, and its figures are the row's cold ones
-COLD = "cold"
-PHASES: tuple[str, ...] = (MEASURE, WARM, MEGACACHE, COLD)
+PHASES: tuple[str, ...] = (MEASURE, WARM, MEGACACHE)
 COLUMN_OF_PHASE = {WARM: "compile_warm_s", MEGACACHE: "compile_megacache_s"}
-LABEL_OF_PHASE = {MEASURE: "cold", WARM: "warm", MEGACACHE: "mega-cache", COLD: "cold"}  # how notes name them
-# What the cold process's figures are, in a row timed on the caches it filled: its compile, where
-# the compile went, and the first results of a process that starts and compiles.
-COLD_COLUMNS: tuple[str, ...] = (
-    "compile_s",
-    "first_result_s",
-    "eager_first_result_s",
-    *phases.PHASE_COLUMNS,
-    phases.OTHER,
-    "phase_note",
-)
+LABEL_OF_PHASE = {MEASURE: "cold", WARM: "warm", MEGACACHE: "mega-cache"}  # how notes name them
 _IMPORTED_AT = time.time()  # the start when no spawn time was handed down (a worker run by hand)
 
 # (name in notes, dynamo counter group, counter prefix): the caches that make a compile warm
@@ -194,34 +181,6 @@ def first_compile(cell: Cell, device: str, kind: Any, phase: str) -> dict[str, A
     where = f"{LABEL_OF_PHASE[phase]} compile, largest phases: {where}" if where else ""
     print(f"compile cost, {phase} process: {seconds:.3f} s ({note}; {where})", flush=True)
     return {COLUMN_OF_PHASE[phase]: seconds, "compile_note": note, "phase_note": where}
-
-
-def cold_compile(cell: Cell, device: str, kind: Any) -> dict[str, Any]:
-    """The `ahead` schedule's compile process: what the cell's own process measures up to its first
-    compiled call, in the same order (model and batch ready, the eager warm-up, one eager call, the
-    first compiled call), on the fresh caches it fills for the cell's timing process. Its
-    `compile_s`, phases and first results are the row's (suite.run.schedule)."""
-    model, batch, _ = parts.prepare(cell, device)
-    scenario = kind(cell, model, batch)
-    ready_s = seconds_since_spawn()
-    first_eager = FirstCall(scenario, device)
-    loop = TimingLoop(synchronizer(device), cell.settings.warmup)
-    with scenario.grad_mode():
-        scenario.warm_up_eager(loop)
-        eager_ms, _ = loop.call(scenario.eager)
-        compiled = scenario.compile()
-        ledger = Ledger.start()
-        first_ms = scenario.first_compiled_call(loop, compiled)
-        ledger.first_call_done()
-    compile_s = max(0.0, first_ms - eager_ms) / 1000.0
-    row: dict[str, Any] = {"compile_s": compile_s}
-    row.update(first_results(ready_s, first_eager.ms, compile_s))
-    ledger.warm_up_done()
-    where = ledger.fields(compile_s, device, cell.mode)
-    row.update({k: where.get(k) for k in (*phases.PHASE_COLUMNS, phases.OTHER, "phase_note")})
-    row["compile_note"] = f"cold: {describe_caches(cache_counts())} (its own process, ahead of timing)"
-    print(f"compile, cold process: {compile_s:.3f} s ({row['compile_note']})", flush=True)
-    return row
 
 
 def after_measure(path: str) -> str:

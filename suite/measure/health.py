@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from suite.measure import gate
 from suite.results.health import COLUMNS
 
 # NVML's clock-event ("throttle") reason bits (nvml.h, nvmlClocksEventReason*), by the name
@@ -164,12 +165,13 @@ def _reasons(nvml: Any, handle: Any) -> int:
     return int(readers[-1](handle))
 
 
-def other_processes(pids: set[int], most_at_once: int, me: int) -> int:
-    """Compute processes on the GPU besides this one. In a container NVML reports the host's
-    process ids, where this process has another id: it is then one of those seen."""
+def other_processes(pids: set[int], most_at_once: int, me: int, idle: frozenset[int] = frozenset()) -> int:
+    """Compute processes on the GPU besides this one and the `idle` ones (the `ahead` schedule's
+    processes waiting at their gates meanwhile: suite.measure.gate). In a container NVML reports
+    the host's process ids, where this process has another id: it is then one of those seen."""
     if me in pids:
-        return len(pids - {me})
-    return max(0, min(len(pids), most_at_once) - 1) if pids else 0
+        return len(pids - {me} - idle)
+    return max(0, min(len(pids), most_at_once) - 1 - len(idle)) if pids else 0
 
 
 class Health:
@@ -236,7 +238,8 @@ class Health:
             out["gpu_power_w_mean"] = round(sum(g.powers) / len(g.powers), 1)
         if self._handle is not None:
             out["gpu_throttle"] = ",".join(throttle_names(g.throttle))
-            out["gpu_other_processes"] = other_processes(g.pids, g.processes_max, os.getpid())
+            idle = frozenset(gate.idle_siblings())
+            out["gpu_other_processes"] = other_processes(g.pids, g.processes_max, os.getpid(), idle)
         if self._cpu0 and self._cpu1 and self._cpu1[1] > self._cpu0[1]:
             steal = self._cpu1[0] - self._cpu0[0]
             out["cpu_steal_pct"] = round(100.0 * steal / (self._cpu1[1] - self._cpu0[1]), 2)

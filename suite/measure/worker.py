@@ -6,9 +6,10 @@ The runner starts one of these per cell with a timeout (the `serial` schedule), 
 and compile caches belong to this cell alone, and a crash or hang costs only this cell. The
 result (measurement columns + status) is written atomically as JSON to RESULT; anything the
 process prints goes to the cell's log file, not the terminal. Under the `ahead` schedule
-(suite.run.schedule) one process times the cells of one model and build, each in turn on the
-caches their compile processes filled, writing RESULTS_DIR/<i>.json as each ends: the runner
-watches them appear, so a crash or hang costs the cell it hits and the rest run again elsewhere.
+(suite.run.schedule) one process measures a compiled cell and then eager cells of its model, each
+in turn, waiting before each cell's timed calls until the runner lets it time alone
+(suite.measure.gate), writing RESULTS_DIR/<i>.json as each ends: the runner watches them appear,
+so a crash or hang costs the cell it hits and the rest run again elsewhere.
 """
 
 from __future__ import annotations
@@ -53,8 +54,6 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
             faults.inject_cell_fault(cell.label)  # test-only: one cell fails on purpose
         if cell.scenario == DYNAMIC_BATCH:
             row["rows"] = measure_sequence(cell, device)
-        elif phase == compile_cost.COLD:
-            row.update(compile_cost.cold_compile(cell, device, kind))
         elif phase != compile_cost.MEASURE:
             row.update(compile_cost.first_compile(cell, device, kind, phase))
         else:
@@ -134,7 +133,7 @@ def main(argv: list[str]) -> int:
     if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] not in compile_cost.PHASES):
         print(
             "usage: python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE [PHASE: "
-            "measure|warm|megacache|cold]",
+            "measure|warm|megacache]",
             file=sys.stderr,
         )
         return 2

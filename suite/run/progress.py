@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from suite.results import FAIL, OK, format_cell
-from suite.spec.cost import estimate_seconds, format_duration, shared_cell_seconds
+from suite.spec.cost import ahead_timing_seconds, estimate_seconds, format_duration
 from suite.spec.model import Cell
-from suite.spec.schedule import SERIAL, shareable
+from suite.spec.schedule import SERIAL
 
 ACCURACY_FAIL = "ACCURACY FAIL"
 
@@ -28,8 +28,8 @@ def row_warnings(row: Mapping[str, Any]) -> dict[str, str]:
 
 
 def timing_seconds(cell: Cell) -> float:
-    """A cell's timing under the `ahead` schedule: in a shared process, or its own path."""
-    return shared_cell_seconds(cell) if shareable(cell) else estimate_seconds(cell)
+    """A cell's timing under the `ahead` schedule (suite.spec.cost.ahead_timing_seconds)."""
+    return ahead_timing_seconds(cell)
 
 
 @dataclass

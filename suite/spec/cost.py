@@ -22,7 +22,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from suite.spec.model import DYNAMIC_BATCH, STOP_CI, Cell
-from suite.spec.schedule import AHEAD, SERIAL, compiled_ahead, groups_of, pool_size, shareable
+from suite.spec.schedule import (
+    AHEAD,
+    SERIAL,
+    compiled_ahead,
+    groups_of,
+    pool_size,
+    processes_of,
+    shareable,
+    waves,
+)
 from suite.spec.warmup import warmup_calls
 
 
@@ -199,17 +208,17 @@ def format_duration(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-# The `ahead` schedule (suite.spec.schedule, suite.run.schedule): the compiled cells' cold compiles
-# in a pool of processes, then each model's cells timed in one process on the caches they filled.
+# The `ahead` schedule (suite.spec.schedule, suite.run.schedule): waves of processes, one per core,
+# each compiling a cell cold, then timed one after the other (its cell, then eager cells that follow).
 # The goal for the guide's whole study (`plan --profile full`) on one GPU with 16 cores.
 STUDY_GOAL_S = 540.0
 
 
 @dataclass(frozen=True)
 class ScheduleEstimate:
-    """A sweep's expected wall time under a schedule: the compile pool's (its processes at once),
-    then the timing's (the shared processes one after the other, and the cells that keep their
-    own process)."""
+    """A sweep's expected wall time under a schedule: the compiles' (each wave's longest: its
+    processes compile at once), then the timing's (every process's timing, one after the other,
+    and the cells that keep their own process)."""
 
     schedule: str
     compile_s: float
@@ -243,37 +252,37 @@ def compile_process_seconds(cell: Cell, device_type: str = "cuda") -> float:
 
 
 def shared_cell_seconds(cell: Cell, device_type: str = "cuda") -> float:
-    """A cell in a shared timing process: what its own process would take, less the start-up
-    (paid once per process) and the compile, plus a compile on warm caches."""
-    rates = RATES[device_type]
-    size = params_m(cell)
-    compile_s = _cold_compile_s(cell, rates, size)
-    own = estimate_seconds(cell, device_type)
-    return own - rates.startup_s - compile_s + WARM_COMPILE_FRACTION * compile_s
+    """A cell served by a process already started (the `ahead` schedule): what its own process
+    would take, less the start-up."""
+    return estimate_seconds(cell, device_type) - RATES[device_type].startup_s
 
 
-def makespan(seconds: Sequence[float], slots: int) -> float:
-    """The wall time of jobs run `slots` at once, longest first, each on the slot free first."""
-    ends = [0.0] * max(1, slots)
-    for s in sorted(seconds, reverse=True):
-        ends[ends.index(min(ends))] += s
-    return max(ends)
+def ahead_timing_seconds(cell: Cell, device_type: str = "cuda") -> float:
+    """A cell's part of the `ahead` schedule's timing: a compiled-ahead cell's process after its
+    compile (the rest of its calls, its energy window), a cell that follows another in a process
+    its own work less the start-up, any other cell its own process."""
+    if compiled_ahead(cell):
+        return estimate_seconds(cell, device_type) - compile_process_seconds(cell, device_type)
+    return shared_cell_seconds(cell, device_type) if shareable(cell) else estimate_seconds(cell, device_type)
 
 
 def estimate_schedule(
     cells: Sequence[Cell], device_type: str = "cuda", schedule: str = AHEAD, cores: int | None = None
 ) -> ScheduleEstimate:
-    """A sweep's estimate under `schedule` on a machine with `cores` (the compile pool's width)."""
+    """A sweep's estimate under `schedule` on a machine with `cores` (the width of a wave)."""
     if schedule == SERIAL:
         return ScheduleEstimate(SERIAL, 0.0, sum(estimate_seconds(c, device_type) for c in cells))
     pool = pool_size(cores)
-    groups = groups_of(list(enumerate(cells)))
-    compiles = [compile_process_seconds(c, device_type) for g in groups for _, c in g if compiled_ahead(c)]
+    jobs: list[tuple[float, float]] = []  # (compile phase, timing phase) of each process
     timing = 0.0
-    for group in groups:
-        first = group[0][1]
-        if not shareable(first):
-            timing += estimate_seconds(first, device_type)
+    for group in groups_of(list(enumerate(cells))):
+        if not shareable(group[0][1]):
+            timing += estimate_seconds(group[0][1], device_type)
             continue
-        timing += RATES[device_type].startup_s + sum(shared_cell_seconds(c, device_type) for _, c in group)
-    return ScheduleEstimate(AHEAD, makespan(compiles, pool), timing, pool)
+        for proc in processes_of(group):
+            first = proc[0][1]
+            ahead = compiled_ahead(first)
+            compile_s = compile_process_seconds(first, device_type) if ahead else RATES[device_type].startup_s
+            jobs.append((compile_s, sum(ahead_timing_seconds(c, device_type) for _, c in proc)))
+    compile_s = sum(max(c for c, _ in wave) for wave in waves(jobs, pool, key=lambda j: j[0]))
+    return ScheduleEstimate(AHEAD, compile_s, timing + sum(t for _, t in jobs), pool)

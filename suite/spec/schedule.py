@@ -1,8 +1,9 @@
 """How the cells of a sweep are laid out in processes (pure: the runner's `ahead` schedule,
 suite.run.schedule, and its estimate, suite.spec.cost, read the same rules).
 
-`serial`: one process per cell. `ahead`: the compiled cells' cold compiles in a pool of processes
-first, then the cells of one model and build timed in one process where their settings allow.
+`serial`: one process per cell. `ahead`: each compiled cell's process compiles it cold beside
+others (a wave of them, one per core), then waits; the wave's processes are then timed one after
+the other, alone, each timing its own cell and then the eager cells of its model that follow it.
 """
 
 from __future__ import annotations
@@ -86,7 +87,30 @@ def groups_of(cells: Sequence[Indexed]) -> list[list[Indexed]]:
     return [timing_order(g) if shareable(g[0][1]) else g for g in order]
 
 
+def processes_of(group: Sequence[Indexed]) -> list[list[Indexed]]:
+    """A timing group's processes under `ahead`: each compiled-ahead cell starts one (its cold
+    compile is a fresh process's first work); every other cell of the group follows the process
+    of the compiled cell of its batch size (else the group's first process), timed after it; a
+    group without a compiled-ahead cell is one process."""
+    procs: list[list[Indexed]] = [[ic] for ic in group if compiled_ahead(ic[1])]
+    rest = [ic for ic in group if not compiled_ahead(ic[1])]
+    if not procs:
+        return [list(group)] if group else []
+    for ic in rest:
+        same = [p for p in procs if p[0][1].batch_size == ic[1].batch_size]
+        (same[0] if same else procs[0]).append(ic)
+    return procs
+
+
+def waves(jobs: Sequence[Any], width: int, key: Any) -> list[list[Any]]:
+    """`jobs` in waves of at most `width`, longest `key` first: a wave's processes compile at once,
+    then are timed one after the other (so a wave's compile lasts as long as its longest)."""
+    ordered = sorted(jobs, key=key, reverse=True)
+    step = max(1, width)
+    return [ordered[i : i + step] for i in range(0, len(ordered), step)]
+
+
 def pool_size(cores: int | None = None) -> int:
     """Compile processes at once: one per core (a compile is mostly one Python thread; the
-    timing waits until the pool is done, so it needs no cores of its own meanwhile)."""
+    timing waits until the wave's compiles are done, so it needs no cores of its own meanwhile)."""
     return max(1, cores if cores is not None else (os.cpu_count() or 1))

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import cell as parts
-from suite.measure import cudagraphs
+from suite.measure import cudagraphs, gate
 from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
 from suite.measure.counters import cudagraph_skips, dynamo_counts
 from suite.measure.energy import COMPILED, EAGER, Energy
@@ -96,9 +96,19 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     return row
 
 
+def _gate(loop: TimingLoop, fns: list[Callable[[], Any]]) -> None:
+    """Under `ahead`, wait until the runner lets this process time alone (suite.measure.gate);
+    after a wait, one untimed call of each function, so the timing starts as warm as without."""
+    if gate.wait() > 0:
+        for fn in fns:
+            fn()
+            loop.sync()
+
+
 def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energy) -> dict[str, Any]:
     with PeakMemory(device) as mem:
         warmup = scenario.warm_up_eager(loop)
+    _gate(loop, [scenario.eager])
     rule = StopRule.of(scenario.cell.settings)
     with Health(device, calls=rule.max_calls) as health:  # the machine's health while timed
         timed = loop.until([scenario.eager], rule)
@@ -135,6 +145,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
         warmup = loop.warm_up(compiled, compiled=True)
     ledger.warm_up_done()
     accuracy = scenario.accuracy(compiled)
+    _gate(loop, [scenario.eager, compiled])
     rule = StopRule.of(s)
     with Health(device, calls=2 * rule.max_calls) as health:
         timed = loop.until([scenario.eager, compiled], rule)
