@@ -103,10 +103,15 @@ def test_plan_shows_the_schedule_and_the_full_study_goal(capsys) -> None:
 def test_progress_under_ahead_scales_the_timing_left() -> None:
     cells = [c for c in _full() if c.model.name == "ViT"][:3]
     stream = io.StringIO()
-    progress = Progress.of(cells, AHEAD)
+    progress = Progress.of(cells, AHEAD, cores=2)
     progress.stream = stream
+    compiled = next(c for c in cells if compiled_ahead(c))
+    assert (
+        progress.cost(compiled)
+        == cost.ahead_timing_seconds(compiled) + cost.compile_process_seconds(compiled) / 2
+    )
     first = progress.cost(cells[0])
-    progress.finish(cells[0], {"status": "error", "error": "x"}, wall=2 * first + 50.0, ahead_s=50.0)
+    progress.finish(cells[0], {"status": "error", "error": "x"}, wall=2 * first + 25.0, ahead_s=50.0)
     line = stream.getvalue()
     assert "(+ 50.0 s compiling ahead)" in line
     eta = re.search(r"ETA (\d+):(\d\d):(\d\d)", line)

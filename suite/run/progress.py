@@ -6,12 +6,13 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TextIO
 
 from suite.results import FAIL, OK, format_cell
-from suite.spec.cost import ahead_timing_seconds, estimate_seconds, format_duration
+from suite.spec.cost import ahead_timing_seconds, compile_process_seconds, estimate_seconds, format_duration
 from suite.spec.model import Cell
-from suite.spec.schedule import SERIAL
+from suite.spec.schedule import SERIAL, compiled_ahead, pool_size
 
 ACCURACY_FAIL = "ACCURACY FAIL"
 
@@ -27,9 +28,11 @@ def row_warnings(row: Mapping[str, Any]) -> dict[str, str]:
     return warnings
 
 
-def timing_seconds(cell: Cell) -> float:
-    """A cell's timing under the `ahead` schedule (suite.spec.cost.ahead_timing_seconds)."""
-    return ahead_timing_seconds(cell)
+def timing_seconds(cell: Cell, pool: int = 1) -> float:
+    """A cell's part of the `ahead` schedule (suite.spec.cost.ahead_timing_seconds), and of a
+    compiled-ahead cell's compile the share one of a wave's `pool` processes takes."""
+    share = compile_process_seconds(cell) / pool if compiled_ahead(cell) else 0.0
+    return ahead_timing_seconds(cell) + share
 
 
 @dataclass
@@ -50,13 +53,17 @@ class Progress:
     estimate_done: float = 0.0  # their estimated seconds
 
     cost: Callable[[Cell], float] = estimate_seconds
+    pool: int = 1  # `ahead`: processes compiling at once (a compile's wall counts 1/pool of it)
 
     @staticmethod
-    def of(cells: Sequence[Cell], schedule: str = SERIAL) -> Progress:
-        """`schedule` ahead: a cell's estimate is its timing's (its compile is done before the first
-        cell is timed; the compile pool's line has its own ETA)."""
-        cost = estimate_seconds if schedule == SERIAL else timing_seconds
-        return Progress(total=len(cells), estimate_left=sum(cost(c) for c in cells), cost=cost)
+    def of(cells: Sequence[Cell], schedule: str = SERIAL, cores: int | None = None) -> Progress:
+        """`schedule` ahead: a cell's estimate is its timing's and its share of a wave's compile
+        (suite.run.schedule: a wave of `cores` processes compile at once)."""
+        if schedule == SERIAL:
+            return Progress(total=len(cells), estimate_left=sum(estimate_seconds(c) for c in cells))
+        pool = pool_size(cores)
+        cost = partial(timing_seconds, pool=pool)
+        return Progress(total=len(cells), estimate_left=sum(cost(c) for c in cells), cost=cost, pool=pool)
 
     def start(self, cell: Cell) -> None:
         print(
@@ -66,14 +73,14 @@ class Progress:
         )
 
     def finish(self, cell: Cell, row: dict[str, Any], wall: float, ahead_s: float = 0.0) -> None:
-        """`wall`: the cell's seconds; `ahead_s` of them its compile process's, before the timing
-        (the ETA scales the timing left by the timing done)."""
+        """`wall`: the cell's seconds; `ahead_s` of them its compile before its gate, beside the
+        wave's others (the ETA counts 1/pool of it, as the estimate does)."""
         self.done += 1
         estimate = self.cost(cell)
         wall -= ahead_s
         self.estimate_left -= estimate
         self.estimate_done += estimate
-        self.wall_done += wall
+        self.wall_done += wall + ahead_s / self.pool
         elapsed = time.monotonic() - self.started
         eta = self.estimate_left * self.wall_done / self.estimate_done
         status = row["status"]
