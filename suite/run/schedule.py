@@ -57,6 +57,7 @@ from suite.spec.schedule import (
 )
 
 POLL_S = 0.1  # how often the runner looks at its processes (their results, their gates)
+EXIT_WAIT_S = 60.0  # how long a process that gave its last result may take to exit
 
 Emit = Callable[[int, Cell, WorkerResult], None]
 
@@ -185,6 +186,7 @@ def _run_wave(
                     _let_through(ahead, h, idle)
                 else:
                     time.sleep(POLL_S)
+            _settle(h)
     finally:
         for h in held:
             _end(h)
@@ -238,6 +240,15 @@ def _pump_and_close(proc: subprocess.Popen[bytes], log: Any) -> None:
         launch._pump(proc.stdout, log)
     finally:
         log.close()
+
+
+def _settle(h: Held) -> None:
+    """Let a process that has given its last result exit before the next times: its teardown
+    (freeing the model, the CUDA context) would run beside that timing."""
+    try:
+        h.proc.wait(timeout=EXIT_WAIT_S)
+    except subprocess.TimeoutExpired:
+        launch._kill_group(h.proc)
 
 
 def _end(h: Held) -> None:
