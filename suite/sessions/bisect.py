@@ -147,26 +147,8 @@ def bisect_session(
 ) -> Result:
     """Parse the flags, check docker (and the GPU), search; print the first bad date and its commits."""
     args = list(posargs)
-    flags = take(
-        args,
-        values=[
-            "--cell",
-            "--good",
-            "--bad",
-            "--build",
-            "--profile",
-            "--device",
-            "--threshold",
-            "--out",
-            "--index",
-        ],
-        switches=["--local-bases"],
-    )
-    refuse_rest(
-        args,
-        "bisect",
-        "--cell, --good, --bad, --build, --profile, --device, --threshold, --out, --index, --local-bases",
-    )
+    flags = take(args, values=list(VALUE_FLAGS), switches=["--local-bases"])
+    refuse_rest(args, "bisect", ", ".join((*VALUE_FLAGS, "--local-bases")))
     cell = Cell.parse(flags["--cell"] or "")
     good, bad = parse_day("--good", flags["--good"]), parse_day("--bad", flags["--bad"])
     name = flags["--build"] or DEFAULT_BUILD
