@@ -114,7 +114,7 @@ def _shard(text: str) -> object:
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     """The flags shared by `plan` and `run`."""
     from suite.spec.limits import MAX_BATCH_SIZE
-    from suite.spec.model import (
+    from suite.spec.vocab import (
         COMPILE_CACHES,
         DEVICES,
         DYNAMIC_SETTINGS,

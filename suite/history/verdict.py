@@ -26,7 +26,7 @@ from suite.history.store import open_store
 from suite.history.trends import trends
 from suite.report.load import NUMERIC_COLUMNS, Loaded
 from suite.results import BY_NAME
-from suite.spec.model import BASE_ORDER, is_base_of
+from suite.spec.vocab import BASE_ORDER, is_base_of
 
 RECENT_DAYS = 14  # change points whose first bad night is this recent are the night's news
 

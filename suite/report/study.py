@@ -20,7 +20,7 @@ from suite.report.paths import shown
 from suite.results import FAIL, OK, slug
 from suite.results.health import HEALTHY
 from suite.spec.load import load_matrix
-from suite.spec.model import BUILD_KINDS
+from suite.spec.vocab import BUILD_KINDS
 
 EAGER = "eager"
 # issue 38: throughput beside latency, the switch penalty, the host's speed (suite.measure.timing)

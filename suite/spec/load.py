@@ -15,31 +15,29 @@ from typing import Any
 from suite.spec import limits
 from suite.spec.builds import read_build
 from suite.spec.fields import Reader, kind, number
-from suite.spec.model import (
+from suite.spec.model import Matrix, ModelSpec, Profile, Selection, deep_merge
+from suite.spec.settings import (
+    MAX_RESOLUTION_SCALE,
+    PARITY_MAX_EPS_LIMIT,
+    PARITY_SETTINGS,
+    RUN_NOISE_DEVICES,
+    ImageSpec,
+    RunNoise,
+    Serving,
+    SettingError,
+    Settings,
+)
+from suite.spec.vocab import (
     COMPILE_CACHES,
     DTYPES,
     MALLOCS,
-    MAX_RESOLUTION_SCALE,
     MODES,
-    PARITY_MAX_EPS_LIMIT,
-    PARITY_SETTINGS,
     PRECISION,
-    RUN_NOISE_DEVICES,
     SCENARIOS,
     STOP_RULES,
     TASKS,
     WEIGHTS,
-    ImageSpec,
-    Matrix,
-    ModelSpec,
-    Profile,
-    RunNoise,
-    Selection,
-    Serving,
-    SettingError,
-    Settings,
     autocast_to,
-    deep_merge,
 )
 from suite.spec.yamlfile import load_yaml
 
