@@ -25,8 +25,8 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on this side)
 
-from suite.sessions import containers, requirements, trust, venv  # noqa: E402
 from suite.sessions import containers_e2e as e2e  # noqa: E402  (its session is containers_e2e)
+from suite.sessions import imagebuild, requirements, trust, venv  # noqa: E402
 from suite.sessions import noxglue as glue  # noqa: E402
 from suite.sessions.bisect import bisect_session  # noqa: E402
 from suite.sessions.noxglue import merge_after, runner  # noqa: E402
@@ -110,7 +110,7 @@ def build(session: nox.Session) -> None:
     substitute what Docker Hub or the CUDA index would give (docs/containers.md); a build that
     follows the nightly gets tonight's (`--nightly-date YYYYMMDD`: that night's); `--keep N`
     then removes all but the N newest images of each build built."""
-    containers.build_images(runner(session), session.posargs, ROOT)
+    imagebuild.build_images(runner(session), session.posargs, ROOT)
 
 
 @nox.session(name="bench-stable", python=False)
