@@ -13,7 +13,8 @@ from support.rows import cell
 from support.rows import write_by_build as write
 
 from suite.cli import main
-from suite.compare.rule import REGRESSION, SETTINGS_DIFFER, UNCHANGED, Samples, compare
+from suite.compare.comparison import Samples, compare
+from suite.compare.rule import REGRESSION, SETTINGS_DIFFER, UNCHANGED
 from suite.compare.samples import sampled_ratio
 from suite.compare.settings import differences, settings_of, stop_rule_of, unrecorded
 from suite.report.load import load

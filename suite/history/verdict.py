@@ -15,7 +15,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from suite.compare.rule import FAILING_VERDICTS, Comparison, Rule, compare
+from suite.compare.comparison import Comparison, compare
+from suite.compare.rule import FAILING_VERDICTS, Rule
 from suite.errors import UsageError
 from suite.history.changes import Rule as ChangeRule
 from suite.history.confirm import AGREES, AWAITING, DISAGREES, NOT_RUN, annotate, kept, to_file
