@@ -15,7 +15,7 @@ from support.rows import write_by_build as write
 
 from suite.cli import build_parser, main
 from suite.compare.rule import COMPILE_REGRESSION, LESS_SPEEDUP, REGRESSION, SUSPECT, UNCHANGED, Rule, judge
-from suite.report.study import Measurement
+from suite.report.measurement import Measurement
 
 BASE = Measurement(
     "ok", "", 10, 10, 9.9, 10.1, 2.0, 1.95, 2.05, "pass", None, "x", compile_s=10.0, health="ok"

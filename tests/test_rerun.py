@@ -17,7 +17,7 @@ from support.rows import write_by_build
 
 from suite.cli import main
 from suite.compare.rule import LESS_SPEEDUP, REGRESSION, UNCHANGED, Rule, judge
-from suite.report.study import Measurement
+from suite.report.measurement import Measurement
 from suite.results import RowWriter
 from suite.run import rerun
 from suite.run.coverage import Series, Tally, measure, pct, render

@@ -24,7 +24,7 @@ from suite.compare.rule import (
 from suite.compare.samples import Groups, Sampled, SampleKey, sampled_ratio
 from suite.compare.settings import SettingDiff, differences, settings_of, unrecorded
 from suite.report.load import Loaded
-from suite.report.study import Measurement, measurement_of
+from suite.report.measurement import Measurement, measurement_of
 from suite.results import CELL_COLUMNS, KEY_COLUMNS, format_value
 
 # A cell across two runs; the build is added when a run holds several builds.

@@ -25,7 +25,8 @@ from suite.compare.rule import (
     speedup_split,
 )
 from suite.report.load import Loaded
-from suite.report.study import Gpu, Measurement, Setup
+from suite.report.measurement import Measurement
+from suite.report.study import Gpu, Setup
 from suite.results import FAILED_STATUSES, STATUS_WORDS
 from suite.results.columns import SETTING_COLUMNS
 

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from suite.compare.samples import Sampled
+from suite.report.measurement import Measurement, ratio_interval
 from suite.report.moved import Side, SpeedupSplit
-from suite.report.study import Measurement, ratio_interval
 from suite.results import FAILED_STATUSES
 from suite.stats import log_se, z_of
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
+from suite.report.measurement import Measurement
+from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import DAGGER, SECTION
 from suite.results import STATUS_WORDS
 from suite.results.health import HEALTHY
