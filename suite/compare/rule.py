@@ -75,7 +75,6 @@ Z95 = z_of(0.95)
 
 
 @dataclass(frozen=True)
-@dataclass(frozen=True)
 class Rule:
     """The gate's thresholds (docs/merge.md gives the rates they were chosen from)."""
 
