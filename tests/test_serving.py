@@ -14,7 +14,7 @@ from suite.errors import UsageError
 from suite.measure import loadgen
 from suite.spec import load_matrix
 from suite.spec.expand import Filters, expand
-from suite.spec.model import Serving, SettingError
+from suite.spec.settings import Serving, SettingError
 
 TINY = Path(__file__).resolve().parent / "data" / "tiny-matrix.yaml"
 

@@ -15,7 +15,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from suite.compare.rule import FAILING_VERDICTS, Comparison, Rule, compare
+from suite.compare.comparison import Comparison, compare
+from suite.compare.rule import FAILING_VERDICTS, Rule
 from suite.errors import UsageError
 from suite.history.changes import Rule as ChangeRule
 from suite.history.confirm import AGREES, AWAITING, DISAGREES, NOT_RUN, annotate, kept, to_file
@@ -26,7 +27,7 @@ from suite.history.store import open_store
 from suite.history.trends import trends
 from suite.report.load import NUMERIC_COLUMNS, Loaded
 from suite.results import BY_NAME
-from suite.spec.model import BASE_ORDER, is_base_of
+from suite.spec.vocab import BASE_ORDER, is_base_of
 
 RECENT_DAYS = 14  # change points whose first bad night is this recent are the night's news
 

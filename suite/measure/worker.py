@@ -28,7 +28,8 @@ from suite.measure.scenarios import SCENARIOS, dynamic, measure
 from suite.measure.scenarios import precision as reduced
 from suite.measure.scenarios.dynamic import measure_sequence
 from suite.results import one_line
-from suite.spec.model import DYNAMIC_BATCH, Cell
+from suite.spec.model import Cell
+from suite.spec.vocab import DYNAMIC_BATCH
 
 
 def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Any
 from suite.errors import UsageError
 from suite.history.bisect import SKIP, Cell, Judged, Result, bisect
 from suite.results import slug
-from suite.sessions import containers, docker, images, nightly
+from suite.sessions import docker, host, imagebuild, images, nightly
 from suite.sessions.posargs import refuse_rest, take
 from suite.sessions.runner import Runner, load
 from suite.spec import BuildSpec, Matrix
@@ -82,7 +82,7 @@ def container_measure(
 ) -> Callable[[date], Path | None]:
     """A date -> the run folder of the cell run in that date's image (None: not built, not run)."""
     matrix, build, root, subs = source.matrix, source.build, source.root, source.subs
-    hf_cache = containers.hf_cache_dir().resolve()
+    hf_cache = host.hf_cache_dir().resolve()
 
     def error(message: str) -> None:
         raise _NotRun(message)
@@ -94,11 +94,11 @@ def container_measure(
         run_id = f"bisect-{slug(cell.label)}-{day:%Y%m%d}"
         opts = docker.run_options(out.resolve(), run_id, hf_cache, False, device, "")
         try:
-            tag = containers.ensure_image(quiet, matrix, spec, root, containers.Build(subs=subs))
-            containers.prepare_mounts(quiet, opts)
+            tag = imagebuild.ensure_image(quiet, matrix, spec, root, imagebuild.Build(subs=subs))
+            host.prepare_mounts(quiet, opts)
             args = ["--models", cell.model, "--batch-sizes", str(cell.batch_size), "--modes", cell.mode]
             cmd = docker.suite_run_command(spec, opts, tag, [*suite_args, *args])
-            if containers.run_docker(cmd, quiet).returncode != 0:
+            if host.run_docker(cmd, quiet).returncode != 0:
                 raise _NotRun("the container exited with an error")
         except (_NotRun, docker.DockerProblem, UsageError) as exc:  # UsageError: that night's wheels
             runner.log(f"{day}: not run ({exc}); skipped")
@@ -313,8 +313,8 @@ def _confirm_one(runner: Runner, ask: Host, item: dict[str, str], where: _Where)
             where.build, build_args={**where.build.build_args, "TORCH_NIGHTLY_DATE": f"{day:%Y%m%d}"}
         )
         try:
-            containers.ensure_image(
-                quiet(runner), where.matrix, spec, where.root, containers.Build(subs=subs)
+            imagebuild.ensure_image(
+                quiet(runner), where.matrix, spec, where.root, imagebuild.Build(subs=subs)
             )
         except (_NotRun, UsageError, docker.DockerProblem) as exc:
             runner.log(f"{day}: its image did not build ({exc})")

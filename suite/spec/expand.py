@@ -12,22 +12,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from suite.errors import UsageError
-from suite.spec.model import (
-    DYNAMIC_BATCH,
-    DYNAMIC_SETTINGS,
-    MIXED_RESOLUTION,
-    SERVING,
-    BuildSpec,
-    Cell,
-    ImageSpec,
-    Matrix,
-    ModelSpec,
-    Profile,
-    Selection,
-    SettingError,
-    Settings,
-)
+from suite.spec.model import BuildSpec, Cell, Matrix, ModelSpec, Profile, Selection
 from suite.spec.outside import outside_model
+from suite.spec.settings import ImageSpec, SettingError, Settings
+from suite.spec.vocab import DYNAMIC_BATCH, DYNAMIC_SETTINGS, MIXED_RESOLUTION, SERVING
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from suite.measure.counters import dynamo_counts
 from suite.measure.scenarios.dynamic import resized
 from suite.measure.scenarios.inference import Inference
 from suite.measure.timing import TimingLoop
-from suite.spec.model import SERVING_TARGET_MULTIPLE
+from suite.spec.settings import SERVING_TARGET_MULTIPLE
 from suite.stats import median
 
 SERVICE_PROBES = 3  # timed calls per batch size for the capacity estimate (after the warm-up)

@@ -15,7 +15,7 @@ import pandas as pd
 from suite.report.tables.cells import number
 from suite.report.tables.table import Column, Table
 from suite.results import slug
-from suite.spec.model import MODES, SERVING
+from suite.spec.vocab import MODES, SERVING
 
 SERVING_SECTION = "serving"
 SERVING_NOTE = (
