@@ -128,7 +128,8 @@ def serve_search(scenario: Serving, loop: TimingLoop, model: Any) -> dict[str, A
     floor = floor_ms(cfg, tail)
     print(
         f"serving: target {target:.4g} ms ({how}), a lone request's p99 {floor:.4g} ms "
-        f"({tail.calls} batch-1 calls, mean / median {tail.slowdown:.3g}), capacity estimate {capacity:.4g}/s",
+        f"({tail.calls} batch-1 calls, mean / median {tail.slowdown:.3g}), "
+        f"capacity estimate {capacity:.4g}/s",
         flush=True,
     )
     batcher = loadgen.Batcher(cfg.max_batch, cfg.max_wait_ms, cfg.queue)
