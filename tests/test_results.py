@@ -189,7 +189,9 @@ def test_column_groups_come_from_the_one_table() -> None:
         "phase_first_run_s",
     )  # fmt: skip
     # why a serving search found no rate (issue 40)
-    serving_why = ("serving_floor_ms", "serving_lowest_rate_per_s", "serving_lowest_p99_ms")
+    serving_why = (
+        "serving_floor_ms", "serving_lowest_rate_per_s", "serving_lowest_p99_ms", "serving_failed_rate_per_s",
+    )  # fmt: skip
     assert tuple(results.TIMING_COLUMNS) == (
         *contract, *compile_cost, *issue_29, *issue_28, *issue_27, *issue_40, *issue_38, *serving_why
     )  # fmt: skip

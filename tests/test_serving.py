@@ -161,8 +161,10 @@ def test_the_row_says_why_no_rate_met_the_target() -> None:
     row = fields_of(found, "b", "serving.p99_ms", 0)
     assert row["serving_rate_per_s"] > 0 and row["serving_p99_ms"] <= 60.0 < row["serving_target_ms"] + 1
     assert "serving_lowest_rate_per_s" not in row
+    assert row["serving_failed_rate_per_s"] == min(t.rate_per_s for t in found.trials if not t.passed)
     never = fields_of(loadgen.search(serve, batcher, 5.0, loadgen.Load(200), 400.0), "b", "x", 0)
     assert never["serving_rate_per_s"] == 0.0 and "serving_p99_ms" not in never
+    assert never["serving_failed_rate_per_s"] is None
     assert never["serving_lowest_rate_per_s"] == 200.0 / 2 ** (loadgen.MAX_TRIALS - 1)
     assert never["serving_lowest_p99_ms"] > 5.0
 
@@ -180,6 +182,7 @@ def test_the_table_reads_rates_per_mode() -> None:
             "serving_rate_per_s": 100.0,
             "serving_p99_ms": 9.0,
             "serving_target_ms": 10.0,
+            "serving_failed_rate_per_s": 105.0,
         },
         {
             **base,
@@ -187,6 +190,7 @@ def test_the_table_reads_rates_per_mode() -> None:
             "serving_rate_per_s": 150.0,
             "serving_p99_ms": 9.5,
             "serving_target_ms": 10.0,
+            "serving_failed_rate_per_s": 155.0,
         },
         {**base, "mode": "reduce-overhead", "status": "error", "error": "boom", "serving_rate_per_s": ""},
         {**base, "scenario": "inference", "mode": "eager", "serving_rate_per_s": ""},
@@ -195,11 +199,14 @@ def test_the_table_reads_rates_per_mode() -> None:
     rows += [
         {**vit, "mode": "eager", "serving_lowest_rate_per_s": 2.5, "serving_lowest_p99_ms": 40.0},
         {**vit, "mode": "default", "serving_floor_ms": 12.0, "serving_trials": 0},
+        # a rate met the target and the budget ran out before a higher one was tried: a lower bound
+        {**base, "model": "ConvNeXT", "mode": "eager", "serving_rate_per_s": 3.0, "serving_target_ms": 9.0},
     ]
     (table,) = serving_tables(pd.DataFrame(rows))
     assert [c.csv for c in table.columns] == ["Task/Model", "eager", "default", "reduce-overhead"]
-    row, none = table.rows
+    row, none, bound = table.rows
     assert row[1] == "100/s (p99 9 / 10 ms)" and row[2] == "150/s (p99 9.5 / 10 ms) · 1.50x"
     assert row[3] == "error: boom" and table.context[0]["default_images_per_s"] == 150.0
     assert none[1] == "none: p99 40 ms at 2.5/s, the lowest tried (target 10 ms)"
     assert none[2] == "none: a lone request's p99 12 ms > target 10 ms"
+    assert bound[1] == ">= 3/s (target 9 ms)"

@@ -559,6 +559,11 @@ TABLE: tuple[Column, ...] = (
         "serving_lowest_rate_per_s", "/s", "no rate met the target: the lowest rate tried", positive=False
     ),
     _extra_timed("serving_lowest_p99_ms", "ms", "no rate met the target: the lowest rate's p99"),
+    _extra_timed(
+        "serving_failed_rate_per_s",
+        "/s",
+        "the lowest rate above serving_rate_per_s that failed (empty: none tried, the rate is a lower bound)",
+    ),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 

@@ -166,6 +166,8 @@ def fields_of(found: loadgen.Search, batcher: str, how: str, graphs: int) -> dic
         "serving_target_ms": found.target_ms,
         "serving_trials": len(found.trials),
         "serving_rate_per_s": 0.0 if best is None else best.rate_per_s,
+        # the bracket's top: empty where a rate met the target and none above it was tried (a lower bound)
+        "serving_failed_rate_per_s": min(above) if above and best is not None else None,
         "serving_note": f"target {how}; {batcher}; {len(found.trials)} trials, {bracket}{compiled}{extra}",
     }
     if best is None and found.trials:  # none met it: the lowest rate tried, and how far off it was

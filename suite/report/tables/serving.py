@@ -25,7 +25,8 @@ SERVING_NOTE = (
     "serving.p99_ms, else 5 x the eager batch-1 p99 measured in the cell's own process. Service "
     "times are real model calls; arrivals run on a virtual clock (docs/serving.md). 'none': no rate "
     "met the target, with the lowest rate tried and its p99, or, where a lone request's p99 (max_wait "
-    "+ a batch-1 call's p99) was already over the target, that floor and no search."
+    "+ a batch-1 call's p99) was already over the target, that floor and no search. '>=': no rate above "
+    "was tried before the time budget ran out (a lower bound)."
 )
 MODE_ORDER = MODES  # eager, the compile modes, aot-inductor
 
@@ -42,7 +43,10 @@ def _cell(row: Any, eager_rate: float | None) -> str:
         return "—"
     if not rate and target is not None:
         return _none(row, target)
-    text = f"{rate:.4g}/s"
+    bounded = (
+        number(row.get("serving_failed_rate_per_s")) is not None or "serving_failed_rate_per_s" not in row
+    )
+    text = f"{rate:.4g}/s" if bounded else f">= {rate:.4g}/s"  # no rate above it was tried: a lower bound
     if p99 is not None and target is not None:
         text += f" (p99 {p99:.3g} / {target:.3g} ms)"
     elif target is not None:
