@@ -86,10 +86,10 @@ def tail_of(scenario: Serving, loop: TimingLoop, served: Callable[[], Any]) -> T
     fns = [scenario.eager, served] if eager_too else [served]
     samples = measure_tail(loop, fns, TAIL_BUDGET_FRACTION * cell.settings.max_timing_s)
     p99s = [loadgen.percentile(x, loadgen.QUANTILE) for x in samples]
-    served = samples[-1]
-    slowdown = max(1.0, (sum(served) / len(served)) / median(served))
+    served_ms = samples[-1]
+    slowdown = max(1.0, (sum(served_ms) / len(served_ms)) / median(served_ms))
     fixed = cell.settings.serving.p99_ms is not None
-    return Tail(None if fixed else p99s[0], p99s[-1], len(served), slowdown)
+    return Tail(None if fixed else p99s[0], p99s[-1], len(served_ms), slowdown)
 
 
 def _target(scenario: Serving, tail: Tail) -> tuple[float, str]:
