@@ -54,14 +54,18 @@ class Verdict:
 def loaded_night(con: duckdb.DuckDBPyConnection, night_id: str, label: str) -> Loaded:
     """A stored night as the gate reads a run (suite.report.load's typed frame)."""
     columns = ", ".join(f'"{c}"' for c in BY_NAME)
-    frame = con.execute(f"SELECT {columns} FROM history WHERE night_id = ?", [night_id]).df()
-    for col in frame.columns:
+    stored = con.execute(f"SELECT {columns} FROM history WHERE night_id = ?", [night_id]).df()
+
+    def typed(col: str) -> pd.Series:
+        if col == "batch_size":
+            return stored[col].astype(int)
         if col in NUMERIC_COLUMNS:
-            frame[col] = frame[col].astype(float)
-        elif BY_NAME[col].kind == "text":
-            frame[col] = frame[col].fillna("").astype(str)
-    frame["batch_size"] = frame["batch_size"].astype(int)
-    frame["source"] = label
+            return stored[col].astype(float)
+        return stored[col].fillna("").astype(str) if BY_NAME[col].kind == "text" else stored[col]
+
+    # one frame made at once: 150 columns replaced one by one fragment it (pandas warns)
+    columns_of = {col: typed(col) for col in stored.columns}
+    frame = pd.DataFrame({**columns_of, "source": [label] * len(stored)}, index=stored.index)
     return Loaded(frame, (), len(frame), (), 0, 0, ())
 
 
