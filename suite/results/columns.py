@@ -414,7 +414,7 @@ TABLE: tuple[Column, ...] = (
     ),
     # issue 40: the serving scenario (docs/serving.md): the highest Poisson arrival rate whose p99
     # latency, queueing included, met the target, and that trial's figures
-    _extra_timed("serving_target_ms", "ms", "the p99 latency target (set, or 5 x eager batch-1 median)"),
+    _extra_timed("serving_target_ms", "ms", "the p99 latency target (set, or 5 x eager batch-1 p99)"),
     _extra_timed(
         "serving_rate_per_s", "/s", "highest arrival rate that met the target (0: none)", positive=False
     ),
@@ -544,6 +544,20 @@ TABLE: tuple[Column, ...] = (
         contract=False,
         doc="why accuracy is empty on an ok compiled row (outputs vanish: not judgeable), or which "
         "outputs were left out",
+    ),
+    # issue 40: why a serving search found no rate (docs/serving.md): the floor no rate goes below,
+    # and the lowest rate tried with its p99
+    _extra_timed(
+        "serving_floor_ms", "ms", "a lone request's p99: max_wait + the served function's batch-1 p99"
+    ),
+    _extra_timed(
+        "serving_lowest_rate_per_s", "/s", "no rate met the target: the lowest rate tried", positive=False
+    ),
+    _extra_timed("serving_lowest_p99_ms", "ms", "no rate met the target: the lowest rate's p99"),
+    _extra_timed(
+        "serving_failed_rate_per_s",
+        "/s",
+        "the lowest rate above serving_rate_per_s that failed (empty: none tried, the rate is a lower bound)",
     ),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
