@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from suite.spec.model import DYNAMIC_BATCH, STOP_CI, Cell
+from suite.spec.model import Cell
 from suite.spec.schedule import (
     AHEAD,
     SERIAL,
@@ -32,6 +32,7 @@ from suite.spec.schedule import (
     shareable,
     waves,
 )
+from suite.spec.vocab import DYNAMIC_BATCH, STOP_CI
 from suite.spec.warmup import warmup_calls
 
 
