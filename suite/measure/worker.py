@@ -106,9 +106,10 @@ def run_cells(cells: list[Cell], results: Path, device: str) -> None:
     startup_s = compile_cost.seconds_since_spawn()
     for index, cell in enumerate(cells):
         print(CELL_MARK.format(index=index, label=cell.label), flush=True)
-        torch._dynamo.reset()
+        import torch._dynamo  # torch 2.0 does not import it with torch
         from torch._dynamo.utils import counters
 
+        torch._dynamo.reset()
         counters.clear()
         # as if this cell's process had started startup_s ago (suite.measure.compile_cost)
         os.environ[compile_cost.SPAWN_ENV] = repr(time.time() - startup_s)
