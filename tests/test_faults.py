@@ -1,5 +1,6 @@
 """Faults around real workers and the real CLI: a runner killed mid-cell (its worker must
-die with it), a second runner on the same run, a torn CSV row, `--keep-failed`.
+die with it), a second runner on the same run (a torn CSV row and `--keep-failed`:
+tests/test_isolation.py, on its run of every fault).
 
 Row counts and duplicates are checked before and after each fault. The tiny matrix
 (tests/data/tiny-matrix.yaml, two cells) keeps each run to seconds.
@@ -127,29 +128,3 @@ def test_runner_killed_mid_cell_takes_its_worker_along_and_a_second_runner_is_re
     vit_logs = sorted(p.name for p in logs.rglob("000-tinyvit-*.log"))
     assert vit_logs == ["000-tinyvit-bs1-eager-inference.attempt2.log", "000-tinyvit-bs1-eager-inference.log"]
     assert rows["TinyViT"]["log_file"].endswith(".attempt2.log")
-
-
-def test_torn_row_is_repaired_on_resume_and_keep_failed_keeps_failed_cells(tmp_path: Path) -> None:
-    first = run(tmp_path, fault="raise:TinyViT")
-    assert first.returncode == 0, first.stderr
-    before = checked_rows(tmp_path)
-    assert before["TinyViT"]["status"] == "error" and before["TinyResNet"]["status"] == "ok"
-
-    # The writer killed in the middle of the last row (TinyResNet's): half of it on disk.
-    path = csv_of(tmp_path)
-    data = path.read_bytes()
-    last_start = data.rstrip(b"\n").rfind(b"\n") + 1
-    torn_at = last_start + (len(data) - last_start) // 2
-    path.write_bytes(data[:torn_at])
-    assert read_rows(path).repaired == 1 and len(read_rows(path).rows) == 1
-
-    again = run(tmp_path, "--keep-failed")
-    assert again.returncode == 0, again.stderr
-    assert f"{path}: cut a partial last row ({torn_at - last_start} bytes)" in again.stderr
-    assert "TinyViT bs=1 eager inference: already recorded (error), skipped" in again.stderr
-    after = checked_rows(tmp_path)
-    assert sorted(after) == ["TinyResNet", "TinyViT"]
-    assert after["TinyViT"] == before["TinyViT"]  # kept as it was, not re-run
-    assert after["TinyResNet"]["status"] == "ok"  # the torn cell ran again
-    assert after["TinyResNet"]["started_at"] >= before["TinyResNet"]["started_at"]
-    assert not (tmp_path / "f" / "superseded").exists()  # nothing was re-run, nothing moved

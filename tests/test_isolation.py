@@ -1,16 +1,26 @@
 """Each cell in its own process: a cell that fails, in any way, gets its status row and the
-sweep goes on. Faults are injected through SUITE_FAULT=<kind>:<model> (suite/measure/faults.py)."""
+sweep goes on. Faults are injected through SUITE_FAULT=<kind>:<model> (suite/measure/faults.py).
+
+One run serves the fault tests (`faulted`, module-scoped: the module is one xdist group): a
+copy of the tiny ViT per fault, each failing its own way, and the tiny ResNet measured after
+them; five runs of two cells each made the same rows with nine more child Pythons."""
 
 from __future__ import annotations
 
+import copy
 import os
+import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support import REPO, tiny_run_cmd
+import yaml
+from support import REPO, TINY, tiny_run_cmd
 
 from suite.results import COLUMNS, TIMING_COLUMNS, key_of, read_rows
+
+pytestmark = pytest.mark.xdist_group("isolation")
 
 # The --timeout of the hang case. It bounds every cell of the run, the good one too, from
 # process start: TinyResNet's cold start (Python, torch, transformers) took 20 s on this
@@ -39,41 +49,64 @@ def rows_of(out: Path) -> list[dict[str, str]]:
     return result.rows
 
 
-@pytest.mark.parametrize(
-    ("fault", "status", "reason"),
-    [
-        ("raise", "error", "RuntimeError: injected fault: exception in forward"),
-        ("oom", "oom", "out of memory"),
-        ("segfault", "error", "worker killed by SIGSEGV"),
-        ("abort", "error", "worker killed by SIGABRT"),
-        ("hang", "timeout", f"no result after {HANG_TIMEOUT_S} s"),
-    ],
-)
-def test_a_failing_cell_gets_its_status_and_the_sweep_goes_on(
-    tmp_path: Path, fault: str, status: str, reason: str
-) -> None:
-    extra = ["--timeout", str(HANG_TIMEOUT_S)] if fault == "hang" else []
-    proc = run_suite(tmp_path, *extra, fault=f"{fault}:TinyViT")
+FAULTS = {  # kind -> (status, reason)
+    "raise": ("error", "RuntimeError: injected fault: exception in forward"),
+    "oom": ("oom", "out of memory"),
+    "segfault": ("error", "worker killed by SIGSEGV"),
+    "abort": ("error", "worker killed by SIGABRT"),
+    "hang": ("timeout", f"no result after {HANG_TIMEOUT_S} s"),
+}
+
+
+def faulty(kind: str) -> str:
+    """The tiny ViT's copy that fails by `kind`."""
+    return f"Tiny{kind.capitalize()}ViT"
+
+
+@dataclass(frozen=True)
+class Faulted:
+    out: Path  # the --out folder; the run is out / "t"
+    matrix: Path
+    proc: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def faulted(tmp_path_factory: pytest.TempPathFactory) -> Faulted:
+    """One run: each fault's ViT, then the tiny ResNet, which nothing fails."""
+    out = tmp_path_factory.mktemp("faulted")
+    spec = yaml.safe_load(TINY.read_text())
+    spec["defaults"]["image"]["path"] = str(REPO / spec["defaults"]["image"]["path"])
+    vit, resnet = spec["models"]["TinyViT"], spec["models"]["TinyResNet"]
+    spec["models"] = {**{faulty(kind): copy.deepcopy(vit) for kind in FAULTS}, "TinyResNet": resnet}
+    spec["profiles"] = {"tiny": spec["profiles"]["tiny"]}
+    matrix = out / "matrix.yaml"
+    matrix.write_text(yaml.safe_dump(spec, sort_keys=False))
+    fault = ",".join(f"{kind}:{faulty(kind)}" for kind in FAULTS)
+    proc = run_suite(out, "--matrix", str(matrix), "--timeout", str(HANG_TIMEOUT_S), fault=fault)
     assert proc.returncode == 0, proc.stderr
-    rows = {r["model"]: r for r in rows_of(tmp_path)}
-    assert set(rows) == {"TinyViT", "TinyResNet"}
-    bad, good = rows["TinyViT"], rows["TinyResNet"]
+    return Faulted(out, matrix, proc)
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_failing_cell_gets_its_status_and_the_sweep_goes_on(faulted: Faulted, fault: str) -> None:
+    status, reason = FAULTS[fault]
+    rows = {r["model"]: r for r in rows_of(faulted.out)}
+    assert set(rows) == {*map(faulty, FAULTS), "TinyResNet"}
+    bad, good = rows[faulty(fault)], rows["TinyResNet"]
     assert bad["status"] == status and reason in bad["error"], bad["error"]
     assert "\n" not in bad["error"]
     assert all(bad[c] == "" for c in TIMING_COLUMNS), "timing columns must be empty on failure"
     assert bad["torch_version"] and bad["run_id"] == "t"  # provenance still filled
     assert good["status"] == "ok" and float(good["median_ms"]) > 0
-    log = tmp_path / "t" / bad["log_file"]
+    log = faulted.out / "t" / bad["log_file"]
     assert log.is_file()
 
 
-def test_rows_have_every_column_and_are_flushed_per_cell(tmp_path: Path) -> None:
-    proc = run_suite(tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    rows = rows_of(tmp_path)
-    assert len(rows) == 2
-    for r in rows:
-        assert list(r) == list(COLUMNS)
+def test_rows_have_every_column_and_are_flushed_per_cell(faulted: Faulted) -> None:
+    rows = rows_of(faulted.out)
+    assert len(rows) == len(FAULTS) + 1
+    assert all(list(r) == list(COLUMNS) for r in rows)
+    for r in (r for r in rows if r["status"] == "ok"):
         for col in (
             "run_id",
             "build",
@@ -110,20 +143,52 @@ def test_rows_have_every_column_and_are_flushed_per_cell(tmp_path: Path) -> None
         ):
             assert r[col] != "", col
     # progress on the terminal: done/total, elapsed and ETA
-    assert "[1/2]" in proc.stderr and "[2/2]" in proc.stderr and "ETA" in proc.stderr
+    stderr, total = faulted.proc.stderr, len(rows)
+    assert all(f"[{i}/{total}]" in stderr for i in range(1, total + 1)) and "ETA" in stderr
 
 
-def test_resume_skips_recorded_cells_and_reruns_failed_ones(tmp_path: Path) -> None:
-    assert run_suite(tmp_path, fault="raise:TinyViT").returncode == 0
+def test_resume_skips_recorded_cells_and_reruns_failed_ones(faulted: Faulted, tmp_path: Path) -> None:
+    """The faulted run resumed without a fault, for the raising ViT and the ResNet: the first
+    runs again and its old row is superseded, the second is already recorded."""
+    shutil.copytree(faulted.out / "t", tmp_path / "t")
     first = {r["model"]: r for r in rows_of(tmp_path)}
-    assert first["TinyViT"]["status"] == "error"
-    proc = run_suite(tmp_path)
+    raising = faulty("raise")
+    assert first[raising]["status"] == "error"
+    proc = run_suite(tmp_path, "--matrix", str(faulted.matrix), "--models", f"{raising},TinyResNet")
     assert proc.returncode == 0, proc.stderr
-    rows = rows_of(tmp_path)
-    assert sorted(r["model"] for r in rows) == ["TinyResNet", "TinyViT"]  # one row per cell
-    again = {r["model"]: r for r in rows}
-    assert again["TinyViT"]["status"] == "ok"
+    again = {r["model"]: r for r in rows_of(tmp_path)}  # one row per cell
+    assert again[raising]["status"] == "ok"
     assert again["TinyResNet"]["started_at"] == first["TinyResNet"]["started_at"]  # not re-run
     assert "already recorded" in proc.stderr
     (superseded,) = (tmp_path / "t" / "superseded").glob("*.csv")
-    assert [r["status"] for r in read_rows(superseded).rows] == ["error"]
+    assert [r for r in read_rows(superseded).rows if r["model"] == raising] == [first[raising]]
+
+
+def test_torn_row_is_repaired_on_resume_and_keep_failed_keeps_failed_cells(
+    faulted: Faulted, tmp_path: Path
+) -> None:
+    shutil.copytree(faulted.out / "t", tmp_path / "t")
+    before = {r["model"]: r for r in rows_of(tmp_path)}
+    assert before["TinyResNet"]["status"] == "ok"
+    assert all(before[faulty(kind)]["status"] != "ok" for kind in FAULTS)
+
+    # The writer killed in the middle of the last row (TinyResNet's): half of it on disk.
+    (path,) = (tmp_path / "t" / "raw").glob("*.csv")
+    assert read_rows(path).rows[-1]["model"] == "TinyResNet"
+    data = path.read_bytes()
+    last_start = data.rstrip(b"\n").rfind(b"\n") + 1
+    torn_at = last_start + (len(data) - last_start) // 2
+    path.write_bytes(data[:torn_at])
+    assert read_rows(path).repaired == 1 and len(read_rows(path).rows) == len(FAULTS)
+
+    again = run_suite(tmp_path, "--matrix", str(faulted.matrix), "--keep-failed")
+    assert again.returncode == 0, again.stderr
+    assert f"{path}: cut a partial last row ({torn_at - last_start} bytes)" in again.stderr
+    raising = faulty("raise")
+    assert f"{raising} bs=1 eager inference: already recorded (error), skipped" in again.stderr
+    after = {r["model"]: r for r in rows_of(tmp_path)}
+    assert sorted(after) == sorted(before)
+    assert all(after[faulty(kind)] == before[faulty(kind)] for kind in FAULTS)  # kept, not re-run
+    assert after["TinyResNet"]["status"] == "ok"  # the torn cell ran again
+    assert after["TinyResNet"]["started_at"] >= before["TinyResNet"]["started_at"]
+    assert not (tmp_path / "t" / "superseded").exists()  # nothing was re-run, nothing moved

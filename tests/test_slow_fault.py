@@ -52,3 +52,14 @@ def test_a_bad_factor_is_refused(monkeypatch: pytest.MonkeyPatch, spec: str) -> 
     monkeypatch.setenv("SUITE_FAULT", spec)
     with pytest.raises(ValueError, match="SUITE_FAULT=slow"):
         faults.slowed(_work, "ViT", lambda: None)
+
+
+def test_several_faults_each_for_the_model_it_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SUITE_FAULT", "raise:A, slow:1.5:B,hang")
+    assert faults._fault("a") == ("raise", "")
+    assert faults._fault("B") == ("slow", "1.5")
+    assert faults._fault("C") == ("hang", "")  # no model: every model not named before
+    monkeypatch.setenv("SUITE_FAULT", "raise:A,oom:B")
+    assert faults._fault("C") == ("", "")
+    with pytest.raises(RuntimeError, match="injected fault"):
+        faults.inject_fault("A")
