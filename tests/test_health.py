@@ -290,9 +290,10 @@ def test_a_real_cpu_run_fills_the_cpu_columns_and_leaves_the_gpu_ones_empty(tmp_
     env.pop("SUITE_FAULT", None)
     # 200 calls of about a millisecond: a timed loop shorter than the kernel's accounting tick
     # (10 ms) can see no /proc/stat jiffy go by, and then has no steal figure (empty, as for any
-    # figure not measured): the tiny profile's 5 calls did, once, under CI's load
+    # figure not measured): the tiny profile's 5 calls did, once, under CI's load. One model: the
+    # columns are the machine's, whichever model is timed (a second one is a second Python)
     proc = subprocess.run(
-        tiny_run_cmd(tmp_path, "h", "--iterations", "200"),
+        tiny_run_cmd(tmp_path, "h", "--iterations", "200", "--models", "TinyResNet"),
         capture_output=True,
         text=True,
         env=env,
@@ -303,7 +304,7 @@ def test_a_real_cpu_run_fills_the_cpu_columns_and_leaves_the_gpu_ones_empty(tmp_
     assert proc.returncode == 0, proc.stderr[-2000:]
     (csv,) = (tmp_path / "h" / "raw").glob("*.csv")
     rows = read_rows(csv).rows
-    assert len(rows) == 2
+    assert [r["model"] for r in rows] == ["TinyResNet"]
     for row in rows:
         assert all(row[c] == "" for c in health.COLUMNS if c.startswith("gpu_")), row  # no GPU: empty
         assert 0 <= float(row["cpu_steal_pct"]) <= 100
