@@ -110,9 +110,9 @@ def test_each_shard_writes_its_own_named_csv(runs: Runs) -> None:
 
 
 def _merge(run_dir: Path, out: Path) -> dict[str, list[list[str]]]:
-    """Every CSV table `suite merge` writes for one run: name -> rows."""
+    """Every CSV table `suite merge` writes for one run: name -> rows (no plots: they are no CSV)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "suite", "merge", str(run_dir), "-o", str(out)],
+        [sys.executable, "-m", "suite", "merge", str(run_dir), "-o", str(out), "--no-plots"],
         capture_output=True,
         text=True,
         cwd=ROOT,
