@@ -63,6 +63,7 @@ CORE_TESTS = [
     "tests/test_preflight.py",
     "tests/test_cell_path.py",
     "tests/test_compile_cost_e2e.py",
+    "tests/test_dynamic_batch.py",
     "tests/test_precision.py",
     "tests/test_autocast.py",
 ]
