@@ -11,13 +11,10 @@ matrix.yaml, the one place they are declared; nox reads it with PyYAML, which th
 above asks for. Importing this file starts no process.
 """
 
-from __future__ import annotations
-
 import contextlib
 import io
-import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import nox
@@ -25,59 +22,29 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the suite of this checkout (stdlib + PyYAML on this side)
 
-from suite.sessions import containers, requirements, trust, venv  # noqa: E402
 from suite.sessions import containers_e2e as e2e  # noqa: E402  (its session is containers_e2e)
+from suite.sessions import imagebuild, requirements, trust, venv  # noqa: E402
 from suite.sessions import noxglue as glue  # noqa: E402
-from suite.sessions.bisect import bisect_session  # noqa: E402
 from suite.sessions.noxglue import merge_after, runner  # noqa: E402
 from suite.sessions.posargs import BenchArgs  # noqa: E402
-from suite.sessions.runner import load, one_line_errors, redact_nox_output  # noqa: E402
-from suite.sessions.toolpins import (  # noqa: E402
-    CORE_TESTS,
-    HISTORY_PACKAGES,
-    LINT_TOOLS,
-    MERGE_PACKAGES,
-    TEST_EXTRAS,
-)
+from suite.sessions.runner import one_line_errors, redact_nox_output  # noqa: E402
+from suite.sessions.toolpins import LINT_TOOLS, MERGE_PACKAGES, TEST_EXTRAS  # noqa: E402
 from suite.spec import BuildSpec  # noqa: E402
 
 redact_nox_output()  # every line nox prints (commands, session.log, errors) is redacted
-
 nox.options.sessions = ["tests"]
 nox.options.error_on_missing_interpreters = True
-
-# The environment the tests (and lint) run in: the current build on Python 3.11 (CI also
-# runs the tests on 3.10: `nox -s tests --force-python 3.10`). A pyenv install is taken
-# over its shim, which fails when that version is not pyenv's selected one.
-TEST_PYTHON = venv.find_python("3.11") or "3.11"
-# Any Python can merge; a GPU VM may have no 3.11: then the one nox runs on.
-MERGE_PYTHON = venv.find_python("3.11") or sys.executable
+TEST_PYTHON, MERGE_PYTHON = venv.session_pythons()  # found without running a Python
 
 
-def check_selection(build: BuildSpec, bench: BenchArgs) -> None:
-    """Bad flags are reported (one line, exit 2) before any environment or image is made:
-    `suite plan` takes the same selection flags as `suite run`."""
-    from suite.cli import main as suite_main
-
-    args = ["plan", "--build", build.name, "--run-id", bench.run_id, *bench.suite_args]
-    args += ["--device", bench.device] if bench.device else []
-    # plan's warnings (`--device cuda` on a host without a GPU: the containers have one, which the
-    # session checks itself) are shown only with its error
-    said = io.StringIO()
-    with (
-        open(os.devnull, "w") as devnull,
-        contextlib.redirect_stdout(devnull),
-        contextlib.redirect_stderr(said),
-    ):
-        code = suite_main(args)
-    if code != 0:
-        sys.stderr.write(said.getvalue())
-        raise SystemExit(code)
+def suite_session(**kwargs: object) -> Callable[[Callable[[nox.Session], None]], object]:
+    """nox.session, with bad input one line and exit status 2 (suite.sessions.runner.one_line_errors)."""
+    return lambda body: nox.session(**kwargs)(one_line_errors(body))  # type: ignore[call-overload]
 
 
 def suite_verb(args: Sequence[str]) -> str:
-    """`python -m suite ARGS` in this process (the host's suite, no torch: `suite mark` writes
-    the rows of cells that cannot run); its standard output. Its one-line error ends the session."""
+    """`python -m suite ARGS` in this process (the host's suite, no torch: `suite mark`, `plan`);
+    its standard output. Its one-line error (and only then its warnings) ends the session."""
     from suite.cli import main as suite_main
 
     out, said = io.StringIO(), io.StringIO()
@@ -89,32 +56,35 @@ def suite_verb(args: Sequence[str]) -> str:
     return out.getvalue()
 
 
-@nox.session(name="bench-local", python=False)
-@one_line_errors
+def check_selection(build: BuildSpec, bench: BenchArgs) -> None:
+    """Bad flags are reported (one line, exit 2) before any environment or image is made:
+    `suite plan` takes the same selection flags as `suite run`."""
+    device = ["--device", bench.device] if bench.device else []
+    suite_verb(["plan", "--build", build.name, "--run-id", bench.run_id, *bench.suite_args, *device])
+
+
+@suite_session(name="bench-local", python=False)
 def bench_local(session: nox.Session) -> None:
     """The main job without Docker: each local build (matrix.yaml `local: true`) in a
     virtualenv pinned like its image, on whatever device this machine has (smoke profile
     on CPU, full on a GPU), then merge into tables (stable vs the others included).
 
     `nox -s bench-local -- --build stable --models ViT --modes eager,default` narrows it;
-    `--offline` uses only cached weights; other arguments go to `python -m suite run`.
-    """
+    `--offline` uses only cached weights; other arguments go to `python -m suite run`."""
     merge_after(session, venv.bench_local(runner(session), session.posargs, ROOT, check_selection))
 
 
-@nox.session(python=False)
-@one_line_errors
+@suite_session(python=False)
 def build(session: nox.Session) -> None:
     """Build the images of every build that has a container (or `-- --build B1,B2`);
     `--rebuild` builds even when the image is there; `--local-bases` and `--torch-from-pypi`
     substitute what Docker Hub or the CUDA index would give (docs/containers.md); a build that
     follows the nightly gets tonight's (`--nightly-date YYYYMMDD`: that night's); `--keep N`
     then removes all but the N newest images of each build built."""
-    containers.build_images(runner(session), session.posargs, ROOT)
+    imagebuild.build_images(runner(session), session.posargs, ROOT)
 
 
-@nox.session(name="bench-stable", python=False)
-@one_line_errors
+@suite_session(name="bench-stable", python=False)
 def bench_stable(session: nox.Session) -> None:
     """The stable build's container on this machine's GPU (one per GPU, SUITE_GPUS choosing),
     after checking the build against the driver and GPU, then merge.
@@ -123,128 +93,88 @@ def bench_stable(session: nox.Session) -> None:
     [--run-id ID | --new] [--offline] [--local-bases] [--torch-from-pypi] [--push URL]
     [--push-every N] [--allow-busy-gpu] [--allow-mig]`: without --run-id, the newest run this
     session began and never finished is resumed; --push (or SUITE_PUSH) copies the run to a
-    folder, s3:// or hf:// every N rows and at the end (docs/containers.md).
-    """
+    folder, s3:// or hf:// every N rows and at the end (docs/containers.md)."""
     glue.bench_containers(session, ROOT, "stable", check_selection, suite_verb)
 
 
-@nox.session(name="bench-nightly", python=False)
-@one_line_errors
+@suite_session(name="bench-nightly", python=False)
 def bench_nightly(session: nox.Session) -> None:
     """Tonight's torch nightly (`nightly-current`, resolved once for the session) and the
     current release it is compared with (whatever `release` cells this run lacks; the guide's
     `--build nightly` runs with `stable` instead) on this machine's GPU (one container per GPU,
     SUITE_GPUS choosing), each build checked against the driver and GPU before it is built.
 
-    `nox -s bench-nightly -- [--build nightly,nightly-current] [--nightly-date YYYYMMDD]
-    [--shard i/n] [--run-id ID] [--device cuda|cpu] [--containers N (cpu)] [--profile P]
-    [--offline] [--no-merge] [--local-bases] [--torch-from-pypi] [--new] [--push URL]
-    [--push-every N] [--allow-busy-gpu] [--allow-mig]`, as bench-stable; other arguments go to
-    `python -m suite run`.
-    """
+    `nox -s bench-nightly -- [--build nightly,nightly-current] [--nightly-date YYYYMMDD] [--shard i/n]
+    [--run-id ID] [--device cuda|cpu] [--containers N (cpu)] [--profile P] [--offline] [--no-merge]
+    [--local-bases] [--torch-from-pypi] [--new] [--push URL] [--push-every N] [--allow-busy-gpu]
+    [--allow-mig]`, as bench-stable; other arguments go to `python -m suite run`."""
     glue.bench_containers(session, ROOT, "nightly", check_selection, suite_verb)
 
 
-@nox.session(name="containers-e2e", python=False)
-@one_line_errors
+@suite_session(name="containers-e2e", python=False)
 def containers_e2e(session: nox.Session) -> None:
     """The container path for real, on this machine's Docker engine and CPU: build the stable
     and nightly images (substitutes only for what cannot be reached), run bench-stable,
     bench-nightly and an offline bench-stable in them, check the rows, their owner, the
     `image` column and the HF cache mount, print the figures. Minutes with cached images;
-    not in CI. `nox -s containers-e2e [-- --models ViT --modes eager,default --no-cache]`.
-    """
+    not in CI. `nox -s containers-e2e [-- --models ViT --modes eager,default --no-cache]`."""
     e2e.containers_e2e(runner(session), session.posargs, ROOT, check_selection)
 
 
-@nox.session(python=TEST_PYTHON)
-@one_line_errors
+@suite_session(python=TEST_PYTHON)
 def tests(session: nox.Session) -> None:
     """Unit tests and the CPU end-to-end smoke test (no GPU, no Docker, no network)."""
-    current = load(ROOT).builds["current"]
-    # one pip call for torch and the rest; pip byte-compiles what it installs, which a machine
-    # with PYTHONDONTWRITEBYTECODE=1 needs (else every test's child process compiles torch's
-    # and transformers' modules anew: --no-compile made CI's tests take 16 minutes, not 12)
-    pins = [p for p in current.pins if not p.startswith("torch")]
-    session.install(f"torch=={current.torch}", *pins, *TEST_EXTRAS)
-    session.install("--no-deps", "-e", ".")
-    # three xdist workers on CI's 2 cores: the end-to-end tests wait on their child processes
-    # (a hang until its timeout, a runner being killed), and a third worker fills those waits.
-    # Tests that share one costly run stay on one worker (tests/conftest.py).
-    # `nox -s tests -- -n 0 ...`: one process.
-    session.run("pytest", "-n", "3", "--dist", "loadgroup", *(session.posargs or ["-q"]))
+    glue.tests(session, ROOT, TEST_EXTRAS)
 
 
-@nox.session(name="tests-stable", python=False)
-@one_line_errors
+@suite_session(name="tests-stable", python=False)
 def tests_stable(session: nox.Session) -> None:
     """The measuring core's tests in the stable build's own environment (torch 2.0.1 +
-    transformers 4.31 on Python 3.10, the virtualenv `bench-local` uses): the smoke profile
-    end to end, the offline models, fault isolation. Not part of `nox -s tests` (CI): its
-    torch is a 4.5 GB download and its smoke run takes about ten minutes on 2 cores.
-
-    `nox -s tests-stable [-- PYTEST ARGS]`.
-    """
-    run = runner(session)
-    python = venv.build_venv(run, load(ROOT).builds["stable"], ROOT)
-    run.run(str(python), "-m", "pip", "install", "--quiet", "pytest")
-    run.run(str(python), "-m", "pytest", *(session.posargs or ["-q", *CORE_TESTS]))
+    transformers 4.31 on Python 3.10, the virtualenv `bench-local` uses): the smoke profile end to end, the
+    offline models, fault isolation. Not part of `nox -s tests` (CI): its torch is a 4.5 GB download and its
+    smoke run takes about ten minutes on 2 cores. `nox -s tests-stable [-- PYTEST ARGS]`."""
+    glue.tests_stable(session, ROOT)
 
 
 @nox.session(python=TEST_PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff (code style and errors), import-linter (the layers of docs/design.md), hadolint
     (Dockerfiles), actionlint (workflows)."""
-    session.install(*LINT_TOOLS)
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
-    session.run("lint-imports")
-    session.run("hadolint", "--config", "containers/hadolint.yaml", "containers/Dockerfile")  # every build's
-    session.run("actionlint", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(".github/workflows/*.yml")))
+    glue.lint(session, ROOT, LINT_TOOLS)
 
 
-# The benchmarks that check the suite's own figures (not in `tests`; suite/sessions/trust.py), on the
-# full-size ResNet-50 and ViT-B/16 at batch 1 in a build's virtualenv: `-- --build B ...`.
-@nox.session(python=False)
-@one_line_errors
+# The suite's benchmarks of its own figures (not in `tests`; suite/sessions/trust.py): full-size models.
+@suite_session(python=False)
 def crosscheck(session: nox.Session) -> None:
     """The timing loop against torch.utils.benchmark (and CUDA events), alternating in rounds:
     each ratio with its spread (target: 3% on a CPU, 2% on CUDA)."""
     trust.crosscheck(runner(session), session.posargs, ROOT)
 
 
-@nox.session(python=False)
-@one_line_errors
+@suite_session(python=False)
 def repeat(session: nox.Session) -> None:
     """The same cells three times back to back: each cell's spread of medians (target: 3% on a
     CPU, 1.5% on an H100)."""
     trust.repeat(runner(session), session.posargs, ROOT)
 
 
-@nox.session(python=False)
-@one_line_errors
+@suite_session(python=False)
 def coverage(session: nox.Session) -> None:
     """A benchmark, not a test (issue 27): the same full-size cells 11 times (the last held out)
-    with 1 process per cell and with 3; how often a repetition's median (and paired speed-up) lies
-    inside another's 95% interval (target 90-97%), and the machine's between-run noise to set as
-    run_noise_pct / speedup_noise_pct. `-- --models ResNet --times 10 --hold-out 1 --build B`
-    narrow it."""
-    for report in trust.coverage(runner(session), session.posargs, ROOT):
-        session.log(f"coverage: {report}")
+    with 1 process per cell and with 3; how often a repetition's median (and paired speed-up) lies inside
+    another's 95% interval (target 90-97%), and the machine's between-run noise to set as run_noise_pct /
+    speedup_noise_pct. `-- --models ResNet --times 10 --hold-out 1 --build B` narrow it."""
+    glue.coverage(session, ROOT)
 
 
-@nox.session(python=MERGE_PYTHON)
-@one_line_errors
+@suite_session(python=MERGE_PYTHON)
 def gate(session: nox.Session) -> None:
     """`compare`'s false-positive and detection rates: A/A smoke runs and runs with compiled calls
     slowed by 20% (SUITE_FAULT=slow:1.2), then `calibrate` (results/<run>/calibration.md)."""
-    session.install(*MERGE_PACKAGES)
-    report = trust.gate(runner(session), session.posargs, ROOT, host_python=glue.host_python(session))
-    session.log(f"calibration: {report}")
+    glue.gate(session, ROOT, MERGE_PACKAGES)
 
 
-@nox.session(python=False)
-@one_line_errors
+@suite_session(python=False)
 def lock(session: nox.Session) -> None:
     """Regenerate hash-locked requirements with pip-compile, on each build's own Python
     (Linux x86_64, as in the images): `nox -s lock -- stable nightly`. `-- --check`
@@ -253,21 +183,18 @@ def lock(session: nox.Session) -> None:
     requirements.lock(runner(session), session.posargs, ROOT)
 
 
-@nox.session(python=MERGE_PYTHON, reuse_venv=True)
-@one_line_errors
+@suite_session(python=MERGE_PYTHON, reuse_venv=True)
 def merge(session: nox.Session) -> None:
     """Tables, plots and the index page from raw CSVs (host side: pandas + matplotlib).
 
     `nox -s merge -- RUN_DIR... [-o OUT] [--offline]`; without a run folder, the newest run
     under results/. Its virtualenv is kept: `--offline` (what an offline bench asks for)
-    installs nothing and uses the pandas and matplotlib an earlier merge installed.
-    """
+    installs nothing and uses the pandas and matplotlib an earlier merge installed."""
     glue.merge(session, ROOT, MERGE_PACKAGES)
 
 
 # The history (issue 25, docs/history.md): the results store, trends, change points, bisect.
-@nox.session(python=MERGE_PYTHON, reuse_venv=True)
-@one_line_errors
+@suite_session(python=MERGE_PYTHON, reuse_venv=True)
 def history(session: nox.Session) -> None:
     """`python -m suite history VERB ...` in a kept virtualenv with DuckDB, pyarrow, pandas and
     ruptures: `nox -s history -- ingest results/<run>`, `-- report`, `-- verdict RUN_DIR`. An
@@ -275,18 +202,15 @@ def history(session: nox.Session) -> None:
     glue.history(session)
 
 
-@nox.session(python=MERGE_PYTHON)
-@one_line_errors
+@suite_session(python=MERGE_PYTHON)
 def bisect(session: nox.Session) -> None:
     """The first bad nightly of one cell: `nox -s bisect -- --cell "ResNet,4,reduce-overhead"
     --good 2026-12-02 --bad 2026-12-09 [--build nightly-current] [--profile full] [--device cuda]`:
     each date tried is built as its own image and judged by the gate (suite/sessions/bisect.py)."""
-    session.install(*HISTORY_PACKAGES)
-    bisect_session(runner(session), session.posargs, ROOT, host_python=glue.host_python(session))
+    glue.bisect(session, ROOT)
 
 
-@nox.session(python=MERGE_PYTHON)
-@one_line_errors
+@suite_session(python=MERGE_PYTHON)
 def confirm(session: nox.Session) -> None:
     """A change point measured again before an issue: `nox -s confirm -- [--store URL] [--change
     ID] [--device cuda] [--issues]`: the last good and first bad nightly of each held regression
@@ -294,30 +218,23 @@ def confirm(session: nox.Session) -> None:
     glue.confirm(session, ROOT)
 
 
-# Benchmarks of the history (not in `tests`): the change-point rule's error rates on this suite's
-# own repeat runs, and a generated year of nights ingested and reported.
-@nox.session(name="history-calibrate", python=MERGE_PYTHON)
-@one_line_errors
+# Benchmarks of the history (not in `tests`): the change-point rule's error rates; a generated year.
+@suite_session(name="history-calibrate", python=MERGE_PYTHON)
 def history_calibrate(session: nox.Session) -> None:
     """False-alarm and detection rates of the change-point rule (`-- --histories N`)."""
-    session.install(*HISTORY_PACKAGES)
-    session.run("python", "-m", "suite", "history", "calibrate", *session.posargs)
+    glue.with_history(session, "-m", "suite", "history", "calibrate")
 
 
-@nox.session(name="history-scale", python=MERGE_PYTHON)
-@one_line_errors
+@suite_session(name="history-scale", python=MERGE_PYTHON)
 def history_scale(session: nox.Session) -> None:
     """A generated year of nights (full profile, three builds, two GPUs) backfilled night by night
     in one `history ingest`, `history report` timed twice, the night after (ingest, verdict,
     report), and the year one run per call (`-- --nights N --work DIR --reuse --store URL --no-per-night`)."""
-    session.install(*HISTORY_PACKAGES)
-    session.run("python", "-m", "suite.benchmarks.history_scale", *session.posargs)
+    glue.with_history(session, "-m", "suite.benchmarks.history_scale")
 
 
-# The pages (issue 26, docs/pages.md): the README's screenshot, and the pages' weight and speed.
-# Both open pages in Debian's Chromium (`apt-get install chromium`), driven by Playwright.
-@nox.session(name="pages-screenshot", python=MERGE_PYTHON)
-@one_line_errors
+# The pages (docs/pages.md), opened in Debian's Chromium (`apt-get install chromium`) by Playwright.
+@suite_session(name="pages-screenshot", python=MERGE_PYTHON)
 def pages_screenshot(session: nox.Session) -> None:
     """The README's screenshot (docs/img/run-page.png): the committed smoke run's page, merged
     anew into a scratch folder and opened in headless Chromium, a point hovered.
@@ -325,8 +242,7 @@ def pages_screenshot(session: nox.Session) -> None:
     glue.pages_script(session, "suite.report.pages.screenshot")
 
 
-@nox.session(name="pages-bench", python=MERGE_PYTHON)
-@one_line_errors
+@suite_session(name="pages-bench", python=MERGE_PYTHON)
 def pages_bench(session: nox.Session) -> None:
     """A benchmark, not a test: the weight of a generated full-profile run's page (108 cells x 2
     builds) and of a year of history's, and how soon each is ready in headless Chromium

@@ -25,12 +25,6 @@ from suite.cli.args import (
     add_run_args,
     add_schedule_args,
     add_selection_args,
-    compile_threshold,
-    count,
-    held_out,
-    noise_z,
-    run_noise_pct,
-    threshold,
 )
 from suite.cli.bench import cmd_env, cmd_plan, cmd_run
 from suite.cli.crosscheck import cmd_crosscheck
@@ -39,6 +33,7 @@ from suite.cli.history_store import add_history_parser
 from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.repeat import cmd_coverage, cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
+from suite.cli.values import compile_threshold, count, held_out, noise_z, run_noise_pct, threshold
 from suite.errors import UsageError
 from suite.gpustudy.cli import add_parser as add_gpu_study
 from suite.redact import RedactingStream

@@ -1,15 +1,15 @@
-"""The command line's flags: one-line errors (a UsageError, exit status 2) for every bad value,
-and the selection flags shared by `plan`, `run` and `crosscheck`."""
+"""The command line's flags: the parser (one-line errors, a UsageError, exit status 2), the
+selection flags shared by `plan`, `run` and `crosscheck` (their values parsed by
+suite.cli.values), and the typed request they resolve to."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import shlex
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from suite.cli import values
 from suite.errors import UsageError
 
 if TYPE_CHECKING:
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 DEFAULT_MATRIX = Path(__file__).resolve().parents[2] / "matrix.yaml"
 DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 class Parser(argparse.ArgumentParser):
@@ -35,86 +34,10 @@ class Parser(argparse.ArgumentParser):
         return parsed
 
 
-def _csv_list(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
-
-
-def _int_list(flag: str, maximum: int) -> Callable[[str], tuple[int, ...]]:
-    def parse(text: str) -> tuple[int, ...]:
-        items = _csv_list(text)
-        if not items:
-            raise UsageError(flag, "needs at least one value")
-        out = []
-        for item in items:
-            # ASCII digits only ('²' is a digit to str.isdigit, not to int), and few of them
-            digits = item.lstrip("0")
-            if not (item.isascii() and item.isdigit()) or not digits:
-                raise UsageError(flag, f"{item[:20]!r} is not a positive integer")
-            if len(digits) > len(str(maximum)) or int(digits) > maximum:
-                raise UsageError(flag, f"{item[:20]}{'...' * (len(item) > 20)} is more than {maximum}")
-            out.append(int(digits))
-        return tuple(out)
-
-    return parse
-
-
-def _choice_list(flag: str, choices: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
-    def parse(text: str) -> tuple[str, ...]:
-        items = _csv_list(text)
-        if not items:
-            raise UsageError(flag, "needs at least one value")
-        for item in items:
-            if item not in choices:
-                raise UsageError(flag, f"{item!r} is not one of: {', '.join(choices)}")
-        return tuple(items)
-
-    return parse
-
-
-def _positive(flag: str, kind: type, setting: str) -> Callable[[str], float]:
-    """A number > 0, finite, within the bounds of the matrix setting it overrides
-    (suite.spec.limits: the same for the flag as for matrix.yaml)."""
-    from suite.spec.fields import number
-    from suite.spec.limits import setting_bounds
-
-    minimum, maximum = setting_bounds(setting)
-
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise UsageError(
-                flag, f"{text[:20]!r} is not a{'n integer' if kind is int else ' number'}"
-            ) from None
-        if not value > 0 or value != value or value == float("inf"):
-            raise UsageError(flag, f"must be > 0, got {text[:20]}")
-        if value < minimum:
-            raise UsageError(
-                flag, f"must be >= {minimum} (a median and its interval need samples), got {text}"
-            )
-        if value > maximum:
-            raise UsageError(flag, f"must be at most {number(maximum)}, got {number(value)}")
-        return value
-
-    return parse
-
-
-def _run_id(text: str) -> str:
-    if not RUN_ID_RE.match(text):
-        raise UsageError("--run-id", f"{text!r}: use letters, digits, '.', '_' or '-' (max 100)")
-    return text
-
-
-def _shard(text: str) -> object:
-    from suite.spec.shard import Shard
-
-    return Shard.parse(text)
-
-
 def add_selection_args(p: argparse.ArgumentParser) -> None:
     """The flags shared by `plan` and `run`."""
     from suite.spec.limits import MAX_BATCH_SIZE
-    from suite.spec.model import (
+    from suite.spec.vocab import (
         COMPILE_CACHES,
         DEVICES,
         DYNAMIC_SETTINGS,
@@ -133,26 +56,29 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
         "--build", default=None, help="build label; must match the running torch (default: detected)"
     )
     p.add_argument(
-        "--models", type=_csv_list, default=None, help="comma list of display names or hub ids (any case)"
+        "--models",
+        type=values.csv_list,
+        default=None,
+        help="comma list of display names or hub ids (any case)",
     )
     p.add_argument(
-        "--batch-sizes", type=_int_list("--batch-sizes", MAX_BATCH_SIZE), default=None, help="e.g. 1,4"
+        "--batch-sizes", type=values.int_list("--batch-sizes", MAX_BATCH_SIZE), default=None, help="e.g. 1,4"
     )
     p.add_argument(
         "--modes",
-        type=_choice_list("--modes", MODES),
+        type=values.choice_list("--modes", MODES),
         default=None,
         help=f"comma list of: {', '.join(MODES)}",
     )
     p.add_argument(
         "--scenarios",
-        type=_choice_list("--scenarios", SCENARIOS),
+        type=values.choice_list("--scenarios", SCENARIOS),
         default=None,
         help=f"comma list of: {', '.join(SCENARIOS)}",
     )
     p.add_argument(
         "--dynamic",
-        type=_choice_list("--dynamic", DYNAMIC_SETTINGS),
+        type=values.choice_list("--dynamic", DYNAMIC_SETTINGS),
         default=None,
         help=f"dynamic-batch cells: comma list of {', '.join(DYNAMIC_SETTINGS)} (default: all three)",
     )
@@ -164,19 +90,19 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--iterations",
-        type=_positive("--iterations", int, "iterations"),
+        type=values.positive("--iterations", int, "iterations"),
         default=None,
         help="timed iterations per cell",
     )
     p.add_argument(
         "--warmup",
-        type=_positive("--warmup", int, "warmup"),
+        type=values.positive("--warmup", int, "warmup"),
         default=None,
         help="warm-up iterations per cell",
     )
     p.add_argument(
         "--timeout",
-        type=_positive("--timeout", float, "timeout_s"),
+        type=values.positive("--timeout", float, "timeout_s"),
         default=None,
         help="seconds per cell before it is killed",
     )
@@ -206,7 +132,7 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--processes",
-        type=_positive("--processes", int, "processes"),
+        type=values.positive("--processes", int, "processes"),
         default=None,
         help="worker processes per cell, pooled (docs/intervals.md; default: the profile's processes)",
     )
@@ -220,27 +146,17 @@ def add_selection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)")
     p.add_argument(
         "--run-id",
-        type=_run_id,
+        type=values.run_id,
         default=None,
         help="run folder name; reuse one to resume (default: a UTC timestamp)",
     )
     p.add_argument(
         "--shard",
-        type=_shard,
+        type=values.shard,
         default=None,
         metavar="I/N",
         help="only part I of N (1-based), balanced by estimated cost; the same on every machine",
     )
-
-
-def _min_free(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError("--min-free-mb", f"{text!r} is not a number") from None
-    if not 0 <= value < float("inf"):
-        raise UsageError("--min-free-mb", f"must be a number >= 0, got {text}")
-    return value
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
@@ -254,7 +170,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--min-free-mb",
-        type=_min_free,
+        type=values.min_free,
         default=DEFAULT_MIN_FREE_MB,
         help="no cell starts with less free space than this where results go (default: %(default)s; 0: off)",
     )
@@ -285,25 +201,11 @@ def add_schedule_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-MAX_CORES = 4096
-
-
-def _cores(text: str) -> int:
-    """`--cores`: an integer from 1 to MAX_CORES."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError("--cores", f"{text[:20]!r} is not an integer") from None
-    if not 1 <= value <= MAX_CORES:
-        raise UsageError("--cores", f"must be from 1 to {MAX_CORES}, got {text}")
-    return value
-
-
 def add_cores_arg(p: argparse.ArgumentParser) -> None:
     """`plan --cores N`: the machine the `ahead` schedule is estimated for (its compile pool)."""
     p.add_argument(
         "--cores",
-        type=_cores,
+        type=values.cores,
         default=None,
         help="CPU cores of the machine to estimate for: the ahead schedule's compile pool "
         "(default: this machine's)",
@@ -365,50 +267,3 @@ def request_of(args: argparse.Namespace) -> Request:
         run_id=args.run_id,
         shard=args.shard,
     )
-
-
-def bounded(flag: str, low: float, high: float, rule: str) -> Callable[[str], float]:
-    """A number in [low, high) for `flag`; `rule` says which in the one-line error."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise UsageError(flag, f"{text!r} is not a number") from None
-        if not low <= value < high:
-            raise UsageError(flag, f"must be {rule}, got {text}")
-        return value
-
-    return parse
-
-
-threshold = bounded("--threshold", 0, 1, "a fraction in [0, 1), e.g. 0.05 for 5%")
-compile_threshold = bounded("--compile-threshold", 0, 100, "a fraction >= 0, e.g. 0.25 for 25%")
-noise_z = bounded("--noise-z", 0, 100, "a number >= 0, e.g. 4 (0: no noise floor)")
-run_noise_pct = bounded("--run-noise-pct", 0, 100, "a percentage from 0 to 100, e.g. 5")
-
-
-def held_out(text: str) -> int:
-    """--hold-out: how many of the last repetitions to keep apart, an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError("--hold-out", f"{text!r} is not an integer") from None
-    if value < 0:
-        raise UsageError("--hold-out", f"must be >= 0, got {text}")
-    return value
-
-
-def count(flag: str) -> Callable[[str], int]:
-    """A count of rounds or repetitions: an integer >= 2 (a spread needs two)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise UsageError(flag, f"{text!r} is not an integer") from None
-        if value < 2:
-            raise UsageError(flag, f"must be >= 2 (a spread needs two), got {text}")
-        return value
-
-    return parse

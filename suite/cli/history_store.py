@@ -21,8 +21,9 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from suite.cli.args import DEFAULT_MATRIX, Parser, threshold
+from suite.cli.args import DEFAULT_MATRIX, Parser
 from suite.cli.needs import needs
+from suite.cli.values import threshold
 from suite.errors import UsageError
 
 HISTORY = ("duckdb", "pyarrow", "pandas", "ruptures", "scipy", "fsspec", "numpy")

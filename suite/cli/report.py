@@ -87,8 +87,9 @@ def _report_to(args: argparse.Namespace, text: str) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     with needs("compare", REPORT, COMPARE_HINT):
+        from suite.compare.comparison import Samples, compare
         from suite.compare.markdown import render, verdict_line
-        from suite.compare.rule import Rule, Samples, compare
+        from suite.compare.rule import Rule
         from suite.compare.samples import groups_of
         from suite.report.load import load
         from suite.report.samples import read_beside, recompute, report_line

@@ -19,16 +19,8 @@ from dataclasses import dataclass, field, replace
 from itertools import permutations
 from pathlib import Path
 
-from suite.compare.rule import (
-    FAILING_VERDICTS,
-    NOISE_Z,
-    SUSPECT,
-    Comparison,
-    Rule,
-    Samples,
-    compare,
-    speedup_change,
-)
+from suite.compare.comparison import Comparison, Samples, compare
+from suite.compare.rule import FAILING_VERDICTS, NOISE_Z, SUSPECT, Rule, speedup_change
 from suite.compare.samples import Groups, groups_of
 from suite.report.load import Loaded, load
 from suite.report.samples import read_beside

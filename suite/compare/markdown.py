@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from suite.compare.comparison import CellChange, Comparison
 from suite.compare.rule import (
     ACCURACY_REGRESSION,
     COMPILE_REGRESSION,
@@ -14,20 +15,50 @@ from suite.compare.rule import (
     IMPROVEMENT,
     LESS_SPEEDUP,
     NEWLY_FAILING,
+    NO_INTERVAL,
+    NOT_COMPARABLE,
     REGRESSION,
-    SECTIONS,
     SETTINGS_DIFFER,
     SUSPECT,
     UNCHANGED,
-    CellChange,
-    Comparison,
     speedup_change,
     speedup_split,
 )
 from suite.report.load import Loaded
-from suite.report.study import Gpu, Measurement, Setup
-from suite.results import STATUS_WORDS
+from suite.report.measurement import Measurement
+from suite.report.study import Gpu, Setup
+from suite.results import FAILED_STATUSES, STATUS_WORDS
 from suite.results.columns import SETTING_COLUMNS
+
+# One section per verdict, in the report's order, with its heading.
+SECTIONS: tuple[tuple[str, str], ...] = (
+    (REGRESSION, "Regressions (slower beyond the threshold and the noise, interval above 1)"),
+    (
+        LESS_SPEEDUP,
+        "Less speed-up (compiled slower against its own eager calls: the paired speed-up fell beyond "
+        "the threshold, interval above 1)",
+    ),
+    (COMPILE_REGRESSION, "Slower compile (beyond the compile threshold and floor)"),
+    (
+        SUSPECT,
+        "Suspect: slower, but timed on an unhealthy machine in either run (not counted; run again on a "
+        "quiet machine)",
+    ),
+    (
+        NEWLY_FAILING,
+        f"Newly failing (ok in base, {' / '.join(STATUS_WORDS[s] for s in FAILED_STATUSES)} in new)",
+    ),
+    (ACCURACY_REGRESSION, "Accuracy regressions (compiled output passed in base, fails in new)"),
+    (IMPROVEMENT, "Improvements (faster beyond the threshold and the noise, interval below 1)"),
+    (FIXED, "Fixed (failed in base, ok in new)"),
+    (NO_INTERVAL, "Not judged: a median without a CI"),
+    (
+        SETTINGS_DIFFER,
+        "Not comparable: the settings differ (base -> new; not judged, never a regression)",
+    ),
+    (NOT_COMPARABLE, "Not comparable (failed or skipped in both, or skipped in one)"),
+    (UNCHANGED, "Unchanged (within the threshold or the noise, or the interval includes 1)"),
+)
 
 
 def _cell_label(columns: Sequence[str], key: tuple[str, ...]) -> list[str]:

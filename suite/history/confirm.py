@@ -33,7 +33,7 @@ from suite.errors import UsageError
 from suite.history.ingest import gpu_label, torch_date
 from suite.history.series import TRACK_KEY, is_regression, matrix_scenario
 from suite.report.load import load
-from suite.report.study import measurement_of
+from suite.report.measurement import measurement_of
 
 AGREES, DISAGREES, NOT_RUN, AWAITING = "agrees", "disagrees", "not run", "awaiting"
 

@@ -15,7 +15,7 @@ from suite.compare.settings import differences, settings_of
 from suite.errors import UsageError
 from suite.history.bisect import BAD, GOOD, SKIP, Cell, Judged
 from suite.report.load import load
-from suite.report.study import measurement_of
+from suite.report.measurement import measurement_of
 
 
 def _row(run: Path, cell: Cell) -> object | None:

@@ -15,7 +15,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from suite.compare.rule import FAILING_VERDICTS, Comparison, Rule, compare
+from suite.compare.comparison import Comparison, compare
+from suite.compare.rule import FAILING_VERDICTS, Rule
 from suite.errors import UsageError
 from suite.history.changes import Rule as ChangeRule
 from suite.history.confirm import AGREES, AWAITING, DISAGREES, NOT_RUN, annotate, kept, to_file
@@ -26,7 +27,7 @@ from suite.history.store import open_store
 from suite.history.trends import trends
 from suite.report.load import NUMERIC_COLUMNS, Loaded
 from suite.results import BY_NAME
-from suite.spec.model import BASE_ORDER, is_base_of
+from suite.spec.vocab import BASE_ORDER, is_base_of
 
 RECENT_DAYS = 14  # change points whose first bad night is this recent are the night's news
 
@@ -54,14 +55,18 @@ class Verdict:
 def loaded_night(con: duckdb.DuckDBPyConnection, night_id: str, label: str) -> Loaded:
     """A stored night as the gate reads a run (suite.report.load's typed frame)."""
     columns = ", ".join(f'"{c}"' for c in BY_NAME)
-    frame = con.execute(f"SELECT {columns} FROM history WHERE night_id = ?", [night_id]).df()
-    for col in frame.columns:
+    stored = con.execute(f"SELECT {columns} FROM history WHERE night_id = ?", [night_id]).df()
+
+    def typed(col: str) -> pd.Series:
+        if col == "batch_size":
+            return stored[col].astype(int)
         if col in NUMERIC_COLUMNS:
-            frame[col] = frame[col].astype(float)
-        elif BY_NAME[col].kind == "text":
-            frame[col] = frame[col].fillna("").astype(str)
-    frame["batch_size"] = frame["batch_size"].astype(int)
-    frame["source"] = label
+            return stored[col].astype(float)
+        return stored[col].fillna("").astype(str) if BY_NAME[col].kind == "text" else stored[col]
+
+    # one frame made at once: 150 columns replaced one by one fragment it (pandas warns)
+    columns_of = {col: typed(col) for col in stored.columns}
+    frame = pd.DataFrame({**columns_of, "source": [label] * len(stored)}, index=stored.index)
     return Loaded(frame, (), len(frame), (), 0, 0, ())
 
 

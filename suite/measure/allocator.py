@@ -25,7 +25,7 @@ import os
 import platform
 from collections.abc import Mapping
 
-from suite.spec.model import MALLOC_STEADY, MALLOC_SYSTEM
+from suite.spec.vocab import MALLOC_STEADY, MALLOC_SYSTEM
 
 ENV = "GLIBC_TUNABLES"
 TUNABLES: tuple[tuple[str, str], ...] = (

@@ -9,7 +9,8 @@ from typing import Any
 
 from suite.measure import inputs, models
 from suite.measure.aot import AOT_MODE, AotModel
-from suite.spec.model import Cell, weights_dtype
+from suite.spec.model import Cell
+from suite.spec.vocab import weights_dtype
 from suite.stats import Speedup, Summary, breakeven_calls
 
 

@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from suite.spec.model import ImageSpec
+from suite.spec.settings import ImageSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # matrix.yaml and suite/ sit here
 CLIP_TEXT_LENGTH = 16  # OwlViTProcessor pads every query to 16 tokens (max_length)

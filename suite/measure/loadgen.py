@@ -104,6 +104,12 @@ def early_verdict(n: int, over: int, planned: int) -> str:
     return ""
 
 
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile of `samples` (not empty)."""
+    s = sorted(samples)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
 @dataclass(frozen=True)
 class Batcher:
     max_batch: int
@@ -135,10 +141,7 @@ class Trial:
         return self.over <= math.floor((1.0 - QUANTILE) * self.finished + 1e-9)
 
     def percentile(self, q: float) -> float | None:
-        if not self.latencies_ms:
-            return None
-        s = sorted(self.latencies_ms)
-        return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+        return percentile(self.latencies_ms, q) if self.latencies_ms else None
 
     @property
     def throughput_per_s(self) -> float | None:

@@ -17,7 +17,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from suite.spec.model import ModelSpec, Settings, deep_merge
+from suite.spec.model import ModelSpec, deep_merge
+from suite.spec.settings import Settings
 
 
 @dataclass

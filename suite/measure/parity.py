@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from suite.spec.model import Settings, compute_dtype
+from suite.spec.settings import Settings
+from suite.spec.vocab import compute_dtype
 
 CLASSIFICATION, DETECTION, SEGMENTATION = "Image Classification", "Object Detection", "Image Segmentation"
 TOP_BOXES = 10  # the reference's most confident boxes a detection is judged on

@@ -22,6 +22,28 @@ from suite import __version__
 from suite.measure import machine
 from suite.results import slug
 
+# The CSV's provenance columns an Environment fills (its machine state's columns come after)
+PROVENANCE_COLUMNS: tuple[str, ...] = (
+    "device",
+    "gpu_name",
+    "torch_version",
+    "torch_git",
+    "cuda_version",
+    "cudnn_version",
+    "triton_version",
+    "transformers_version",
+    "python_version",
+    "driver_version",
+    "image",
+    "suite_version",
+    "cpu_name",
+    "torch_cuda_build",
+    "nightly_date",
+    "torch_wheel_url",
+    "torch_wheel_sha256",
+    "torchvision_version",
+)
+
 
 @dataclass(frozen=True)
 class Environment:
@@ -60,27 +82,7 @@ class Environment:
 
     def columns(self) -> dict[str, object]:
         """The CSV provenance columns."""
-        keys = (
-            "device",
-            "gpu_name",
-            "torch_version",
-            "torch_git",
-            "cuda_version",
-            "cudnn_version",
-            "triton_version",
-            "transformers_version",
-            "python_version",
-            "driver_version",
-            "image",
-            "suite_version",
-            "cpu_name",
-            "torch_cuda_build",
-            "nightly_date",
-            "torch_wheel_url",
-            "torch_wheel_sha256",
-            "torchvision_version",
-        )
-        return {**{k: getattr(self, k) for k in keys}, **self.machine}
+        return {**{k: getattr(self, k) for k in PROVENANCE_COLUMNS}, **self.machine}
 
 
 # (vendor, family, model) -> server codename, for a CPU whose name the hypervisor masks

@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from suite.spec.model import STOP_CI, STOP_RULES, Settings
+from suite.spec.settings import Settings
+from suite.spec.vocab import STOP_CI, STOP_RULES
 from suite.spec.warmup import BLOCK_CALLS, warmup_calls
 from suite.stats import Speedup, Summary, median, median_ci, percentile
 

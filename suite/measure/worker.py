@@ -28,7 +28,8 @@ from suite.measure.scenarios import SCENARIOS, dynamic, measure
 from suite.measure.scenarios import precision as reduced
 from suite.measure.scenarios.dynamic import measure_sequence
 from suite.results import one_line
-from suite.spec.model import DYNAMIC_BATCH, Cell
+from suite.spec.model import Cell
+from suite.spec.vocab import DYNAMIC_BATCH
 
 
 def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str, Any]:
@@ -49,6 +50,8 @@ def run(cell: Cell, device: str, phase: str = compile_cost.MEASURE) -> dict[str,
             "error": f"scenario {cell.scenario!r} is not supported by this suite version",
         }
     try:
+        if cell.mode == aot.AOT_MODE:
+            aot.check_supported()  # a torch without it: skipped before the model is built
         if phase == compile_cost.MEASURE:
             faults.inject_cell_fault(cell.label)  # test-only: one cell fails on purpose
         if cell.scenario == DYNAMIC_BATCH:

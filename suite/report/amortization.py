@@ -19,7 +19,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from suite.report.study import Measurement, Study
+from suite.report.measurement import Measurement
+from suite.report.study import Study
 from suite.report.tables.cells import TRAIN
 from suite.report.tables.compile_cost import CostGroup, table_name
 from suite.report.tables.compile_vs_eager import CompileGroup, compile_groups

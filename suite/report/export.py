@@ -16,7 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from suite.measure.provenance import PROVENANCE_COLUMNS
 from suite.results import slug
+from suite.results.columns import SETTING_COLUMNS
 
 REPORT_JSON = "report.json"
 DYNAMO_DIR = "dynamo"
@@ -33,23 +35,8 @@ DYNAMO_HEADER: tuple[str, ...] = (
     "dynamo_peak_mem",
 )
 # A row's settings (the same for every cell of a run, as a rule) and its environment
-SETTING_COLUMNS: tuple[str, ...] = ("warmup", "tolerance", "compile_cache", "malloc", "weights")
-ENVIRONMENT_COLUMNS: tuple[str, ...] = (
-    "device",
-    "gpu_name",
-    "torch_version",
-    "torch_git",
-    "cuda_version",
-    "cudnn_version",
-    "triton_version",
-    "transformers_version",
-    "python_version",
-    "driver_version",
-    "image",
-    "suite_version",
-    "cpu_name",
-    "torch_threads",
-)
+SETTINGS: tuple[str, ...] = ("weights", *SETTING_COLUMNS)
+ENVIRONMENT: tuple[str, ...] = PROVENANCE_COLUMNS
 
 
 def _plain(value: Any) -> Any:
@@ -82,8 +69,8 @@ def write_report_json(frame: pd.DataFrame, folder: Path, inputs: list[str]) -> P
         "format": "suite-report/1",
         "inputs": inputs,
         "runs": _distinct(frame, ("run_id",)).get("run_id", []),
-        "settings": _distinct(frame, SETTING_COLUMNS),
-        "environment": _distinct(frame, ENVIRONMENT_COLUMNS),
+        "settings": _distinct(frame, SETTINGS),
+        "environment": _distinct(frame, ENVIRONMENT),
         "rows": rows,
     }
     path = folder / REPORT_JSON

@@ -18,8 +18,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import ScalarFormatter
 
+from suite.report.measurement import Measurement, paired_durations
 from suite.report.reference import Reference
-from suite.report.study import EAGER, Measurement, Study, paired_durations
+from suite.report.study import EAGER, Study
 from suite.report.tables.cells import DAGGER, TRAIN, improvement_pct
 from suite.report.tables.compile_vs_eager import CompileGroup
 from suite.results import STATUS_WORDS

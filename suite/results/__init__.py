@@ -1,6 +1,7 @@
-"""The CSV contract: `columns` (the one table of columns, the statuses, how values are written,
-the keys of a cell) and `csvfile` (the crash-safe raw CSV appender and reader). Readers and
-writers import from here. Imported inside the containers: standard library only.
+"""The CSV contract: `columns` (the one table of columns, the statuses, the keys of a cell),
+`rows` (how values are written, a row's key, one row per cell) and `csvfile` (the crash-safe raw
+CSV appender and reader). Readers and writers import from here. Imported inside the containers:
+standard library only.
 """
 
 from suite.results.columns import (
@@ -33,13 +34,6 @@ from suite.results.columns import (
     WHEN_OK,
     Column,
     Status,
-    format_cell,
-    format_value,
-    key_of,
-    one_line,
-    one_per_cell,
-    raw_csv_name,
-    slug,
 )
 from suite.results.csvfile import (
     CsvFormatError,
@@ -48,6 +42,7 @@ from suite.results.csvfile import (
     cut_torn_tail,
     read_rows,
 )
+from suite.results.rows import format_cell, format_value, key_of, one_line, one_per_cell, raw_csv_name, slug
 
 __all__ = [
     "ALWAYS",

@@ -1,5 +1,5 @@
-"""The CSV contract's rules: one table of columns, the statuses, how a value is written and
-which columns key a cell.
+"""The CSV contract's rules: one table of columns, the statuses, and which columns key a cell
+(how a row's values are written and which row of a cell is kept: suite.results.rows).
 
 Every reader and writer takes its column groups from `TABLE` and its statuses from
 `STATUS_TABLE` below: a new column or status is added there, once. Imported inside the
@@ -8,12 +8,7 @@ containers: standard library only.
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-from suite.redact import redact
 
 TEXT, INT, NUMBER = "text", "int", "number"
 ALWAYS, WHEN_OK = "always", "when ok"
@@ -419,7 +414,7 @@ TABLE: tuple[Column, ...] = (
     ),
     # issue 40: the serving scenario (docs/serving.md): the highest Poisson arrival rate whose p99
     # latency, queueing included, met the target, and that trial's figures
-    _extra_timed("serving_target_ms", "ms", "the p99 latency target (set, or 5 x eager batch-1 median)"),
+    _extra_timed("serving_target_ms", "ms", "the p99 latency target (set, or 5 x eager batch-1 p99)"),
     _extra_timed(
         "serving_rate_per_s", "/s", "highest arrival rate that met the target (0: none)", positive=False
     ),
@@ -550,6 +545,20 @@ TABLE: tuple[Column, ...] = (
         doc="why accuracy is empty on an ok compiled row (outputs vanish: not judgeable), or which "
         "outputs were left out",
     ),
+    # issue 40: why a serving search found no rate (docs/serving.md): the floor no rate goes below,
+    # and the lowest rate tried with its p99
+    _extra_timed(
+        "serving_floor_ms", "ms", "a lone request's p99: max_wait + the served function's batch-1 p99"
+    ),
+    _extra_timed(
+        "serving_lowest_rate_per_s", "/s", "no rate met the target: the lowest rate tried", positive=False
+    ),
+    _extra_timed("serving_lowest_p99_ms", "ms", "no rate met the target: the lowest rate's p99"),
+    _extra_timed(
+        "serving_failed_rate_per_s",
+        "/s",
+        "the lowest rate above serving_rate_per_s that failed (empty: none tried, the rate is a lower bound)",
+    ),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 
@@ -569,13 +578,6 @@ CELL_COLUMNS: tuple[str, ...] = tuple(
 # processes, stopping rule, warm-up, threads, image, ...): cells are compared across runs only
 # where every setting both rows record is the same (suite.compare.settings).
 SETTING_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if c.setting)
-
-
-def stop_rule_text(rule: str, calls: int, min_calls: int, ci_target_pct: float, max_s: float) -> str:
-    """The `stop_rule` column: a fixed rule by its calls, a CI rule by its target and limits."""
-    if rule == "fixed":
-        return f"fixed, {calls} calls"
-    return f"{rule} {ci_target_pct:g}%, {min(min_calls, calls)}-{calls} calls, {max_s:g} s"
 
 
 @dataclass(frozen=True)
@@ -606,77 +608,3 @@ STATUS_WORDS: dict[str, str] = {s.name: s.word for s in STATUS_TABLE}
 # How a column with `nonfinite` writes (and readers accept) a measured NaN or infinity.
 NONFINITE_WORDS: tuple[str, ...] = ("nan", "inf", "-inf")
 NONFINITE_COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE if c.nonfinite)
-
-_SLUG_RE = re.compile(r"[^a-z0-9.]+")
-
-
-def slug(text: str) -> str:
-    """A file-name-safe lower-case token ("NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3")."""
-    return _SLUG_RE.sub("-", text.lower()).strip("-") or "unknown"
-
-
-def raw_csv_name(build: str, device: str, shard: str = "") -> str:
-    """`<build>__<device>.csv`, plus `__shard-i-of-n` for a sharded run (`__shard-i-of-n-k-of-m`
-    for part k of m of shard i of n: one container per GPU on a machine of a fan-out)."""
-    name = f"{slug(build)}__{slug(device)}"
-    if shard:
-        parts = [part.split("/") for part in shard.split(",")]
-        name += "__shard-" + "-".join(f"{i}-of-{n}" for i, n in parts)
-    return name + ".csv"
-
-
-def format_value(value: object) -> str:
-    """Plain text for a CSV cell: empty for None/NaN, short floats, one-line strings."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return ""
-        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.1f}"
-    return one_line(str(value))
-
-
-def format_cell(column: str, value: object) -> str:
-    """`format_value`, but a `nonfinite` column's NaN or infinity reads `nan`, `inf`: compiled
-    outputs that turned NaN must not read as "not measured"."""
-    if column in NONFINITE_COLUMNS and isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    return format_value(value)
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """Collapse whitespace so a reason never breaks the row; cap its length. Secrets are
-    redacted first (suite.redact), so a cut can never leave half a token behind."""
-    flat = " ".join(redact(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def key_of(row: Mapping[str, object]) -> tuple[str, ...]:
-    """The resume key of a row (or of a cell's row-to-be), as strings."""
-    return tuple(format_value(row.get(col)) for col in KEY_COLUMNS)
-
-
-def one_per_cell(
-    rows: Sequence[Mapping[str, object]], columns: Sequence[str]
-) -> tuple[list[int], list[tuple[int, int]]]:
-    """Which row of a cell to keep when it has several (the same cell in two runs, a row
-    recorded twice): an ok row beats a failed one, then the later `started_at`, then the
-    later row. The merge (suite.report.load, cells across runs) and the resume
-    (suite.run.resume, cells of one raw CSV) both decide with this; `columns` say what one
-    cell is. Returns the kept rows' indices in input order, and (dropped, kept instead)
-    index pairs in the order of the rule (least preferred first)."""
-
-    def rank(i: int) -> tuple[bool, str, int]:
-        return rows[i].get("status") == OK, str(rows[i].get("started_at") or ""), i
-
-    best: dict[tuple[object, ...], int] = {}
-    for i, row in enumerate(rows):
-        key = tuple(row.get(c) for c in columns)
-        if key not in best or rank(i) > rank(best[key]):
-            best[key] = i
-    kept = sorted(best.values())
-    winner = {i: best[tuple(row.get(c) for c in columns)] for i, row in enumerate(rows)}
-    dropped = sorted((i for i in winner if winner[i] != i), key=rank)
-    return kept, [(i, winner[i]) for i in dropped]

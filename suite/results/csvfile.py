@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suite.results.columns import COLUMNS, CONTRACT_COLUMNS, STATUSES, format_cell
+from suite.results.columns import COLUMNS, CONTRACT_COLUMNS, STATUSES
+from suite.results.rows import format_cell
 
 
 @dataclass

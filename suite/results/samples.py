@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.results.columns import KEY_COLUMNS, format_value
+from suite.results.columns import KEY_COLUMNS
+from suite.results.rows import format_value
 
 SUFFIX = ".samples.jsonl"
 SERIES: tuple[str, ...] = ("eager", "compiled")

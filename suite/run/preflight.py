@@ -21,8 +21,9 @@ from suite.measure.config_check import Problem
 from suite.results import one_line, slug
 from suite.run.environ import child_env
 from suite.spec.expand import Filters, image_field, pick_build
-from suite.spec.model import Cell, ImageSpec, Matrix
+from suite.spec.model import Cell, Matrix
 from suite.spec.request import Request
+from suite.spec.settings import ImageSpec
 
 # Below this much free space where results go, no cell starts (`run --min-free-mb`):
 # a cold compile cache alone can take hundreds of MB per cell.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from suite.spec.model import Settings
+from suite.spec.settings import Settings
 from suite.stats import rerun_interval
 
 

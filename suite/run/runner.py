@@ -22,7 +22,7 @@ from typing import Any
 from suite.errors import UsageError
 from suite.measure.provenance import Environment
 from suite.results import TIMING_COLUMNS, RowWriter, health, key_of, samples
-from suite.results.columns import stop_rule_text
+from suite.results.rows import stop_rule_text
 from suite.results.samples import samples_path
 from suite.run import cell_path, preflight, resume, tidy
 from suite.run import schedule as schedule_mod

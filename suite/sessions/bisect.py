@@ -21,7 +21,6 @@ opened (suite.history.confirm judges and keeps it): the same images and the same
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -29,13 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from suite.errors import UsageError
 from suite.history.bisect import SKIP, Cell, Judged, Result, bisect
 from suite.results import slug
-from suite.sessions import containers, docker, images
+from suite.sessions import docker, host, imagebuild, images, nightly
 from suite.sessions.posargs import refuse_rest, take
 from suite.sessions.runner import Runner, load
 from suite.spec import BuildSpec, Matrix
@@ -43,19 +41,9 @@ from suite.spec import BuildSpec, Matrix
 DEFAULT_BUILD = "nightly-current"
 
 
-def nightly_pin(root: Path) -> ModuleType:
-    """containers/nightly_pin.py: the index's dates (a script, loaded from its file)."""
-    spec = importlib.util.spec_from_file_location("nightly_pin", root / "containers" / "nightly_pin.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("nightly_pin", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 def index_dates(build: BuildSpec, root: Path) -> list[date]:
     """The dates with both a torch and a torchvision nightly on the build's index."""
-    pin = nightly_pin(root)
+    pin = nightly.nightly_pin(root)
     try:  # any torch line: the nightly's line moves on inside a bisect's range too
         torch, vision = (pin.links(build.index_url, n, build.python) for n in ("torch", "torchvision"))
         both = {t.date for t in torch} & {v.date for v in vision}
@@ -94,7 +82,7 @@ def container_measure(
 ) -> Callable[[date], Path | None]:
     """A date -> the run folder of the cell run in that date's image (None: not built, not run)."""
     matrix, build, root, subs = source.matrix, source.build, source.root, source.subs
-    hf_cache = containers.hf_cache_dir().resolve()
+    hf_cache = host.hf_cache_dir().resolve()
 
     def error(message: str) -> None:
         raise _NotRun(message)
@@ -106,11 +94,11 @@ def container_measure(
         run_id = f"bisect-{slug(cell.label)}-{day:%Y%m%d}"
         opts = docker.run_options(out.resolve(), run_id, hf_cache, False, device, "")
         try:
-            tag = containers.ensure_image(quiet, matrix, spec, root, containers.Build(subs=subs))
-            containers.prepare_mounts(quiet, opts)
+            tag = imagebuild.ensure_image(quiet, matrix, spec, root, imagebuild.Build(subs=subs))
+            host.prepare_mounts(quiet, opts)
             args = ["--models", cell.model, "--batch-sizes", str(cell.batch_size), "--modes", cell.mode]
             cmd = docker.suite_run_command(spec, opts, tag, [*suite_args, *args])
-            if containers.run_docker(cmd, quiet).returncode != 0:
+            if host.run_docker(cmd, quiet).returncode != 0:
                 raise _NotRun("the container exited with an error")
         except (_NotRun, docker.DockerProblem, UsageError) as exc:  # UsageError: that night's wheels
             runner.log(f"{day}: not run ({exc}); skipped")
@@ -159,26 +147,8 @@ def bisect_session(
 ) -> Result:
     """Parse the flags, check docker (and the GPU), search; print the first bad date and its commits."""
     args = list(posargs)
-    flags = take(
-        args,
-        values=[
-            "--cell",
-            "--good",
-            "--bad",
-            "--build",
-            "--profile",
-            "--device",
-            "--threshold",
-            "--out",
-            "--index",
-        ],
-        switches=["--local-bases"],
-    )
-    refuse_rest(
-        args,
-        "bisect",
-        "--cell, --good, --bad, --build, --profile, --device, --threshold, --out, --index, --local-bases",
-    )
+    flags = take(args, values=list(VALUE_FLAGS), switches=["--local-bases"])
+    refuse_rest(args, "bisect", ", ".join((*VALUE_FLAGS, "--local-bases")))
     cell = Cell.parse(flags["--cell"] or "")
     good, bad = parse_day("--good", flags["--good"]), parse_day("--bad", flags["--bad"])
     name = flags["--build"] or DEFAULT_BUILD
@@ -343,8 +313,8 @@ def _confirm_one(runner: Runner, ask: Host, item: dict[str, str], where: _Where)
             where.build, build_args={**where.build.build_args, "TORCH_NIGHTLY_DATE": f"{day:%Y%m%d}"}
         )
         try:
-            containers.ensure_image(
-                quiet(runner), where.matrix, spec, where.root, containers.Build(subs=subs)
+            imagebuild.ensure_image(
+                quiet(runner), where.matrix, spec, where.root, imagebuild.Build(subs=subs)
             )
         except (_NotRun, UsageError, docker.DockerProblem) as exc:
             runner.log(f"{day}: its image did not build ({exc})")

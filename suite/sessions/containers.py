@@ -1,7 +1,8 @@
-"""The container sessions (`nox -s build`, `bench-stable`, `bench-nightly`): build the images
-that are missing, probe the device, run the profile in each build's container, on the command
-lines of suite.sessions.images and suite.sessions.docker. Every check that can fail on bad input or a
-machine without Docker or a GPU runs before any benchmark starts, and says what is wrong in
+"""The container sessions `bench-stable` and `bench-nightly`: every build checked against the
+driver and GPU, the images built where missing (suite.sessions.imagebuild), each build's probe,
+then its containers run, one per GPU in parallel (suite.sessions.host: the slots, mounts and
+names), on the command lines of suite.sessions.docker. Every check that can fail on bad input or
+a machine without Docker or a GPU runs before any benchmark starts, and says what is wrong in
 one line. A docker command is checked for secrets before it is shown or run.
 """
 
@@ -9,178 +10,26 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from suite.errors import UsageError
-from suite.measure import machine
 from suite.sessions import docker, fleet, floors, images, nightly, pergpu, push
-from suite.sessions.images import Substitutes
-from suite.sessions.posargs import BenchArgs, SelectionCheck, bench_args, merge_target, refuse_rest, take
+from suite.sessions.host import (
+    Allow,
+    check_names_free,
+    hf_cache_dir,
+    machine_slots,
+    prepare_mounts,
+    run_docker,
+    slot_options,
+)
+from suite.sessions.imagebuild import Build, check_local_bases, ensure_image, image_id
+from suite.sessions.posargs import BenchArgs, SelectionCheck, bench_args, merge_target, take
 from suite.sessions.runner import Runner, load, no_container, pick_builds
 from suite.spec import BuildSpec, Matrix
-
-
-def run_docker(
-    cmd: list[str], runner: Runner | None = None, **kwargs: Any
-) -> subprocess.CompletedProcess[str]:
-    """Run a docker command after checking that it holds no secret (suite.sessions.docker.refusal);
-    given a runner, show the command first, only once it has passed that check."""
-    refused = docker.refusal(cmd, os.environ)
-    if refused:
-        raise UsageError("", refused)
-    if runner is not None:
-        runner.log(" ".join(cmd))
-    return subprocess.run(cmd, check=False, text=True, **kwargs)
-
-
-@dataclass
-class Build:
-    """How the images are built: the substitutes, and whether to rebuild or skip the cache."""
-
-    subs: Substitutes = field(default_factory=Substitutes)
-    rebuild: bool = False
-    no_cache: bool = False
-    # what each build that follows the nightly resolved to (suite.sessions.nightly), and the
-    # night asked for (--nightly-date; empty: each build's own, else the newest)
-    resolved: dict[str, dict[str, str]] = field(default_factory=dict)
-    nightly_date: str = ""
-
-
-def check_local_bases(runner: Runner, matrix: Matrix, chosen: Sequence[BuildSpec], root: Path) -> None:
-    """With --local-bases, each stand-in must be there: one line naming the script if not."""
-    wanted = {images.substitute_args(b, root, Substitutes(local_bases=True))["BASE_IMAGE"] for b in chosen}
-    for base in sorted(wanted):
-        if run_docker(images.image_exists_command(base), capture_output=True).returncode != 0:
-            kind = "ubuntu" if "ubuntu" in base else "python"
-            raise UsageError(
-                "--local-bases", f"no image {base}: make it with `sudo {images.LOCAL_BASES_SCRIPT} {kind}`"
-            )
-        runner.log(f"base image: {base} (containers/local-bases.sh's stand-in for the pinned one)")
-
-
-def ensure_image(
-    runner: Runner,
-    matrix: Matrix,
-    build: BuildSpec,
-    root: Path,
-    how: Build | None = None,
-    offline: bool = False,
-) -> str:
-    """The build's image tag, built first if missing (or if asked to)."""
-    how = how or Build()
-    if not build.container:
-        raise no_container(matrix, build)
-    if nightly.follows(build):  # a date not resolved yet (a bisect's): its wheels first
-        build = nightly.pinned(build, nightly.resolve(build, root))
-    lock = root / build.container / "requirements.txt"  # the image: containers/Dockerfile
-    if not lock.is_file():
-        raise UsageError(f"{matrix.path}: builds.{build.name}.container", f"{lock} does not exist")
-    tag = images.image_tag(build, root, how.subs)
-    exists = run_docker(images.image_exists_command(tag), capture_output=True).returncode == 0
-    if exists and not how.rebuild:
-        runner.log(f"{build.name}: image {tag} is there")
-        return tag
-    if offline:
-        raise UsageError(
-            build.name, f"image {tag} is not built and --offline forbids the network; build it first"
-        )
-    client = images.buildkit_client()
-    ca = images.pip_ca()
-    cmd = images.build_command(
-        build, root, tag, how.subs, client, ca, images.provenance_args(root), how.no_cache
-    )
-    network = os.environ.get(images.BUILD_NETWORK_ENV, "").strip()
-    if network:  # e.g. host: a mirror of the nightly index on this machine's loopback
-        cmd[-1:-1] = ["--network", network]
-    started = time.monotonic()
-    if run_docker(cmd, runner, env={**os.environ, **images.BUILD_ENV}).returncode != 0:
-        runner.error(f"{build.name}: docker build failed (its output is above)")
-    runner.log(f"{build.name}: built {tag} in {time.monotonic() - started:.1f} s")
-    return tag
-
-
-def build_images(runner: Runner, posargs: Sequence[str], root: Path) -> None:
-    """`nox -s build [-- --build B1,B2] [--rebuild] [--local-bases] [--torch-from-pypi]`: the
-    images of the builds that have a container (or those named)."""
-    args = list(posargs)
-    flags = take(args, values=["--build", "--nightly-date", "--keep"], switches=["--rebuild"])
-    how = Build(subs=images.pop_substitutes(args), rebuild=flags["--rebuild"])
-    usage = "--build B1,B2, --rebuild, --nightly-date D, --keep N, --local-bases, --torch-from-pypi"
-    refuse_rest(args, "build", usage)
-    keep = images.keep_count(flags["--keep"])
-    wanted = flags["--build"]
-    matrix = load(root)
-    chosen = pick_builds(matrix, wanted, [n for n, b in matrix.builds.items() if b.container])
-    for spec in chosen:
-        if not spec.container:
-            raise UsageError(
-                f"{matrix.path}: builds.{spec.name}", "no container to build (a local-only build)"
-            )
-        images.substitute_args(spec, root, how.subs)  # a substitute this build cannot take: one line now
-    docker.check_docker()
-    chosen, how.resolved = nightly.resolve_all(chosen, root, flags["--nightly-date"] or "")
-    for name, found in how.resolved.items():
-        runner.log(nightly.describe(name, found))
-    if how.subs.local_bases:
-        check_local_bases(runner, matrix, chosen, root)
-    for spec in chosen:
-        runner.log(f"{spec.name}: {ensure_image(runner, matrix, spec, root, how)}")
-    if keep is not None:
-        for line in images.prune(run_docker, [s.name for s in chosen], keep):
-            runner.log(line)
-
-
-def hf_cache_dir() -> Path:
-    """The host's Hugging Face cache, shared with the containers (downloads happen once)."""
-    home = os.environ.get("HF_HOME")
-    return Path(home) if home else Path.home() / ".cache" / "huggingface"
-
-
-def prepare_mounts(runner: Runner, opts: docker.RunOptions) -> None:
-    """Create the run folder and the cache, write the HF token's file; as root, hand them to
-    the image's user."""
-    run_dir = opts.results / opts.run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not opts.offline:
-        opts.hf_cache.mkdir(parents=True, exist_ok=True)
-    elif not opts.hf_cache.is_dir():
-        raise UsageError(
-            "--offline", f"no Hugging Face cache at {opts.hf_cache} (set HF_HOME to where the weights are)"
-        )
-    if os.getuid() == 0:
-        uid = docker.IMAGE_UID
-        runner.log(f"running as root: the containers run as uid {uid}, which gets {run_dir}")
-        for path in [run_dir, *([] if opts.offline else [opts.hf_cache])]:
-            for top, dirs, files in os.walk(path):
-                for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
-                    os.chown(name, uid, uid, follow_symlinks=False)
-    if opts.token_file is not None:
-        docker.write_token(opts.token_file, os.environ, docker.IMAGE_UID if os.getuid() == 0 else None)
-
-
-def check_names_free(
-    opts: docker.RunOptions, chosen: Sequence[BuildSpec], slots: Sequence[fleet.Slot] = ()
-) -> None:
-    """A container of the same name (this run id, build and shard) still there is a run in
-    progress or a cancelled one's leftover: one line, instead of docker's conflict later."""
-    listing = run_docker(
-        ["docker", "container", "ls", "--all", "--format", "{{.Names}}"], capture_output=True
-    )
-    present = set(listing.stdout.split())
-    shards = [s.shard for s in slots] or [opts.shard]
-    for spec in chosen:
-        names = [replace(opts, shard=shard).name(spec.name) for shard in shards]
-        for name in [*names, replace(opts, shard=shards[0]).name(spec.name, "probe")]:
-            if name in present:
-                raise docker.DockerProblem(
-                    f"a container named {name} is still there (this run id is running, or a cancelled "
-                    f"run left it): remove it with `docker rm --force {name}`, or use another --run-id"
-                )
 
 
 def default_builds(matrix: Matrix, prefix: str) -> list[str]:
@@ -203,63 +52,6 @@ class Bench:
     skipped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     push: str = ""  # where the run was pushed (the merge pushes its tables there too)
-
-
-@dataclass(frozen=True)
-class Allow:
-    """What the GPU preflight lets through: a GPU other processes use, a GPU in MIG mode."""
-
-    busy: bool = False  # --allow-busy-gpu
-    mig: bool = False  # --allow-mig
-
-
-def machine_slots(
-    runner: Runner, device: str, shard: str, containers: int, allow: Allow | None = None
-) -> list[fleet.Slot]:
-    """Where the containers run: one per GPU this session uses (read once from nvidia-smi,
-    SUITE_GPUS choosing; a busy or MIG one refused in one line each, unless `allow`ed), or on
-    the CPU one (`--containers N`: N, each on its share of the CPUs)."""
-    if device == "cpu":
-        return fleet.cpu_slots(containers, shard, sorted(os.sched_getaffinity(0)))
-    if containers != 1:
-        raise UsageError("--containers", "is for --device cpu; on GPUs, each GPU gets one (SUITE_GPUS)")
-    detail = docker.no_nvidia_gpu()
-    gpus, why = machine.query() if detail is None else ([], detail)
-    if not gpus:
-        raise docker.DockerProblem(
-            f"no NVIDIA GPU found ({why or 'nvidia-smi lists none'}): the containers need a GPU and its "
-            "driver; on this machine run `nox -s bench-local` (CPU)"
-        )
-    chosen = fleet.choose(gpus, os.environ)
-    allow = allow or Allow()
-    chosen, said = fleet.refused(chosen, machine.compute_apps(), allow.busy, allow.mig)
-    for line in said:
-        runner.log(f"refused: {line}")
-    if not chosen:
-        raise UsageError("GPU", said[0] if len(said) == 1 else f"every GPU refused: {'; '.join(said)}")
-    affinity = fleet.topology() if len(gpus) > 1 else {}
-    found = fleet.slots(chosen, shard, os.environ, affinity)
-    if len(found) > 1:
-        pins = ", ".join(f"{s.name} cpus {s.cpus or 'any'}" for s in found)
-        runner.log(f"{len(found)} GPUs ({chosen[0].name}): one container each, in parallel ({pins})")
-    return found
-
-
-def slot_options(opts: docker.RunOptions, slot: fleet.Slot) -> docker.RunOptions:
-    return replace(
-        opts,
-        gpu=slot.gpus_arg if opts.device == "cuda" else "",
-        shard=slot.shard,
-        cpus=slot.cpus,
-        mems=slot.mems,
-        gpu_state=slot.gpu.to_json() if slot.gpu is not None else "",
-    )
-
-
-def image_id(tag: str) -> str:
-    """The image's ID as Docker reports it (empty if it cannot tell)."""
-    proc = run_docker(images.image_exists_command(tag), capture_output=True)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
 def bench_containers(

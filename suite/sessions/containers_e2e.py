@@ -27,7 +27,9 @@ from pathlib import Path
 from suite.errors import first_line
 from suite.results import read_rows, slug
 from suite.sessions import docker, images
-from suite.sessions.containers import Build, bench_containers, default_builds, ensure_image, run_docker
+from suite.sessions.containers import bench_containers, default_builds
+from suite.sessions.host import run_docker
+from suite.sessions.imagebuild import Build, ensure_image
 from suite.sessions.images import Substitutes
 from suite.sessions.posargs import SelectionCheck, refuse_rest, take
 from suite.sessions.runner import Runner, load, pick_builds

@@ -1,7 +1,8 @@
 """What the noxfile's sessions share, so that each session there is its decorator, its docstring
-and one call: a nox session as a `Runner`, the merge queued after a bench, and the host-side sessions'
-bodies (merge, history, confirm, the pages' scripts). `session` is a nox.Session; this module
-does not import nox (the package runs without it)."""
+and one call: a nox session as a `Runner`, the merge queued after a bench, and the sessions'
+bodies (tests, tests-stable, lint, coverage, gate, merge, history, bisect, confirm, the history's
+benchmarks, the pages' scripts). `session` is a nox.Session; this module does not import nox
+(the package runs without it)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from suite.sessions import containers, pergpu, posargs, push, venv
-from suite.sessions.bisect import confirm_session
+from suite.sessions import containers, pergpu, posargs, push, trust, venv
+from suite.sessions.bisect import bisect_session, confirm_session
 from suite.sessions.posargs import SelectionCheck
-from suite.sessions.runner import Runner, run_suite
-from suite.sessions.toolpins import HISTORY_PACKAGES, PAGES_PACKAGES
+from suite.sessions.runner import Runner, load, run_suite
+from suite.sessions.toolpins import CORE_TESTS, HISTORY_PACKAGES, PAGES_PACKAGES
 
 
 def runner(session: Any) -> Runner:
@@ -96,3 +97,62 @@ def pages_script(session: Any, module: str) -> None:
     """A pages script (`suite.report.pages.screenshot`, `.bench`) in Playwright's virtualenv."""
     session.install(*PAGES_PACKAGES)
     run_suite(runner(session), [host_python(session), "-m", module, *session.posargs])
+
+
+def tests(session: Any, root: Path, extras: Sequence[str]) -> None:
+    """`nox -s tests`: the current build's torch and pins with the test tools, then pytest."""
+    current = load(root).builds["current"]
+    # one pip call for torch and the rest; pip byte-compiles what it installs, which a machine
+    # with PYTHONDONTWRITEBYTECODE=1 needs (else every test's child process compiles torch's
+    # and transformers' modules anew: --no-compile made CI's tests take 16 minutes, not 12)
+    pins = [p for p in current.pins if not p.startswith("torch")]
+    session.install(f"torch=={current.torch}", *pins, *extras)
+    session.install("--no-deps", "-e", ".")
+    # three xdist workers on CI's 2 cores: the end-to-end tests wait on their child processes
+    # (a hang until its timeout, a runner being killed), and a third worker fills those waits.
+    # Tests that share one costly run stay on one worker (tests/conftest.py).
+    # `nox -s tests -- -n 0 ...`: one process.
+    session.run("pytest", "-n", "3", "--dist", "loadgroup", *(session.posargs or ["-q"]))
+
+
+def tests_stable(session: Any, root: Path) -> None:
+    """`nox -s tests-stable`: the measuring core's tests in the stable build's virtualenv."""
+    run = runner(session)
+    python = venv.build_venv(run, load(root).builds["stable"], root)
+    run.run(str(python), "-m", "pip", "install", "--quiet", "pytest")
+    run.run(str(python), "-m", "pytest", *(session.posargs or ["-q", *CORE_TESTS]))
+
+
+def lint(session: Any, root: Path, tools: Sequence[str]) -> None:
+    """`nox -s lint`: the pinned linters over the code, the Dockerfile and the workflows."""
+    session.install(*tools)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports")
+    session.run("hadolint", "--config", "containers/hadolint.yaml", "containers/Dockerfile")  # every build's
+    session.run("actionlint", *sorted(str(p.relative_to(root)) for p in root.glob(".github/workflows/*.yml")))
+
+
+def coverage(session: Any, root: Path) -> None:
+    """`nox -s coverage`: suite.sessions.trust.coverage, each report logged."""
+    for report in trust.coverage(runner(session), session.posargs, root):
+        session.log(f"coverage: {report}")
+
+
+def gate(session: Any, root: Path, packages: Sequence[str]) -> None:
+    """`nox -s gate`: the A/A and slowed runs, then `calibrate` in the session's virtualenv."""
+    session.install(*packages)
+    report = trust.gate(runner(session), session.posargs, root, host_python=host_python(session))
+    session.log(f"calibration: {report}")
+
+
+def bisect(session: Any, root: Path) -> None:
+    """`nox -s bisect`: the first bad nightly of one cell (suite.sessions.bisect)."""
+    session.install(*HISTORY_PACKAGES)
+    bisect_session(runner(session), session.posargs, root, host_python=host_python(session))
+
+
+def with_history(session: Any, *args: str) -> None:
+    """`python ARGS` (and the session's own arguments) with the history's packages installed."""
+    session.install(*HISTORY_PACKAGES)
+    session.run("python", *args, *session.posargs)

@@ -15,6 +15,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -41,6 +42,15 @@ def find_python(version: str) -> str | None:
         return max(installs, key=lambda exe: _release(Path(exe).parents[1].name))
     on_path = shutil.which(f"python{version}")
     return on_path if on_path and Path(on_path).parent.name != "shims" else None
+
+
+def session_pythons() -> tuple[str, str]:
+    """The Pythons of the tests' (and lint's) sessions and the merge's. The tests run on the
+    current build's Python 3.11 (CI also runs them on 3.10: `nox -s tests --force-python 3.10`);
+    a pyenv install is taken over its shim, which fails when that version is not pyenv's
+    selected one. Any Python can merge; a GPU VM may have no 3.11: then the one nox runs on."""
+    found = find_python("3.11")
+    return found or "3.11", found or sys.executable
 
 
 def _release(name: str) -> tuple[int, ...]:

@@ -9,7 +9,8 @@ import re
 
 from suite.redact import is_secret_name
 from suite.spec.fields import Reader, kind
-from suite.spec.model import BUILD_KINDS, BuildSpec
+from suite.spec.model import BuildSpec
+from suite.spec.vocab import BUILD_KINDS
 
 # Docker build arguments set from the build's other fields (suite.sessions.docker.build_args).
 DERIVED_BUILD_ARGS: tuple[str, ...] = (

@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from suite.spec.model import DYNAMIC_BATCH, STOP_CI, Cell
+from suite.spec.model import Cell
 from suite.spec.schedule import AHEAD, SERIAL, compiled_ahead, groups_of, pool_size, shareable
+from suite.spec.vocab import DYNAMIC_BATCH, STOP_CI
 from suite.spec.warmup import warmup_calls
 
 

@@ -12,22 +12,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from suite.errors import UsageError
-from suite.spec.model import (
-    DYNAMIC_BATCH,
-    DYNAMIC_SETTINGS,
-    MIXED_RESOLUTION,
-    SERVING,
-    BuildSpec,
-    Cell,
-    ImageSpec,
-    Matrix,
-    ModelSpec,
-    Profile,
-    Selection,
-    SettingError,
-    Settings,
-)
+from suite.spec.model import BuildSpec, Cell, Matrix, ModelSpec, Profile, Selection
 from suite.spec.outside import outside_model
+from suite.spec.settings import ImageSpec, SettingError, Settings
+from suite.spec.vocab import DYNAMIC_BATCH, DYNAMIC_SETTINGS, MIXED_RESOLUTION, SERVING
 
 
 @dataclass(frozen=True)
@@ -215,12 +203,12 @@ def _scenario_cells(
     plan: _Plan, name: str, spec: ModelSpec, sel: Selection, settings: Settings, scenario: str
 ) -> list[tuple[tuple[object, ...], Cell]]:
     """One model's cells of one scenario of a selection, each with the key that dedupes it."""
-    matrix, profile, build, filters = plan.matrix, plan.profile, plan.build, plan.filters
+    filters = plan.filters
     if scenario == DYNAMIC_BATCH:
-        cells = _dynamic_cells(matrix, profile, build, spec, sel, settings, filters)
+        cells = _dynamic_cells(plan, spec, sel, settings)
         return [((name, scenario, c.batch_sizes, c.mode, c.dynamic), c) for c in cells]
     if scenario == MIXED_RESOLUTION:
-        cells = _mixed_cells(matrix, profile, build, spec, sel, settings, filters)
+        cells = _mixed_cells(plan, spec, sel, settings)
         return [((name, scenario, c.batch_size, c.mode, c.dynamic), c) for c in cells]
     # a serving cell's requests are one image each (its batcher makes the batches, up to
     # the `serving.max_batch` setting): one cell per mode, batch size 1
@@ -234,17 +222,18 @@ def _scenario_cells(
             for dtype in sel.dtypes or (settings.dtype,):
                 # a selection's dtypes replace the settings' one dtype
                 at = replace(settings, dtype=dtype) if sel.dtypes else settings
-                cell = _cell(matrix, profile, filters, build, spec, bs, mode, scenario, at)
+                cell = _cell(plan, spec, bs, mode, scenario, at)
                 out.append(((name, scenario, bs, mode, dtype), cell))
     return out
 
 
-def _cell(matrix: Matrix, profile: Profile, filters: Filters, *args: Any, **kwargs: Any) -> Cell:
-    """Cell(*args, **kwargs), or the one-line error naming where a cell's rule was broken: an autocast
-    dtype given to a scenario other than precision by --scenarios, or by the settings' `dtype`
-    (a selection's own `dtypes` are checked when the file loads)."""
+def _cell(plan: _Plan, *args: Any, **kwargs: Any) -> Cell:
+    """Cell(plan.build, *args, **kwargs), or the one-line error naming where a cell's rule was
+    broken: an autocast dtype given to a scenario other than precision by --scenarios, or by the
+    settings' `dtype` (a selection's own `dtypes` are checked when the file loads)."""
+    matrix, profile, filters = plan.matrix, plan.profile, plan.filters
     try:
-        return Cell(*args, **kwargs)
+        return Cell(plan.build, *args, **kwargs)
     except SettingError as exc:
         if filters.scenarios is not None:
             where = "--scenarios"
@@ -255,18 +244,11 @@ def _cell(matrix: Matrix, profile: Profile, filters: Filters, *args: Any, **kwar
         raise UsageError(where, exc.message) from None
 
 
-def _dynamic_cells(
-    matrix: Matrix,
-    profile: Profile,
-    build: str,
-    spec: ModelSpec,
-    sel: Selection,
-    settings: Settings,
-    filters: Filters,
-) -> list[Cell]:
+def _dynamic_cells(plan: _Plan, spec: ModelSpec, sel: Selection, settings: Settings) -> list[Cell]:
     """A selection's dynamic-batch cells: one per compiled mode and `dynamic` setting, each
     serving the batch sizes in turn (the `dynamic_batch_sizes` setting, else the selection's;
     narrowed by --batch-sizes). Eager has no compile to make dynamic: no cell."""
+    filters = plan.filters
     sizes = settings.dynamic_batch_sizes or sel.batch_sizes
     if filters.batch_sizes is not None:
         sizes = tuple(b for b in sizes if b in filters.batch_sizes)
@@ -275,7 +257,9 @@ def _dynamic_cells(
         return []
     if len(sizes) < 2:
         where = (
-            "--batch-sizes" if filters.batch_sizes is not None else f"{matrix.path}: profiles.{profile.name}"
+            "--batch-sizes"
+            if filters.batch_sizes is not None
+            else f"{plan.matrix.path}: profiles.{plan.profile.name}"
         )
         raise UsageError(
             where,
@@ -284,40 +268,21 @@ def _dynamic_cells(
         )
     wanted = [d for d in DYNAMIC_SETTINGS if filters.dynamic is None or d in filters.dynamic]
     return [
-        _cell(
-            matrix,
-            profile,
-            filters,
-            build,
-            spec,
-            sizes[0],
-            mode,
-            DYNAMIC_BATCH,
-            settings,
-            dynamic=d,
-            batch_sizes=tuple(sizes),
-        )
+        _cell(plan, spec, sizes[0], mode, DYNAMIC_BATCH, settings, dynamic=d, batch_sizes=tuple(sizes))
         for mode in modes
         for d in wanted
     ]
 
 
-def _mixed_cells(
-    matrix: Matrix,
-    profile: Profile,
-    build: str,
-    spec: ModelSpec,
-    sel: Selection,
-    settings: Settings,
-    filters: Filters,
-) -> list[Cell]:
+def _mixed_cells(plan: _Plan, spec: ModelSpec, sel: Selection, settings: Settings) -> list[Cell]:
     """A selection's mixed-resolution cells: one per batch size, compiled mode and `dynamic`
     setting (eager has no compile to make dynamic: no cell)."""
+    filters = plan.filters
     sizes = [b for b in sel.batch_sizes if filters.batch_sizes is None or b in filters.batch_sizes]
     modes = [m for m in sel.modes if m != "eager" and (filters.modes is None or m in filters.modes)]
     wanted = [d for d in DYNAMIC_SETTINGS if filters.dynamic is None or d in filters.dynamic]
     return [
-        _cell(matrix, profile, filters, build, spec, bs, mode, MIXED_RESOLUTION, settings, dynamic=d)
+        _cell(plan, spec, bs, mode, MIXED_RESOLUTION, settings, dynamic=d)
         for bs in sizes
         for mode in modes
         for d in wanted

@@ -5,7 +5,7 @@ that expand to billions of nodes), and an absurd or negative value is measured a
 were a model (`num_hidden_layers: 0` builds a ViT without encoder layers, and its row says
 `ok`). The bounds are far above anything the guide's study or a sane custom study needs,
 so they only stop mistakes. Standard library only: the loader (`suite.spec.load`), the
-command line (`suite.cli.args`) and the child that checks configs against transformers
+command line (`suite.cli.values`) and the child that checks configs against transformers
 (`suite.measure.config_check`) all apply these.
 """
 

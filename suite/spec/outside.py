@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
-from suite.spec.model import FEATURES, ModelSpec
+from suite.spec.model import ModelSpec
+from suite.spec.vocab import FEATURES
 
 OUTSIDE = "outside the guide's set"  # the CSV's `variant` of such a model's rows
 # the class name's ending -> the task; the first that matches wins (the longest first)

@@ -21,7 +21,7 @@ from suite.compare.rule import (
     UNCHANGED,
     judge,
 )
-from suite.report.study import Measurement
+from suite.report.measurement import Measurement
 
 
 def measurement(median, lo, hi, status="ok", accuracy="pass") -> Measurement:

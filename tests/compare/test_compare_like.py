@@ -13,12 +13,14 @@ from support.rows import cell
 from support.rows import write_by_build as write
 
 from suite.cli import main
-from suite.compare.rule import REGRESSION, SETTINGS_DIFFER, UNCHANGED, Samples, compare
+from suite.compare.comparison import Samples, compare
+from suite.compare.rule import REGRESSION, SETTINGS_DIFFER, UNCHANGED
 from suite.compare.samples import sampled_ratio
 from suite.compare.settings import differences, settings_of, stop_rule_of, unrecorded
 from suite.report.load import load
 from suite.results import samples as samples_file
-from suite.results.columns import SETTING_COLUMNS, stop_rule_text
+from suite.results.columns import SETTING_COLUMNS
+from suite.results.rows import stop_rule_text
 from suite.stats import median, median_ci
 
 SET = {"compile_cache": "cold", "malloc": "system", "torch_threads": 8, "stop_rule": "fixed, 100 calls"}

@@ -14,16 +14,8 @@ from support.rows import cell
 from support.rows import write_by_build as write
 
 from suite.cli import build_parser, main
-from suite.compare.rule import (
-    COMPILE_REGRESSION,
-    LESS_SPEEDUP,
-    REGRESSION,
-    SUSPECT,
-    UNCHANGED,
-    Rule,
-    judge,
-)
-from suite.report.study import Measurement
+from suite.compare.rule import COMPILE_REGRESSION, LESS_SPEEDUP, REGRESSION, SUSPECT, UNCHANGED, Rule, judge
+from suite.report.measurement import Measurement
 
 BASE = Measurement(
     "ok", "", 10, 10, 9.9, 10.1, 2.0, 1.95, 2.05, "pass", None, "x", compile_s=10.0, health="ok"
@@ -194,7 +186,7 @@ def test_noise_floor_is_the_robust_spread_of_the_log_ratios() -> None:
 
 
 def test_an_aa_pair_that_drifted_is_quiet_and_real_changes_still_show(tmp_path: Path) -> None:
-    from suite.compare.rule import compare
+    from suite.compare.comparison import compare
     from suite.report.load import load
 
     base = load([_drifting(tmp_path / "base", [1.0] * 12)])

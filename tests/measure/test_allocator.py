@@ -21,7 +21,7 @@ from suite.measure import allocator
 from suite.run import launch
 from suite.run.launch import RunPaths
 from suite.spec import Cell, Filters, expand, load_matrix
-from suite.spec.model import MALLOC_STEADY, MALLOC_SYSTEM
+from suite.spec.vocab import MALLOC_STEADY, MALLOC_SYSTEM
 
 STEADY_VALUE = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
 

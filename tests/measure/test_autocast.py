@@ -27,7 +27,8 @@ from suite.measure.scenarios.precision import Precision, Unsupported
 from suite.measure.timing import TimingLoop
 from suite.run.launch import cell_stem
 from suite.spec import Cell, Filters, expand, load_matrix
-from suite.spec.model import SettingError, Settings, compute_dtype, weights_dtype
+from suite.spec.settings import SettingError, Settings
+from suite.spec.vocab import compute_dtype, weights_dtype
 
 SELECT = "    select:\n      - {models: all, batch_sizes: [1], modes: [eager]}"
 LOOP = TimingLoop(lambda: None, 1)

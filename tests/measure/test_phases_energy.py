@@ -19,8 +19,9 @@ from suite.measure import counters, cudagraphs, energy, phases
 from suite.measure.energy import Energy, nvml_counter, rapl_counter
 from suite.measure.phases import Calls, Ledger, split
 from suite.report.load import load
+from suite.report.measurement import MORE_COLUMNS
 from suite.report.moved import Side, SpeedupSplit
-from suite.report.study import MORE_COLUMNS, Study, build_kinds
+from suite.report.study import Study, build_kinds
 from suite.report.tables.phases import cudagraph_tables, energy_tables, phase_tables
 from suite.report.tables.stable_vs import stable_vs_others
 from suite.results import COLUMNS, TABLE

@@ -25,7 +25,7 @@ from suite.measure.scenarios.pipeline import Pipeline
 from suite.measure.scenarios.precision import Precision
 from suite.measure.timing import TimingLoop
 from suite.spec import Cell, expand, load_matrix
-from suite.spec.model import Settings
+from suite.spec.settings import Settings
 
 CLS, DET, SEG = parity.CLASSIFICATION, parity.DETECTION, parity.SEGMENTATION
 

@@ -14,7 +14,7 @@ from suite.errors import UsageError
 from suite.measure import loadgen
 from suite.spec import load_matrix
 from suite.spec.expand import Filters, expand
-from suite.spec.model import Serving, SettingError
+from suite.spec.settings import Serving, SettingError
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "tiny-matrix.yaml"
 
@@ -131,22 +131,42 @@ def test_serving_settings_load_and_cells_are_one_image_requests(tmp_path: Path) 
         Serving(max_batch=True)  # type: ignore[arg-type]
 
 
-def test_a_real_search_on_a_tiny_resnet() -> None:
-    """The worker's path for a serving cell: inference figures, then a search with real calls."""
+def test_a_real_serving_cell_on_a_tiny_resnet() -> None:
+    """The worker's path for a serving cell: inference figures, the batch sizes warmed up and
+    timed (capacity), a lone request's p99 measured; a target below it (a lone request waits
+    max_wait, 1 ms) is unreachable at any rate: no search, the floor in the row."""
     pytest.importorskip("torch")
     from suite.measure import worker
 
     (cell,) = [c for c in expand(load_matrix(TINY), "tiny", "t") if c.model.name == "TinyResNet"]
-    # 40 requests a trial, and a budget that lets one trial start (a shared CPU: calls are slow)
-    serving = Serving(p99_ms=50.0, max_batch=4, max_wait_ms=1.0, requests=40)
+    serving = Serving(p99_ms=0.5, max_batch=4, max_wait_ms=1.0, requests=40)
     settings = replace(cell.settings, iterations=3, serving=serving, max_timing_s=0.01)
     row = worker.run(replace(cell, scenario="serving", settings=settings), "cpu")
     assert row["status"] == "ok", row.get("error")
-    assert row["median_ms"] > 0 and row["serving_target_ms"] > 0 and row["serving_trials"] == 1
-    assert "max_batch 4 (sizes 1/2/4)" in row["serving_note"]
-    if row["serving_rate_per_s"] > 0:  # a rate met the target: that trial's figures
-        assert row["serving_p50_ms"] <= row["serving_p90_ms"] <= row["serving_p99_ms"]
-        assert row["serving_throughput_per_s"] > 0 and 1 <= row["serving_mean_batch"] <= 4
+    assert row["median_ms"] > 0 and row["serving_target_ms"] == 0.5 and row["serving_trials"] == 0
+    assert row["serving_rate_per_s"] == 0.0 and row["serving_floor_ms"] > 1.0
+    assert "max_batch 4 (sizes 1/2/4)" in row["serving_note"] and "target unreachable" in row["serving_note"]
+
+
+def test_the_row_says_why_no_rate_met_the_target() -> None:
+    """A search that found a rate: that trial's figures; one that found none: the lowest rate tried
+    and its p99 (not a bare 0)."""
+    from suite.measure.scenarios.serving import fields_of
+
+    def serve(n: int) -> float:
+        return 10.0 + loadgen.bucket_of(n, loadgen.buckets(8))
+
+    batcher = loadgen.Batcher(8, 2.0, 64)
+    found = loadgen.search(serve, batcher, 60.0, loadgen.Load(400), 8 * 1000 / 18)
+    row = fields_of(found, "b", "serving.p99_ms", 0)
+    assert row["serving_rate_per_s"] > 0 and row["serving_p99_ms"] <= 60.0 < row["serving_target_ms"] + 1
+    assert "serving_lowest_rate_per_s" not in row
+    assert row["serving_failed_rate_per_s"] == min(t.rate_per_s for t in found.trials if not t.passed)
+    never = fields_of(loadgen.search(serve, batcher, 5.0, loadgen.Load(200), 400.0), "b", "x", 0)
+    assert never["serving_rate_per_s"] == 0.0 and "serving_p99_ms" not in never
+    assert never["serving_failed_rate_per_s"] is None
+    assert never["serving_lowest_rate_per_s"] == 200.0 / 2 ** (loadgen.MAX_TRIALS - 1)
+    assert never["serving_lowest_p99_ms"] > 5.0
 
 
 def test_the_table_reads_rates_per_mode() -> None:
@@ -162,6 +182,7 @@ def test_the_table_reads_rates_per_mode() -> None:
             "serving_rate_per_s": 100.0,
             "serving_p99_ms": 9.0,
             "serving_target_ms": 10.0,
+            "serving_failed_rate_per_s": 105.0,
         },
         {
             **base,
@@ -169,12 +190,23 @@ def test_the_table_reads_rates_per_mode() -> None:
             "serving_rate_per_s": 150.0,
             "serving_p99_ms": 9.5,
             "serving_target_ms": 10.0,
+            "serving_failed_rate_per_s": 155.0,
         },
         {**base, "mode": "reduce-overhead", "status": "error", "error": "boom", "serving_rate_per_s": ""},
         {**base, "scenario": "inference", "mode": "eager", "serving_rate_per_s": ""},
     ]
+    vit = {**base, "model": "ViT", "serving_rate_per_s": 0.0, "serving_target_ms": 10.0}
+    rows += [
+        {**vit, "mode": "eager", "serving_lowest_rate_per_s": 2.5, "serving_lowest_p99_ms": 40.0},
+        {**vit, "mode": "default", "serving_floor_ms": 12.0, "serving_trials": 0},
+        # a rate met the target and the budget ran out before a higher one was tried: a lower bound
+        {**base, "model": "ConvNeXT", "mode": "eager", "serving_rate_per_s": 3.0, "serving_target_ms": 9.0},
+    ]
     (table,) = serving_tables(pd.DataFrame(rows))
     assert [c.csv for c in table.columns] == ["Task/Model", "eager", "default", "reduce-overhead"]
-    (row,) = table.rows
+    row, none, bound = table.rows
     assert row[1] == "100/s (p99 9 / 10 ms)" and row[2] == "150/s (p99 9.5 / 10 ms) · 1.50x"
     assert row[3] == "error: boom" and table.context[0]["default_images_per_s"] == 150.0
+    assert none[1] == "none: p99 40 ms at 2.5/s, the lowest tried (target 10 ms)"
+    assert none[2] == "none: a lone request's p99 12 ms > target 10 ms"
+    assert bound[1] == ">= 3/s (target 9 ms)"

@@ -11,7 +11,7 @@ import pytest
 
 from suite.measure.timing import CI, FIXED, MAX_CALLS, MAX_SECONDS, STOP_REASONS, StopRule, Timed, TimingLoop
 from suite.results import BY_NAME
-from suite.spec.model import SettingError, Settings
+from suite.spec.settings import SettingError, Settings
 
 
 def loop_of(step_ns: itertools.count) -> TimingLoop:

@@ -13,7 +13,7 @@ from suite.history.verdict import base_night
 from suite.report.load import load
 from suite.report.study import Study, build_kinds
 from suite.report.tables.stable_vs import stable_vs_others
-from suite.spec.model import is_base_of
+from suite.spec.vocab import is_base_of
 
 ROOT = Path(__file__).resolve().parents[2]
 

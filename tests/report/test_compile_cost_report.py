@@ -228,7 +228,8 @@ def test_the_plot_lines_cross_at_the_break_even(tmp_path: Path) -> None:
 def test_compare_matches_dynamic_batch_rows_by_their_setting(tmp_path: Path) -> None:
     """Three rows share model, mode and batch size and differ only in `dynamic`: compare must judge
     each against its own setting (marked 3x slower: a regression; static and auto unchanged)."""
-    from suite.compare.rule import REGRESSION, UNCHANGED, compare
+    from suite.compare.comparison import compare
+    from suite.compare.rule import REGRESSION, UNCHANGED
 
     def run(name: str, marked_ms: float) -> Path:
         folder = tmp_path / name

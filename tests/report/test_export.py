@@ -22,6 +22,8 @@ def _frame() -> object:
         "status": "ok",
         "dynamic": "",
         "torch_version": "2.0.1",
+        "nightly_date": "20261126",
+        "stop_rule": "ci<=2%",
     }
     rows = [
         {**base, "model": "ViT", "mode": "eager", "median_ms": 10.0, "peak_mem_mb": 800.0},
@@ -60,5 +62,8 @@ def test_report_json_has_settings_environment_and_every_row(tmp_path: Path) -> N
     assert report["format"] == "suite-report/1" and report["runs"] == ["r1"]
     assert report["inputs"] == ["raw/stable__cuda.csv"]
     assert report["environment"]["torch_version"] == ["2.0.1"]
+    # every provenance column, every setting of the CSV contract's group
+    assert report["environment"]["nightly_date"] == ["20261126"]
+    assert report["settings"]["stop_rule"] == ["ci<=2%"]
     assert len(report["rows"]) == 5 and report["rows"][3]["median_ms"] is None  # NaN, empty: null
     assert report["rows"][1]["speedup"] == 2.0

@@ -535,8 +535,8 @@ def test_plots_of_an_ok_compiled_row_without_a_speed_up(tmp_path: Path):
     its table cell reads "—", and its plot said nothing sensible (the merge crashed, exit 3)."""
     from matplotlib.figure import Figure
 
+    from suite.report.measurement import measurement_of
     from suite.report.plots import _failed
-    from suite.report.study import measurement_of
 
     rows = [
         eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),

@@ -15,7 +15,8 @@ import pytest
 from suite.results import KEY_COLUMNS
 from suite.run import cell_path, launch, pooled, runner
 from suite.run.launch import SAMPLES, RunPaths
-from suite.spec.model import Cell, ModelSpec, Settings
+from suite.spec.model import Cell, ModelSpec
+from suite.spec.settings import Settings
 from suite.stats import hierarchical_median_ci, hierarchical_ratio_ci, median, median_ci
 
 

@@ -17,13 +17,13 @@ from support.rows import write_by_build
 
 from suite.cli import main
 from suite.compare.rule import LESS_SPEEDUP, REGRESSION, UNCHANGED, Rule, judge
-from suite.report.study import Measurement
+from suite.report.measurement import Measurement
 from suite.results import RowWriter
 from suite.run import rerun
 from suite.run.coverage import Series, Tally, measure, pct, render
 from suite.run.repeat import CellSpread, collect
 from suite.spec.load import load_matrix
-from suite.spec.model import RunNoise, SettingError, Settings
+from suite.spec.settings import RunNoise, SettingError, Settings
 from suite.stats import between_run_variance, log_se, rerun_interval, z_of
 
 ROOT = Path(__file__).resolve().parents[2]

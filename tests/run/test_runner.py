@@ -18,7 +18,7 @@ import torch
 from support import TINY, call, call_output
 from support.runner import ENVIRONMENT, cells, run
 
-from suite.compare.rule import compare as compare_runs
+from suite.compare.comparison import compare as compare_runs
 from suite.measure import provenance
 from suite.measure.accuracy import compare
 from suite.report.load import load

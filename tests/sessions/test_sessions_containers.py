@@ -34,8 +34,8 @@ from support.docker import (
 
 from suite.errors import UsageError
 from suite.results import COLUMNS, RowWriter
-from suite.sessions import containers, docker, images, venv
 from suite.sessions import containers_e2e as e2e
+from suite.sessions import docker, host, images, venv
 from suite.sessions import runner as session
 from suite.sessions.images import Substitutes
 from suite.spec import load_matrix
@@ -246,7 +246,7 @@ def test_run_docker_checks_before_it_shows_the_command(monkeypatch: pytest.Monke
     monkeypatch.setenv("HF_TOKEN", PLANTED["HF_TOKEN"])
     for arg in (f"--label=x{PLANTED['HF_TOKEN']}", f"https://u:{PASSWORD}@h/x"):
         with pytest.raises(UsageError, match="refusing to run docker"):
-            containers.run_docker(["docker", "run", arg, "img"], runner)
+            host.run_docker(["docker", "run", arg, "img"], runner)
     assert shown == []
 
 

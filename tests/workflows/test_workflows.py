@@ -15,7 +15,7 @@ import pytest
 from support import nightly_script
 from support.nightly_index import Night, build_index, serve, wheel_name
 
-from suite.cli.args import RUN_ID_RE
+from suite.cli.values import RUN_ID_RE
 from suite.spec.shard import Shard
 
 ROOT = Path(__file__).resolve().parents[2]

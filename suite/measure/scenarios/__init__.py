@@ -1,7 +1,7 @@
 """The scenarios a cell can measure, by name. Each is a small `Scenario` subclass saying only
 what differs (its calls, its compiled call, its accuracy check); `measure` (base.py) is the path
 they all share. A new scenario: a module here with its subclass, one entry in SCENARIOS, and its
-name in suite.spec.model.SCENARIOS."""
+name in suite.spec.vocab.SCENARIOS."""
 
 from __future__ import annotations
 

@@ -26,7 +26,8 @@ from suite.measure.faults import lower_precision
 from suite.measure.scenarios.inference import Inference
 from suite.measure.timing import TimingLoop
 from suite.results import one_line
-from suite.spec.model import Cell, autocast_to, weights_dtype
+from suite.spec.model import Cell
+from suite.spec.vocab import autocast_to, weights_dtype
 
 
 class Unsupported(Exception):

@@ -15,15 +15,14 @@ from typing import Any
 
 from suite import __version__
 from suite.report.load import Loaded
+from suite.report.pages.run_problems import health_flags, problems
 from suite.report.reference import GuideFigure, Reference
-from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
+from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
 from suite.report.tables.cellformat import md_cell
 from suite.report.tables.cells import (
-    DAGGER,
     DOUBLE_DAGGER,
     FAILURE_WORDS,
     LEGEND,
-    SECTION,
     Dur,
     Gain,
     Qty,
@@ -31,7 +30,6 @@ from suite.report.tables.cells import (
 )
 from suite.report.tables.table import Column, Table
 from suite.results import STATUS_WORDS
-from suite.results.health import HEALTHY
 
 MISSING = "missing"  # a cell with no row at all (its job failed, or its shard's rows were lost)
 
@@ -130,12 +128,6 @@ def _key(context: dict[str, object], **override: object) -> CellKey:
         batch_size=int(c["batch size"]),  # type: ignore[call-overload]
         mode=str(c["mode"]),
     )
-
-
-def health_flags(m: Measurement | None) -> list[str]:
-    if m is None or m.health in ("", HEALTHY):
-        return []
-    return [f for f in m.health.split(",") if f and f != HEALTHY]
 
 
 # --- the sections -----------------------------------------------------------------------------
@@ -303,89 +295,6 @@ def _plot_link(path: Path) -> str:
     )
 
 
-def problems(report: RunReport) -> dict[str, Any]:
-    """What must not be missed: failed cells, suspect ones (unhealthy machine, accuracy failed),
-    builds with no row on a GPU where other builds ran, and cells one build lacks there."""
-    failed, suspect = _failed_and_suspect(report.study)
-    missing_builds, missing_cells = _missing(report.study)
-    return {
-        "failed": failed,
-        "suspect": suspect,
-        "missing_builds": missing_builds,
-        "missing_cells": missing_cells,
-    }
-
-
-def _where(study: Study, key: CellKey) -> dict[str, Any]:
-    """A cell as the problems' lists name it."""
-    return {
-        "gpu": key.gpu.label,
-        "setup": key.setup.label,
-        "build": key.build,
-        "label": study.model_label(key.task, key.model),
-        "task": key.task,
-        "bs": key.batch_size,
-        "mode": key.mode,
-    }
-
-
-def _failed_and_suspect(study: Study) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The failed cells, with their status and error; the suspect ones, with why."""
-    failed, suspect = [], []
-    for key, m in study.cells.items():
-        if not m.ok:
-            failed.append({**_where(study, key), "status": STATUS_WORDS[m.status], "error": m.error})
-            continue
-        why = []
-        if m.unhealthy:
-            why.append(f"{SECTION} timed on an unhealthy machine: {', '.join(health_flags(m))}")
-        if key.mode != EAGER and m.accuracy_failed:
-            why.append(
-                f"{DAGGER} accuracy check failed: compiled output differs from eager beyond the tolerance"
-            )
-        if why:
-            suspect.append({**_where(study, key), "why": "; ".join(why)})
-    return failed, suspect
-
-
-def _missing(study: Study) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The builds with no row on a GPU where others ran; the cells a build that ran there lacks."""
-    missing_builds, missing_cells = [], []
-    for gpu in study.gpus:
-        present = [b for b in study.builds if any(k.gpu == gpu and k.build == b for k in study.cells)]
-        missing_builds += [
-            {"gpu": gpu.label, "build": b, "others": present, "kind": study.kind(b)}
-            for b in study.builds
-            if b not in present
-        ]
-        for setup in study.setups:
-            missing_cells += _missing_cells(study, gpu, setup, present)
-    return missing_builds, missing_cells
-
-
-def _missing_cells(study: Study, gpu: Gpu, setup: Setup, present: Sequence[str]) -> list[dict[str, Any]]:
-    """The cells of one GPU and setup that a build with rows there lacks."""
-
-    def cells(build: str | None) -> set[tuple[str, str, int, str]]:
-        return {
-            (k.task, k.model, k.batch_size, k.mode)
-            for k in study.cells
-            if k.gpu == gpu and k.setup == setup and (build is None or k.build == build)
-        }
-
-    wanted, out = cells(None), []
-    for b in present:
-        have = cells(b)
-        if not have:
-            continue
-        for task, model, bs, mode in sorted(wanted - have, key=str):
-            out.append(
-                {"gpu": gpu.label, "setup": setup.label, "build": b, "label": study.model_label(task, model),
-                 "task": task, "bs": bs, "mode": mode}
-            )  # fmt: skip
-    return out
-
-
 def table_json(table: Table, plot_links: dict[str, list[Path]]) -> dict[str, Any]:
     """A table as the page shows it: the Markdown cells, as `tables.md` has them, and its files."""
     shown: list[Column] = [c for c in table.columns if c.markdown]
@@ -434,6 +343,6 @@ def run_data(report: RunReport) -> dict[str, Any]:
         "builds_vs": build_comparisons(report),
         "modes_vs": mode_comparisons(report),
         "cost": cost_groups(report),
-        "problems": problems(report),
+        "problems": problems(report.study),
         "tables": [table_json(t, report.plot_links) for t in report.tables],
     }

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from suite.report.study import CellKey, Measurement, Study
+from suite.report.measurement import Measurement
+from suite.report.study import CellKey, Study
 
 STEADY, SYSTEM = "steady", "system"
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from suite.report.study import Measurement, paired_durations
+from suite.report.measurement import Measurement, paired_durations
 from suite.results import OK, STATUS_WORDS, STATUSES
 
 NOT_MEASURED = "—"
@@ -107,7 +107,7 @@ class Ms:
 
 @dataclass(frozen=True)
 class Dur:
-    """A duration cell of a row (suite.report.study.paired_durations): a median with its 95% CI
+    """A duration cell of a row (suite.report.measurement.paired_durations): a median with its 95% CI
     and its marks, or, without a figure, the word of the failure that left none ("" for none)."""
 
     ms: float | None

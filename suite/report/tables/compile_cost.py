@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
+from suite.report.measurement import Measurement
+from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import NEVER, Qty, breakeven
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from suite.report.study import CellKey, Gpu, Measurement, Setup, Study
+from suite.report.measurement import Measurement
+from suite.report.study import CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import Dyn
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
-from suite.spec.model import DYNAMIC_SETTINGS, MIXED_RESOLUTION
+from suite.spec.vocab import DYNAMIC_SETTINGS, MIXED_RESOLUTION
 
 INFERENCE = "inference"
 DYNAMIC_NOTE = (

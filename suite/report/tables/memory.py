@@ -10,7 +10,7 @@ from suite.report.study import CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import NOT_MEASURED, TRAIN, Mb
 from suite.report.tables.table import Column, Table, gpu_stem
 from suite.results import slug
-from suite.spec.model import MODES
+from suite.spec.vocab import MODES
 
 MEMORY_NOTE = (
     "Peak memory in MB (2^20 bytes) over the warm-up calls. CUDA: torch.cuda.max_memory_allocated, "

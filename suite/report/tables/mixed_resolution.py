@@ -13,7 +13,7 @@ import pandas as pd
 from suite.report.tables.cells import number
 from suite.report.tables.table import Column, Table
 from suite.results import slug
-from suite.spec.model import DYNAMIC_SETTINGS, MIXED_RESOLUTION
+from suite.spec.vocab import DYNAMIC_SETTINGS, MIXED_RESOLUTION
 
 MIXED_SECTION = "mixed resolution"
 MIXED_NOTE = (

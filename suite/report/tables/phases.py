@@ -14,10 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from suite.measure.phases import CUDAGRAPH_MODES, MARGIN_FRACTION, MARGIN_S, OTHER, PHASES, margin_s
-from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
+from suite.report.measurement import Measurement
+from suite.report.study import EAGER, Gpu, Setup, Study
 from suite.report.tables.cells import Qty
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
-from suite.spec.model import DYNAMIC_BATCH
+from suite.spec.vocab import DYNAMIC_BATCH
 
 PER_ROW = "compile, largest phases:"  # a phase_note part about one row (its warm, mega-cache compile)
 BEYOND = "!"  # a sum of phases beyond the stated margin of compile_s

@@ -17,7 +17,7 @@ import pandas as pd
 from suite.report.tables.cells import number
 from suite.report.tables.table import Column, Table
 from suite.results import slug
-from suite.spec.model import DTYPES, PIPELINE, PRECISION
+from suite.spec.vocab import DTYPES, PIPELINE, PRECISION
 
 PRECISION_SECTION, PIPELINE_SECTION = "precision", "pipeline"
 PARITY_NOTE = (

@@ -15,16 +15,18 @@ import pandas as pd
 from suite.report.tables.cells import number
 from suite.report.tables.table import Column, Table
 from suite.results import slug
-from suite.spec.model import MODES, SERVING
+from suite.spec.vocab import MODES, SERVING
 
 SERVING_SECTION = "serving"
 SERVING_NOTE = (
     "Each cell: the highest arrival rate (requests of one image, Poisson arrivals, or bursts where the "
     "row's serving_note says so) at which the p99 latency, queueing in the dynamic batcher included, "
     "stayed under the target · that rate's p99 / the target · the rate over eager's. The target is "
-    "serving.p99_ms, else 5 x the eager batch-1 median measured in the cell's own process. Service "
-    "times are real model calls; arrivals run on a virtual clock (docs/serving.md). 0/s: no rate "
-    "tried met the target."
+    "serving.p99_ms, else 5 x the eager batch-1 p99 measured in the cell's own process. Service "
+    "times are real model calls; arrivals run on a virtual clock (docs/serving.md). 'none': no rate "
+    "met the target, with the lowest rate tried and its p99, or, where a lone request's p99 (max_wait "
+    "+ a batch-1 call's p99) was already over the target, that floor and no search. '>=': no rate above "
+    "was tried before the time budget ran out (a lower bound)."
 )
 MODE_ORDER = MODES  # eager, the compile modes, aot-inductor
 
@@ -39,7 +41,12 @@ def _cell(row: Any, eager_rate: float | None) -> str:
     )
     if rate is None:
         return "—"
-    text = f"{rate:.4g}/s"
+    if not rate and target is not None:
+        return _none(row, target)
+    bounded = (
+        number(row.get("serving_failed_rate_per_s")) is not None or "serving_failed_rate_per_s" not in row
+    )
+    text = f"{rate:.4g}/s" if bounded else f">= {rate:.4g}/s"  # no rate above it was tried: a lower bound
     if p99 is not None and target is not None:
         text += f" (p99 {p99:.3g} / {target:.3g} ms)"
     elif target is not None:
@@ -47,6 +54,18 @@ def _cell(row: Any, eager_rate: float | None) -> str:
     if row["mode"] != "eager" and eager_rate and rate:
         text += f" · {rate / eager_rate:.2f}x"
     return text
+
+
+def _none(row: Any, target: float) -> str:
+    """No rate met the target: why, from the row's floor and lowest trial."""
+    floor, lowest, lowest_p99 = (
+        number(row.get(c)) for c in ("serving_floor_ms", "serving_lowest_rate_per_s", "serving_lowest_p99_ms")
+    )
+    if lowest is not None and lowest_p99 is not None:
+        return f"none: p99 {lowest_p99:.3g} ms at {lowest:.4g}/s, the lowest tried (target {target:.3g} ms)"
+    if floor is not None and floor > target:
+        return f"none: a lone request's p99 {floor:.3g} ms > target {target:.3g} ms"
+    return f"none (target {target:.3g} ms)"
 
 
 def serving_tables(frame: pd.DataFrame) -> list[Table]:

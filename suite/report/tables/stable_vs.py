@@ -6,12 +6,13 @@ against the stable one (from separate processes, with a conservative interval).
 
 from __future__ import annotations
 
+from suite.report.measurement import Measurement
 from suite.report.moved import Side, SpeedupSplit
-from suite.report.study import EAGER, CellKey, Gpu, Measurement, Setup, Study
+from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import DOUBLE_DAGGER, Dur, cross_gain, durations, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 from suite.results import STATUS_WORDS
-from suite.spec.model import is_base_of
+from suite.spec.vocab import is_base_of
 
 
 def cross_note(base: str, new: str) -> str:

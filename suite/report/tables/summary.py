@@ -8,7 +8,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from suite.report.study import EAGER, Gpu, Measurement, Setup, Study
+from suite.report.measurement import Measurement
+from suite.report.study import EAGER, Gpu, Setup, Study
 from suite.report.tables.allocators import allocator_notes
 from suite.report.tables.cells import FAILURE_WORDS, NOT_MEASURED, SECTION
 from suite.report.tables.table import Column, Table
