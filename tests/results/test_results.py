@@ -91,6 +91,18 @@ def test_torn_last_line_is_cut_on_open_and_reported(tmp_path: Path) -> None:
         assert all(len(r) == len(COLUMNS) for r in csv.reader(fh))
 
 
+def test_a_file_killed_before_its_header_was_whole_reads_as_empty(tmp_path: Path) -> None:
+    # a run killed between creating its file and writing the header, then a torn row appended
+    # (a power cut): one line and no newline, no header to refuse
+    path = tmp_path / "x.csv"
+    path.write_text("k,stub,cpu,stub,Image Classification,TinyViT,vit (con")
+    torn = read_rows(path)
+    assert torn.rows == [] and torn.repaired == 1 and "partial first line" in torn.problems[0]
+    with RowWriter(path) as w:  # the next run cuts it and writes its header
+        w.append(row())
+    assert [r["model"] for r in read_rows(path).rows] == ["ViT"]
+
+
 def test_reader_reports_bad_rows(tmp_path: Path) -> None:
     path = tmp_path / "x.csv"
     with RowWriter(path) as w:
