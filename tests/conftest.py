@@ -5,7 +5,7 @@ The smoke run (`suite run --profile smoke`: in CI every architecture eager and f
 compiled, ResNet in reduce-overhead too, 17 cells; SUITE_SMOKE_E2E=full: the profile's 25, see
 tests/support/__init__.py) is
 the costliest thing the tests do, so it runs once per session whoever asks for it:
-tests/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist (`nox -s tests`: `-n 3
+tests/e2e/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist (`nox -s tests`: `-n 3
 --dist loadgroup`) every test that uses it is put in one xdist_group, so one worker runs them
 all while the others run the rest; a file lock makes the run happen once even where the groups
 are not honoured (another --dist; pytest 9.2, see noxfile.py), at the cost of a worker waiting
@@ -42,6 +42,18 @@ else:
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, share)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """suite/ byte-compiled once, before any test: the tests start hundreds of child Pythons
+    (`suite run`, its probe and workers), and where PYTHONDONTWRITEBYTECODE=1 (CI's machines)
+    each would compile every suite module it imports anew (0.3 to 0.6 s of CPU a child on 2
+    cores). Python only reads the .pyc files that variable keeps it from writing."""
+    if not hasattr(config, "workerinput"):  # once, in the controller, before xdist's workers
+        import compileall
+
+        compileall.compile_dir(Path(__file__).resolve().parents[1] / "suite", quiet=1)
+
 
 # Fixtures that run something costly once per session -> the xdist group of their tests.
 SHARED = {"smoke_run": "smoke", "custom_run": "custom"}
@@ -85,7 +97,7 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
     run_id = "e2e"
 
     def make(out: Path) -> None:
-        # the profile's compile-cost processes and cold caches are tests/test_compile_cost_e2e.py's;
+        # the profile's compile-cost processes and cold caches are tests/e2e/test_compile_cost_e2e.py's;
         # here one shared cache and one process per cell keep the run to CI's minutes
         base = ("run", "--profile", "smoke", "--device", "cpu", "--out", str(out), "--run-id", run_id)
         base += ("--no-compile-cost", "--compile-cache", "run")
@@ -104,7 +116,7 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
 def custom_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ViT-6-layers (a custom configuration of matrix.yaml) under the custom-smoke profile: eager
     inference and a training step, one compiled inference cell. Its base, ViT, is the smoke run's
-    (tests/test_custom_e2e.py merges the two): measured once, not again here."""
+    (tests/e2e/test_custom_e2e.py merges the two): measured once, not again here."""
     common = ("run", "--profile", "custom-smoke", "--device", "cpu", "--run-id", "custom")
     passes = (
         ("--models", "ViT-6-layers", "--modes", "eager", "--scenarios", "inference,train"),

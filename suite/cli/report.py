@@ -67,7 +67,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _compare_rule(args: argparse.Namespace, rule: Rule) -> Rule:
-    """The gate's rule: its defaults (the help text names them: tests/test_gate.py checks they
+    """The gate's rule: its defaults (the help text names them: tests/compare/test_gate.py checks they
     agree), with the flags given."""
     flags = ("threshold", "compile_threshold", "noise_z", "run_noise_pct", "speedup_noise_pct")
     return replace(rule, **{f: getattr(args, f) for f in flags if getattr(args, f) is not None})

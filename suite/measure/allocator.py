@@ -6,7 +6,7 @@ page of it faults again on its next use; freeing such a block raises the thresho
 32 MiB), and free memory at the heap's top goes back to the kernel past a trim threshold that
 moves with it. How many pages a forward pass faults in therefore depends on what the process
 did before, and a block above 32 MiB (a batch-16 activation) faults in full on every call
-(tests/test_allocator.py). On this project's CPU (docs/trust.md) the same
+(tests/measure/test_allocator.py). On this project's CPU (docs/trust.md) the same
 eager ViT-B/16 cell faulted 3,600 to 7,600 pages a call from one run to the next; the eager
 calls of a compiled cell were slower than the same calls alone, and the speed-up partly a
 measure of the allocator's history.

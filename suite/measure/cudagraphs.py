@@ -15,7 +15,7 @@ times no recording and its snapshot names no pool: those columns stay empty ther
 reason. On a CPU there are no CUDA graphs: empty, with the reason.
 
 Not run on a GPU by this project yet: written against torch's APIs, checked with fakes
-(tests/test_phases_energy.py). Standard library at import; torch inside the functions.
+(tests/measure/test_phases_energy.py). Standard library at import; torch inside the functions.
 """
 
 from __future__ import annotations

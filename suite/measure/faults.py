@@ -1,6 +1,7 @@
 """Test-only fault injection: `SUITE_FAULT=<kind>[:<model name>]` makes a worker fail on purpose
 (an exception, an OOM, a hang, an abort, a segfault, a leak of secrets), so the tests can show
-that every failure still ends in exactly one row; `SUITE_FAULT=slow:<factor>[:<model name>]`
+that every failure still ends in exactly one row (several, comma-separated: `raise:A,hang:B`,
+one run fails each model its own way); `SUITE_FAULT=slow:<factor>[:<model name>]`
 makes every compiled call take `factor` times as long, so the regression gate can be shown to
 catch a real slow-down; `SUITE_FAULT=lowp[:<model name>]` plants a precision bug (a layer's
 output forced to two mantissa bits) in a `precision` cell's model, so the tests can show that
@@ -21,17 +22,16 @@ FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak", "slow", "lowp")
 
 
 def _fault(model_name: str) -> tuple[str, str]:
-    """(kind, argument) of SUITE_FAULT when it applies to this model, else ("", "")."""
-    spec = os.environ.get("SUITE_FAULT", "")
-    if not spec:
-        return "", ""
-    kind, _, rest = spec.partition(":")
-    arg = ""
-    if kind == "slow":  # slow:<factor>[:<model>]
-        arg, _, rest = rest.partition(":")
-    if rest and rest.lower() != model_name.lower():
-        return "", ""
-    return kind, arg
+    """(kind, argument) of the first fault of SUITE_FAULT (comma-separated: one run can fail
+    several models, each its own way) that applies to this model, else ("", "")."""
+    for spec in os.environ.get("SUITE_FAULT", "").split(","):
+        kind, _, rest = spec.strip().partition(":")
+        arg = ""
+        if kind == "slow":  # slow:<factor>[:<model>]
+            arg, _, rest = rest.partition(":")
+        if kind and (not rest or rest.lower() == model_name.lower()):
+            return kind, arg
+    return "", ""
 
 
 def inject_fault(model_name: str) -> None:

@@ -86,6 +86,10 @@ def read_rows(path: Path, as_lists: bool = False) -> ReadResult:
     if not text.strip():
         return ReadResult(rows=[])
     lines = text.splitlines(keepends=True)
+    if len(lines) == 1 and not lines[0].endswith("\n"):  # killed before its header was whole
+        return ReadResult(
+            rows=[], repaired=1, problems=(f"{path}:1: partial first line (writer killed mid-write)",)
+        )
     header = _header(path, lines[0])
     rows: list[dict[str, str]] = []
     lists: list[list[str]] = []

@@ -20,13 +20,13 @@ LINT_TOOLS = [RUFF, HADOLINT, ACTIONLINT, IMPORT_LINTER]
 # pyarrow: the merge's too (tables/samples.parquet)
 PYARROW = "pyarrow==26.0.1"
 HISTORY_PINS = ["duckdb==2.0.1", PYARROW, "fsspec==2026.9.0", "ruptures==1.1.10"]
-# The tests run hadolint and actionlint too (tests/test_images.py, test_workflows.py);
+# The tests run hadolint and actionlint too (tests/sessions/test_images.py, test_workflows.py);
 # nox: the container tests run the real sessions against a fake docker; pytest-xdist: two
 # workers (pytest < 9.2: under 9.2, xdist 3.8's --dist loadgroup ignores xdist_group,
 # pytest-xdist#1386).
 # Playwright (pinned: it speaks to the browser's DevTools protocol, and a new release may ask for
 # a newer Chromium than Debian's) drives Debian's Chromium in the pages' browser tests
-# (tests/test_pages_browser.py; .ci/run installs the `chromium` package).
+# (tests/report/test_pages_browser.py; .ci/run installs the `chromium` package).
 PLAYWRIGHT = "playwright==1.65.2"
 TEST_EXTRAS = [
     "pytest<9.2",
@@ -52,17 +52,18 @@ HISTORY_PACKAGES = [*MERGE_PACKAGES, "scipy", *(p for p in HISTORY_PINS if p != 
 # The measuring core's tests: what must hold in every build's environment, not only the
 # current one (the host-side merge tests need pandas, which the images do not carry).
 CORE_TESTS = [
-    "tests/test_smoke_e2e.py",
-    "tests/test_models.py",
-    "tests/test_worker.py",
-    "tests/test_timing.py",
-    "tests/test_scenarios.py",
-    "tests/test_isolation.py",
-    "tests/test_faults.py",
-    "tests/test_lifeline.py",
-    "tests/test_preflight.py",
-    "tests/test_cell_path.py",
-    "tests/test_compile_cost_e2e.py",
-    "tests/test_precision.py",
-    "tests/test_autocast.py",
+    "tests/e2e/test_smoke_e2e.py",
+    "tests/measure/test_models.py",
+    "tests/measure/test_worker.py",
+    "tests/measure/test_timing.py",
+    "tests/measure/test_scenarios.py",
+    "tests/run/test_isolation.py",
+    "tests/run/test_faults.py",
+    "tests/measure/test_lifeline.py",
+    "tests/run/test_preflight.py",
+    "tests/run/test_cell_path.py",
+    "tests/e2e/test_compile_cost_e2e.py",
+    "tests/measure/test_dynamic_batch.py",
+    "tests/measure/test_precision.py",
+    "tests/measure/test_autocast.py",
 ]

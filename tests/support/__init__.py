@@ -171,7 +171,7 @@ def check_speedup(row: Mapping[str, str], label: str) -> None:
 
 
 # Stands in for `python -m suite.measure.worker CELL RESULT DEVICE` ($3 = CELL, $4 = RESULT), for
-# tests of the runner that need no torch (tests/test_kill_resume.py, test_shard_simulation.py).
+# tests of the runner that need no torch (tests/run/test_kill_resume.py, test_shard_simulation.py).
 # TinyViT at batch 2 always fails without a result (an error row, re-run on each resume);
 # an ok result names the runner that started the stub ($PPID), so a result handed to
 # the wrong run would show. For the orphan test: STUB_WAIT_FOR holds the result back until

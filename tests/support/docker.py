@@ -1,5 +1,5 @@
 """A fake `docker` (and nvidia-smi) on PATH that records its arguments, and the helpers that
-run the real nox sessions against it (tests/test_images.py, test_sessions_containers.py,
+run the real nox sessions against it (tests/sessions/test_images.py, test_sessions_containers.py,
 test_needs.py); noxfile.py loaded as a module. No Docker, no GPU and no network are needed.
 """
 

@@ -8,7 +8,7 @@ COMPILED = ("default", "reduce-overhead")
 _NO_CODE = "'wrapper_descriptor' object has no attribute '__code__'"
 MASKFORMER_DYNAMO = f"InternalTorchDynamoError (cause: AttributeError: {_NO_CODE})"
 
-# Inference (tests/test_smoke_e2e.py) -> what the error column must contain.
+# Inference (tests/e2e/test_smoke_e2e.py) -> what the error column must contain.
 SMOKE_FAILURES = {
     # transformers 4.31 declares MaskFormerPixelDecoderOutput without @dataclass; torch 2.0.1's
     # dynamo traces ModelOutput construction through the dataclass __init__ and cannot.
@@ -24,7 +24,7 @@ SMOKE_ACCURACY_FAILURES = {
     for mode in COMPILED
 }
 
-# Training steps (tests/test_train_e2e.py) -> what the error column must contain.
+# Training steps (tests/e2e/test_train_e2e.py) -> what the error column must contain.
 TRAIN_FAILURES = {
     # torch 2.0.1's compiled Mask2Former forward yields NaN costs for scipy's matcher (with or
     # without inductor's fallback_random); torch 2.13 trains it with eager's loss

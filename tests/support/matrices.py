@@ -44,7 +44,7 @@ def tiny_vit(name: str = "TinyViT", layers: int = 2) -> str:
 """
 
 
-# tests/test_spec_load.py: the smallest valid matrix, one build, one model, one profile
+# tests/spec/test_spec_load.py: the smallest valid matrix, one build, one model, one profile
 LOAD_MINIMAL = f"""
 {HEAD}{STABLE_BUILD}models:
 {VIT}profiles:
@@ -54,7 +54,7 @@ LOAD_MINIMAL = f"""
       - {{models: all, batch_sizes: [1], modes: [eager, default]}}
 """
 
-# tests/test_scenarios_custom.py: custom configurations beside their base
+# tests/spec/test_scenarios_custom.py: custom configurations beside their base
 CUSTOM = f"""
 {HEAD}{STABLE_BUILD}models:
 {VIT}    processor: {{class: ViTImageProcessor, size: {{height: 224, width: 224}}}}
@@ -88,7 +88,7 @@ profiles:
       - {{models: [ViT, vit-6-layers], batch_sizes: [1], modes: [eager]}}
 """
 
-# tests/test_spec_limits.py: a tiny valid matrix the bounds tests grow
+# tests/spec/test_spec_limits.py: a tiny valid matrix the bounds tests grow
 LIMITS_BASE = f"""\
 {HEAD}{ANY_BUILD}models:
 {tiny_vit()}custom:
@@ -102,7 +102,7 @@ profiles:
       - {{models: [TinyViT, Nest], batch_sizes: [1], modes: [eager]}}
 """
 
-# tests/test_cell_path.py: one tiny model, compile cost and dynamic batch sizes on
+# tests/run/test_cell_path.py: one tiny model, compile cost and dynamic batch sizes on
 COMPILE_COST = {
     "version": 1,
     "defaults": {"image": {"path": "suite/assets/chelsea-640x480.jpg"}},
@@ -122,7 +122,7 @@ COMPILE_COST = {
     },
 }
 
-# tests/test_fuzz.py: the valid matrix every fuzzed one is mutated from
+# tests/cli/test_fuzz.py: the valid matrix every fuzzed one is mutated from
 FUZZ_VALID: dict[str, Any] = yaml.safe_load(
     """
 version: 1

@@ -1,4 +1,4 @@
-"""The pages' tests' run and reader (tests/test_pages.py, test_pages_browser.py): a sample run with
+"""The pages' tests' run and reader (tests/report/test_pages.py, test_pages_browser.py): a sample run with
 everything a run page must show, and the data a page embeds."""
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def compiled(at: At, times: Times, speedup: Speedup, accuracy: str = "pass") -> 
     )
 
 
-# The merge's hand-made study (tests/test_publish.py checks its tables cell by cell): two builds,
+# The merge's hand-made study (tests/report/test_publish.py checks its tables cell by cell): two builds,
 # two GPUs, three modes, every failure status.
 ROWS = [
     # A100, stable, batch 1: ViT fine; DETR compiles to a wrong output (default), errors (reduce-overhead)

@@ -1,4 +1,4 @@
-"""A runner whose worker is a shell stub answering at once (tests/test_runner.py, test_tidy.py):
+"""A runner whose worker is a shell stub answering at once (tests/run/test_runner.py, test_tidy.py):
 the real sweep, lock, resume and tidy on the tiny matrix, without a model."""
 
 from __future__ import annotations

@@ -1,0 +1,147 @@
+"""The `ahead` schedule's rules, estimate and row figures (no worker runs: its end-to-end test is
+tests/e2e/test_schedule_e2e.py)."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from suite.cli import main
+from suite.run.progress import Progress
+from suite.spec import cost, expand, load_matrix
+from suite.spec.schedule import (
+    AHEAD,
+    SERIAL,
+    compiled_ahead,
+    groups_of,
+    processes_of,
+    shareable,
+    timing_order,
+    waves,
+)
+
+GUIDE = Path(__file__).resolve().parents[1] / "data" / "guide-matrix.yaml"
+
+
+def _full() -> list:
+    return expand(load_matrix(GUIDE), "full", "nightly")
+
+
+def test_groups_hold_one_model_and_alternate_eager_and_compiled() -> None:
+    cells = _full()
+    groups = groups_of(list(enumerate(cells)))
+    assert sum(len(g) for g in groups) == len(cells)
+    for group in groups:
+        assert len({c.model.name for _, c in group}) == 1
+        sizes = [c.batch_size for _, c in group]
+        assert sizes == sorted(sizes)
+        firsts = [next(c.mode for _, c in group if c.batch_size == b) for b in sorted(set(sizes))]
+        # eager first at the first batch size, compiled first at the next, and so on
+        assert [m == "eager" for m in firsts] == [i % 2 == 0 for i in range(len(firsts))]
+    assert len(groups) == len({c.model.name for c in cells})
+
+
+def test_cells_with_processes_of_their_own_are_not_shared() -> None:
+    cell = _full()[1]
+    assert shareable(cell) and compiled_ahead(cell) == (cell.mode != "eager")
+    for settings in ({"processes": 2}, {"compile_cost": True}):
+        other = replace(cell, settings=replace(cell.settings, **settings))
+        assert not shareable(other) and not compiled_ahead(other)
+    run_cache = replace(cell, settings=replace(cell.settings, compile_cache="run"))
+    assert shareable(run_cache) and not compiled_ahead(run_cache)
+    other_malloc = replace(cell, settings=replace(cell.settings, malloc="steady"))
+    assert len(groups_of([(0, cell), (1, other_malloc)])) == 2  # the allocator differs: two processes
+
+
+def test_timing_order_is_stable_for_one_size() -> None:
+    cells = [c for c in _full() if c.model.name == "ViT" and c.batch_size == 1]
+    ordered = timing_order(list(enumerate(cells)))
+    assert ordered[0][1].mode == "eager" and len(ordered) == len(cells)
+
+
+def test_the_estimate_pays_start_up_once_per_process_and_compiles_in_waves() -> None:
+    cells = _full()
+    serial = cost.estimate_schedule(cells, "cuda", SERIAL)
+    assert abs(serial.total_s - sum(cost.estimate_seconds(c) for c in cells)) < 1e-6
+    one, many = (cost.estimate_schedule(cells, "cuda", AHEAD, n) for n in (1, 16))
+    assert many.timing_s == one.timing_s and many.compile_s < one.compile_s / 8
+    # one core: every cell's own work, less the start-up of the eager cells that share a process
+    eager = [c for c in cells if c.mode == "eager"]
+    saved = len(eager) * cost.GPU_RATES.startup_s
+    assert abs(one.total_s - (serial.total_s - saved)) < 1e-6
+    assert many.total_s < serial.total_s
+
+
+def test_processes_start_with_a_compiled_cell_and_take_the_eager_cells_of_its_batch_size() -> None:
+    cells = [c for c in _full() if c.model.name == "ResNet"]
+    group = groups_of(list(enumerate(cells)))[0]
+    procs = processes_of(group)
+    assert sorted(ic for p in procs for ic in p) == sorted(group)
+    assert all(compiled_ahead(p[0][1]) and not any(compiled_ahead(c) for _, c in p[1:]) for p in procs)
+    for proc in procs:
+        assert {c.batch_size for _, c in proc} == {proc[0][1].batch_size}
+    eager_only = [ic for ic in group if ic[1].mode == "eager"]
+    assert processes_of(eager_only) == [eager_only] and processes_of([]) == []
+
+
+def test_waves_hold_the_longest_first_at_most_width_each() -> None:
+    assert waves([3, 9, 1, 5, 7], 2, key=lambda j: j) == [[9, 7], [5, 3], [1]]
+    assert waves([2, 1], 0, key=lambda j: j) == [[2], [1]] and waves([], 4, key=lambda j: j) == []
+
+
+def test_plan_shows_the_schedule_and_the_full_study_goal(capsys) -> None:
+    args = ["plan", "--matrix", str(GUIDE), "--profile", "full", "--device", "cuda", "--cores", "16"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"schedule ahead on 16 core\(s\): compile \d:\d\d:\d\d .* x serial's", out), out
+    assert "goal for the guide's whole study on one GPU with 16 cores: 0:09:00" in out
+
+
+def test_progress_under_ahead_scales_the_timing_left() -> None:
+    cells = [c for c in _full() if c.model.name == "ViT"][:3]
+    stream = io.StringIO()
+    progress = Progress.of(cells, AHEAD, cores=2)
+    progress.stream = stream
+    compiled = next(c for c in cells if compiled_ahead(c))
+    assert (
+        progress.cost(compiled)
+        == cost.ahead_timing_seconds(compiled) + cost.compile_process_seconds(compiled) / 2
+    )
+    first = progress.cost(cells[0])
+    progress.finish(cells[0], {"status": "error", "error": "x"}, wall=2 * first + 25.0, ahead_s=50.0)
+    line = stream.getvalue()
+    assert "(+ 50.0 s compiling ahead)" in line
+    eta = re.search(r"ETA (\d+):(\d\d):(\d\d)", line)
+    seconds = int(eta[1]) * 3600 + int(eta[2]) * 60 + int(eta[3])
+    assert abs(seconds - 2 * (progress.cost(cells[1]) + progress.cost(cells[2]))) <= 1
+
+
+def test_the_gate_waits_for_its_go_and_hands_over_the_idle_processes(tmp_path: Path, monkeypatch) -> None:
+    import threading
+
+    from suite.measure import gate
+    from suite.measure.health import other_processes
+
+    monkeypatch.setenv(gate.GATE_ENV, str(tmp_path))
+    monkeypatch.setitem(gate._state, "count", 0)
+    waited: list[float] = []
+    worker = threading.Thread(target=lambda: waited.append(gate.wait()))
+    worker.start()
+    ready = tmp_path / "ready-0"
+    for _ in range(200):
+        if ready.exists():
+            break
+        threading.Event().wait(0.01)
+    assert ready.read_text() == str(os.getpid()) and worker.is_alive()  # it waits for its go
+    gate.open_gate(tmp_path, 0, [7, 9])
+    worker.join(timeout=5)
+    assert not worker.is_alive() and waited[0] > 0 and gate.idle_siblings() == {7, 9}
+    # the processes idle at their gates are not the GPU's other users; another process is
+    assert other_processes({1, 7, 9}, 3, 1, frozenset({7, 9})) == 0
+    assert other_processes({1, 7, 8}, 3, 1, frozenset({7})) == 1
+    assert other_processes({50, 51, 52}, 3, 1, frozenset({7, 9})) == 0  # in a container: by count
+    monkeypatch.delenv(gate.GATE_ENV)
+    assert gate.wait() == 0.0  # `serial`: no gate
