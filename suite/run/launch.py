@@ -97,6 +97,20 @@ def _log_path(paths: RunPaths, stem: str) -> Path:
     return path
 
 
+def spawn(cmd: list[str], extra: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A cell's child process: its own session (killed as a group), output piped to a log pump,
+    its start stamped in its environment (for time to first result)."""
+    extra[SPAWN_ENV] = repr(time.time())
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=child_env(extra),
+        start_new_session=True,
+    )
+
+
 def _pump(source: Any, log: Any) -> None:
     """Copy the worker's output to its log line by line, secrets redacted."""
     try:
@@ -262,15 +276,7 @@ def run_worker(job: WorkerJob) -> WorkerResult:
         if appending:
             log.write(f"\n--- {job.phase} process ---\n".encode())
             log.flush()
-        extra[SPAWN_ENV] = repr(time.time())  # the process's start, for time to first result
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=child_env(extra),
-            start_new_session=True,
-        )
+        proc = spawn(cmd, extra)
         pump = threading.Thread(target=_pump, args=(proc.stdout, log), name="log-pump", daemon=True)
         pump.start()
         try:

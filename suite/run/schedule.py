@@ -35,12 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from suite.measure import allocator
-from suite.measure.compile_cost import SPAWN_ENV
 from suite.measure.gate import GATE_ENV, READY, open_gate
 from suite.measure.lifeline import PARENT_ENV
 from suite.results import one_line
 from suite.run import cell_path, launch, rerun
-from suite.run.environ import child_env
 from suite.run.launch import RunPaths, WorkerJob, WorkerResult
 from suite.spec.cost import compile_process_seconds, estimate_schedule, format_duration
 from suite.spec.model import Cell
@@ -221,15 +219,7 @@ def _start(ahead: Ahead, cells: list[Indexed]) -> Held:
         ahead.device_type,
     ]
     log = open(log_path, "wb")  # noqa: SIM115 (closed by the pump when the process ends)
-    extra[SPAWN_ENV] = repr(time.time())
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        env=child_env(extra),
-        start_new_session=True,
-    )
+    proc = launch.spawn(cmd, extra)
     pump = threading.Thread(target=_pump_and_close, args=(proc, log), daemon=True)
     pump.start()
     return Held(cells, proc, results, (log_path, str(log_path.relative_to(paths.run_dir))), cache, pump)
