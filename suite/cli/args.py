@@ -189,15 +189,23 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_schedule_args(p: argparse.ArgumentParser) -> None:
-    """`--schedule` (run, plan) and, for plan, `--cores`: how the cells are laid out in processes
-    (docs/measurement.md#what-runs-where)."""
+    """`--schedule` and `--compile-pool` (run, plan) and, for plan, `--cores`: how the cells are
+    laid out in processes (docs/measurement.md#what-runs-where)."""
     p.add_argument(
         "--schedule",
         choices=("ahead", "serial"),
         default="ahead",
-        help="ahead: compile the compiled cells in a pool of processes first, then time each model's "
-        "cells in one process on the caches they filled; serial: one process per cell, compiling "
-        "and timing (default: %(default)s)",
+        help="ahead: each compiled cell's process compiles in a wave beside others, then times alone, "
+        "its model's eager cells after it in the same process; serial: one process per cell "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--compile-pool",
+        type=values.compile_pool,
+        default=None,
+        help="ahead: processes compiling at once (default: one per 2 cores, so that compiles do not "
+        "share cores; more is faster, but each compile_s is then measured beside the others, which "
+        "every row's compile_wave says)",
     )
 
 

@@ -14,7 +14,7 @@ from suite.run import preflight, runner
 from suite.run.nvidia_smi import no_nvidia_gpu
 from suite.spec.cost import STUDY_GOAL_S, estimate_schedule, estimate_seconds, format_duration
 from suite.spec.model import Cell
-from suite.spec.schedule import AHEAD, SERIAL
+from suite.spec.schedule import AHEAD, SERIAL, pool_size
 from suite.spec.shard import select, siblings
 
 
@@ -92,10 +92,10 @@ def _print_schedule(args: argparse.Namespace, cells: Sequence[Cell], rates: str,
     if not cells:
         return
     serial = estimate_schedule(cells, rates, SERIAL).total_s
-    est = estimate_schedule(cells, rates, args.schedule, args.cores)
+    est = estimate_schedule(cells, rates, args.schedule, args.cores, args.compile_pool)
     if est.schedule == AHEAD:
         print(
-            f"schedule ahead on {est.pool} core(s): compile {format_duration(est.compile_s)} (up to "
+            f"schedule ahead on {est.cores} core(s): compile {format_duration(est.compile_s)} (up to "
             f"{est.pool} processes at once), then timing {format_duration(est.timing_s)}: "
             f"{format_duration(est.total_s)} in all, {est.total_s / serial:.2f} x serial's "
             f"{format_duration(serial)}"
@@ -104,8 +104,15 @@ def _print_schedule(args: argparse.Namespace, cells: Sequence[Cell], rates: str,
         met = "met" if est.total_s <= STUDY_GOAL_S else "not met"
         print(
             f"goal for the guide's whole study on one GPU with 16 cores: {format_duration(STUDY_GOAL_S)} "
-            f"({met} by this estimate of {format_duration(est.total_s)} on {est.pool} core(s))"
+            f"({met} by this estimate of {format_duration(est.total_s)} on {est.cores} core(s))"
         )
+
+
+def _schedule_label(args: argparse.Namespace) -> str:
+    """`serial`, or `ahead (compile pool N)`: how many compile at once on this machine."""
+    if args.schedule == SERIAL:
+        return SERIAL
+    return f"{AHEAD} (compile pool {pool_size(None, args.compile_pool)})"
 
 
 def _scenario_label(cell: Cell) -> str:
@@ -159,8 +166,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         min_free_mb=args.min_free_mb,
         keep_compile_cache=args.keep_compile_cache,
         schedule=args.schedule,
+        compile_pool=args.compile_pool,
         banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
-        f"{f' (shard {shard})' if shard else ''}, schedule {args.schedule} on "
+        f"{f' (shard {shard})' if shard else ''}, schedule {_schedule_label(args)} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",
     )
     report = runner.run_cells(sweep)

@@ -101,15 +101,25 @@ def min_free(text: str) -> float:
 MAX_CORES = 4096
 
 
-def cores(text: str) -> int:
-    """`--cores`: an integer from 1 to MAX_CORES."""
+def _count(flag: str, text: str) -> int:
+    """An integer from 1 to MAX_CORES, for `flag`."""
     try:
         value = int(text)
     except ValueError:
-        raise UsageError("--cores", f"{text[:20]!r} is not an integer") from None
+        raise UsageError(flag, f"{text[:20]!r} is not an integer") from None
     if not 1 <= value <= MAX_CORES:
-        raise UsageError("--cores", f"must be from 1 to {MAX_CORES}, got {text}")
+        raise UsageError(flag, f"must be from 1 to {MAX_CORES}, got {text}")
     return value
+
+
+def cores(text: str) -> int:
+    """`plan --cores`: the machine's cores, 1 to MAX_CORES."""
+    return _count("--cores", text)
+
+
+def compile_pool(text: str) -> int:
+    """`--compile-pool`: processes compiling at once, 1 to MAX_CORES."""
+    return _count("--compile-pool", text)
 
 
 def bounded(flag: str, low: float, high: float, rule: str) -> Callable[[str], float]:

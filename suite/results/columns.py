@@ -465,8 +465,14 @@ TABLE: tuple[Column, ...] = (
         "schedule",
         contract=False,
         choices=("serial", "ahead"),
-        doc="serial: the cell's own process compiled and timed it; ahead: compiled in a process of its "
-        "own first (compile_s), timed in a process shared with its model's cells, on warm caches",
+        doc="serial: the cell's own process compiled and timed it; ahead: the same process compiled it "
+        "in a wave beside others, then timed it alone, its model's eager cells after it",
+    ),
+    Column(
+        "compile_wave",
+        INT,
+        contract=False,
+        doc="processes compiling at once when the row's compile_s was measured (1: alone, as serial)",
     ),
     # issue 36: which wheels ran (the image's, as resolved for the run; torch_git is torch's own)
     Column("nightly_date", contract=False, doc="the torch nightly's date (YYYYMMDD); empty for a release"),

@@ -56,12 +56,14 @@ class Progress:
     pool: int = 1  # `ahead`: processes compiling at once (a compile's wall counts 1/pool of it)
 
     @staticmethod
-    def of(cells: Sequence[Cell], schedule: str = SERIAL, cores: int | None = None) -> Progress:
+    def of(
+        cells: Sequence[Cell], schedule: str = SERIAL, cores: int | None = None, pool: int | None = None
+    ) -> Progress:
         """`schedule` ahead: a cell's estimate is its timing's and its share of a wave's compile
-        (suite.run.schedule: a wave of `cores` processes compile at once)."""
+        (suite.run.schedule: a wave of pool_size(cores, pool) processes compile at once)."""
         if schedule == SERIAL:
             return Progress(total=len(cells), estimate_left=sum(estimate_seconds(c) for c in cells))
-        pool = pool_size(cores)
+        pool = pool_size(cores, pool)
         cost = partial(timing_seconds, pool=pool)
         return Progress(total=len(cells), estimate_left=sum(cost(c) for c in cells), cost=cost, pool=pool)
 

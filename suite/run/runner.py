@@ -130,6 +130,7 @@ class Sweep:
     banner: str = ""
     keep_compile_cache: bool = False
     schedule: str = plan_mod.SERIAL  # suite.run.schedule: `serial` or `ahead` (the CLI's default)
+    compile_pool: int | None = None  # `ahead`: compiles at once (None: suite.spec.schedule.pool_size)
 
     def __post_init__(self) -> None:
         if not self.cells:
@@ -160,7 +161,7 @@ def run_cells(sweep: Sweep) -> RunReport:
             print(sweep.banner, file=sys.stderr, flush=True)
         shutil.rmtree(paths.scratch, ignore_errors=True)  # files of a killed run's attempts
         tidy.explain_cache(paths, sweep.cells)
-        progress = Progress.of(sweep.cells, sweep.schedule)
+        progress = Progress.of(sweep.cells, sweep.schedule, pool=sweep.compile_pool)
         try:
             writer = RowWriter(paths.csv)
         except OSError as exc:
@@ -190,7 +191,9 @@ def run_cells(sweep: Sweep) -> RunReport:
             else:
                 if todo:
                     record.check_disk(todo[0][1])
-                ahead = schedule_mod.Ahead(paths, sweep.environment.device_type, sweep.python, record)
+                ahead = schedule_mod.Ahead(
+                    paths, sweep.environment.device_type, sweep.python, record, pool=sweep.compile_pool
+                )
                 schedule_mod.run_ahead(ahead, todo)
         tidy.tidy(paths, sweep.keep_compile_cache)
     return report

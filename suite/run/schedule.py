@@ -4,8 +4,9 @@
 cold and times it. `ahead` runs the same processes, but lets several compile at once:
 
 1. **Compile ahead.** Each compiled cell's process (fresh, on fresh compile caches, as in
-   `serial`) starts in a wave of up to `pool_size` processes. It builds the model, warms eager
-   up, compiles, warms the compiled function up and checks its accuracy, then waits at its gate
+   `serial`) starts in a wave of up to `pool_size` processes (one per 2 cores, so that compiles
+   do not share cores, or `--compile-pool`). It builds the model, warms eager up, compiles,
+   warms the compiled function up and checks its accuracy, then waits at its gate
    (suite.measure.gate), holding what it compiled. Nothing is timed while any of the wave
    compiles: a compile would share the cores (and, on a GPU, the device) with the timing.
 2. **Time alone.** Once every process of the wave waits, the runner lets them through one at a
@@ -100,6 +101,7 @@ class Ahead:
     python: str
     emit: Emit
     cores: int | None = None
+    pool: int | None = None  # processes compiling at once (None: pool_size of the cores)
     stream: Any = field(default_factory=lambda: sys.stderr)
 
 
@@ -123,6 +125,7 @@ class Held:
     waiting_since: float | None = None
     waited: float = 0.0
     compile_s: float = 0.0  # active seconds until it first waited (its compile phase)
+    wave: int = 1  # processes of its wave, compiling at once with it
     state: str = RUNNING
     leftover: list[Indexed] = field(default_factory=list)
 
@@ -133,8 +136,8 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
     groups = groups_of(cells)
     device = ahead.device_type if ahead.device_type in ("cuda", "cpu") else "cuda"
     jobs = [proc for g in groups if shareable(g[0][1]) for proc in processes_of(g)]
-    plan = estimate_schedule([c for _, c in cells], device, AHEAD, ahead.cores)
-    width = pool_size(ahead.cores)
+    plan = estimate_schedule([c for _, c in cells], device, AHEAD, ahead.cores, ahead.pool)
+    width = pool_size(ahead.cores, ahead.pool)
     estimate = {id(j): _compile_estimate(j, device) for j in jobs}
     state = PoolState(len(jobs), width, sum(estimate.values()), plan.timing_s)
     pending = waves(jobs, width, key=lambda j: estimate[id(j)])
@@ -164,6 +167,8 @@ def _run_wave(
     """Start the wave's processes; once each waits at its gate (or has ended), let them time one
     after the other. Returns the cells a crash or hang left untimed, one list per process."""
     held = [_start(ahead, job) for job in wave]
+    for h in held:
+        h.wave = len(held)
     try:
         compiling = list(zip(held, wave, strict=True))
         while compiling:
@@ -295,10 +300,11 @@ def _emit(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
     index, cell = h.cells[h.served]
     now = time.monotonic()
     result = WorkerResult(launch.rows_of(cell, fields), now - h.since - h.waited, h.log[1])
+    wave = 1  # a cell compiled after the wave (compile_cache: run) compiled alone
     if h.served == 0 and compiled_ahead(cell):
-        result.ahead_s = h.compile_s
+        result.ahead_s, wave = h.compile_s, h.wave
     h.since, h.waited, h.served = now, 0.0, h.served + 1
-    ahead.emit(index, cell, tagged(finish_rows(result, cell, ahead.device_type), AHEAD))
+    ahead.emit(index, cell, tagged(finish_rows(result, cell, ahead.device_type), AHEAD, wave))
     if h.served == len(h.cells):
         h.state = DONE
 
@@ -310,10 +316,13 @@ def _fail(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
     h.state = DONE
 
 
-def tagged(result: WorkerResult, schedule: str) -> WorkerResult:
-    """Every row of the result says how it was measured, and gets its rerun interval."""
+def tagged(result: WorkerResult, schedule: str, wave: int = 1) -> WorkerResult:
+    """Every row of the result says how it was measured; a row with a compile time also says how
+    many processes compiled at once when it compiled (`wave`: 1, alone, as in `serial`)."""
     for row in result.rows:
         row["schedule"] = schedule
+        if row.get("compile_s") not in (None, ""):
+            row["compile_wave"] = wave
     return result
 
 

@@ -18,12 +18,14 @@ cell the forwards at each batch size it serves and the compiles its `dynamic` se
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from suite.spec.model import Cell
 from suite.spec.schedule import (
     AHEAD,
+    COMPILE_CORES_BUSY,
     SERIAL,
     compiled_ahead,
     groups_of,
@@ -46,18 +48,23 @@ class Rates:
     compile_s_per_m_params: float = 0.3  # bigger models have more layers, so bigger graphs
     energy_s: float = 0.0  # the energy window after the timed calls (suite.measure.energy)
     # a cold default-mode compile measured per model (display name -> seconds): used instead of
-    # compile_base_s + compile_s_per_m_params where known
+    # compile_base_s + compile_s_per_m_params where known; `shrunk_compile_by_model` the same
+    # for the shrunk models of a `shrink` profile (smoke)
     compile_by_model: tuple[tuple[str, float], ...] = ()
+    shrunk_compile_by_model: tuple[tuple[str, float], ...] = ()
+    cell_s: float = 0.0  # a cell's own fixed work beyond its calls (warm-up, statistics, health)
 
     def __post_init__(self) -> None:
         if min(self.startup_s, self.compile_base_s, self.forward_s_per_m_params_image) <= 0:
             raise ValueError(f"{self}: every rate must be positive")
-        if min(self.compile_s_per_m_params, self.energy_s, *(s for _, s in self.compile_by_model)) < 0:
+        measured = (s for _, s in (*self.compile_by_model, *self.shrunk_compile_by_model))
+        if min(self.compile_s_per_m_params, self.energy_s, self.cell_s, *measured) < 0:
             raise ValueError(f"{self}: no rate may be negative")
 
-    def compile_s(self, model: str, size_m: float) -> float:
-        """A cold default-mode compile of `model` (`size_m` million parameters)."""
-        measured = dict(self.compile_by_model).get(model)
+    def compile_s(self, model: str, size_m: float, shrunk: bool = False) -> float:
+        """A cold default-mode compile of `model` (`size_m` million parameters; `shrunk`: the
+        smoke profile's shrunk model of that name, which is not the full one measured)."""
+        measured = dict(self.shrunk_compile_by_model if shrunk else self.compile_by_model).get(model)
         return (
             measured if measured is not None else self.compile_base_s + self.compile_s_per_m_params * size_m
         )
@@ -83,11 +90,39 @@ GPU_RATES = Rates(
         ("MobileNet", 21.1),
     ),
 )
-# A 2-core CPU (this project's AMD EPYC VM): in `nox -s bench-local` of 2026-11-21
-# (results/2026-11-21-cpu-amd-epyc-smoke, load 1.0-1.4) an eager smoke cell took 2.4 s (torch
-# 2.0.1) to 4.8 s (torch 2.13) and a compiled one 17-23 s on average, most of it the compile;
-# full-size ResNet-50 (25.6 M) eager at batch 1 took 42-44 ms here (docs/trust.md).
-CPU_RATES = Rates(startup_s=4.0, compile_base_s=16.0, forward_s_per_m_params_image=1.5e-3)
+# A 2-core CPU (this project's AMD EPYC VM), from the current build's 25 smoke cells under
+# `--schedule serial` on 2026-11-27 with nothing else running (docs/setup.md; torch 2.13,
+# transformers 5.23): a process's first eager result came 5.9-8.2 s after its spawn (importing
+# torch and transformers' model classes alone takes 5-9 s of CPU), an eager cell took 7.9-10.5 s
+# in all, a compiled one its compile_s plus 11-14 s; under `ahead` an eager cell after its
+# compiled sibling took 0.5-1.6 s. So: 8.4 s a process (start, imports, model, teardown), 1 s a
+# cell, and each shrunk model's own compile_s of that run + 3 s (importing inductor and starting
+# and stopping its compile workers, which compile_s does not count). Full-size ResNet-50
+# (25.6 M) eager at batch 1 took 42-44 ms here (docs/trust.md).
+CPU_COMPILE_OUTSIDE_S = 3.0
+CPU_RATES = Rates(
+    startup_s=8.4,
+    compile_base_s=16.0 + CPU_COMPILE_OUTSIDE_S,
+    forward_s_per_m_params_image=1.5e-3,
+    cell_s=1.0,
+    shrunk_compile_by_model=tuple(
+        (name, round(s + CPU_COMPILE_OUTSIDE_S, 1))
+        for name, s in (
+            ("ViT", 15.7),
+            ("BeiT", 17.2),
+            ("ConvNeXT", 15.1),
+            ("ResNet", 17.1),
+            ("Segformer", 26.2),
+            ("Mask2former", 95.9),
+            ("Maskformer", 73.8),
+            ("MobileNet", 47.3),
+            ("OwlViT", 20.9),
+            ("DETR", 34.3),
+            ("Resnet-101", 34.3),
+            ("Conditional-DETR", 35.3),
+        )
+    ),
+)
 RATES = {"cuda": GPU_RATES, "cpu": CPU_RATES}
 
 LOAD_S_PER_M_PARAMS = 0.02  # weights read from the cache and moved to the device
@@ -167,9 +202,7 @@ def estimate_seconds(cell: Cell, device_type: str = "cuda") -> float:
     rates = RATES[device_type]
     size = params_m(cell)
     startup_s = rates.startup_s + LOAD_S_PER_M_PARAMS * size
-    measured_as = "" if cell.settings.shrink else cell.model.name  # a shrunk model is not the one measured
-    compiled = rates.compile_s(measured_as, size)
-    compile_s = COMPILE_FACTOR.get(cell.mode, 1.0) * compiled
+    compile_s = _cold_compile_s(cell, rates, size)
     if cell.scenario == DYNAMIC_BATCH:
         return startup_s + _dynamic_seconds(cell, size, compile_s, rates)
     forward_s = _forward_s(size, cell.batch_size, rates)
@@ -180,7 +213,9 @@ def estimate_seconds(cell: Cell, device_type: str = "cuda") -> float:
     timed_s = timed * forward_s
     if cell.settings.stop_rule == STOP_CI:  # the rule stops timing after max_timing_s
         timed_s = min(timed_s, cell.settings.max_timing_s)
-    seconds = startup_s + compile_s + (forwards(cell) - timed) * forward_s + timed_s + rates.energy_s
+    seconds = (
+        startup_s + rates.cell_s + compile_s + (forwards(cell) - timed) * forward_s + timed_s + rates.energy_s
+    )
     # processes per cell (suite.run.cell_path): each further one starts, compiles on the first's
     # caches (warm) and makes the same calls
     extra_processes = cell.settings.processes - 1
@@ -209,7 +244,7 @@ def format_duration(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-# The `ahead` schedule (suite.spec.schedule, suite.run.schedule): waves of processes, one per core,
+# The `ahead` schedule (suite.spec.schedule, suite.run.schedule): waves of processes (pool_size),
 # each compiling a cell cold, then timed one after the other (its cell, then eager cells that follow).
 # The goal for the guide's whole study (`plan --profile full`) on one GPU with 16 cores.
 STUDY_GOAL_S = 540.0
@@ -225,6 +260,7 @@ class ScheduleEstimate:
     compile_s: float
     timing_s: float
     pool: int = 1
+    cores: int = 1
 
     @property
     def total_s(self) -> float:
@@ -233,8 +269,7 @@ class ScheduleEstimate:
 
 def _cold_compile_s(cell: Cell, rates: Rates, size: float) -> float:
     """A cell's cold compile, as estimate_seconds counts it."""
-    measured_as = "" if cell.settings.shrink else cell.model.name  # a shrunk model is not the one measured
-    return COMPILE_FACTOR.get(cell.mode, 1.0) * rates.compile_s(measured_as, size)
+    return COMPILE_FACTOR.get(cell.mode, 1.0) * rates.compile_s(cell.model.name, size, cell.settings.shrink)
 
 
 def compile_process_seconds(cell: Cell, device_type: str = "cuda") -> float:
@@ -268,12 +303,18 @@ def ahead_timing_seconds(cell: Cell, device_type: str = "cuda") -> float:
 
 
 def estimate_schedule(
-    cells: Sequence[Cell], device_type: str = "cuda", schedule: str = AHEAD, cores: int | None = None
+    cells: Sequence[Cell],
+    device_type: str = "cuda",
+    schedule: str = AHEAD,
+    cores: int | None = None,
+    pool: int | None = None,
 ) -> ScheduleEstimate:
-    """A sweep's estimate under `schedule` on a machine with `cores` (the width of a wave)."""
+    """A sweep's estimate under `schedule` on a machine with `cores`, its waves `pool` wide
+    (default: suite.spec.schedule.pool_size of the cores)."""
+    machine = cores if cores is not None else (os.cpu_count() or 1)
     if schedule == SERIAL:
-        return ScheduleEstimate(SERIAL, 0.0, sum(estimate_seconds(c, device_type) for c in cells))
-    pool = pool_size(cores)
+        return ScheduleEstimate(SERIAL, 0.0, sum(estimate_seconds(c, device_type) for c in cells), 1, machine)
+    pool = pool_size(machine, pool)
     jobs: list[tuple[float, float]] = []  # (compile phase, timing phase) of each process
     timing = 0.0
     for group in groups_of(list(enumerate(cells))):
@@ -285,5 +326,8 @@ def estimate_schedule(
             ahead = compiled_ahead(first)
             compile_s = compile_process_seconds(first, device_type) if ahead else RATES[device_type].startup_s
             jobs.append((compile_s, sum(ahead_timing_seconds(c, device_type) for _, c in proc)))
-    compile_s = sum(max(c for c, _ in wave) for wave in waves(jobs, pool, key=lambda j: j[0]))
-    return ScheduleEstimate(AHEAD, compile_s, timing + sum(t for _, t in jobs), pool)
+    # compiles that share the cores (a --compile-pool wider than pool_size's) take longer each
+    # than one alone on the same machine (which serial's figures are)
+    crowding = max(1.0, pool * COMPILE_CORES_BUSY / machine) / max(1.0, COMPILE_CORES_BUSY / machine)
+    compile_s = crowding * sum(max(c for c, _ in wave) for wave in waves(jobs, pool, key=lambda j: j[0]))
+    return ScheduleEstimate(AHEAD, compile_s, timing + sum(t for _, t in jobs), pool, machine)

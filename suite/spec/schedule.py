@@ -2,8 +2,9 @@
 suite.run.schedule, and its estimate, suite.spec.cost, read the same rules).
 
 `serial`: one process per cell. `ahead`: each compiled cell's process compiles it cold beside
-others (a wave of them, one per core), then waits; the wave's processes are then timed one after
-the other, alone, each timing its own cell and then the eager cells of its model that follow it.
+others (a wave of them, one per CORES_PER_COMPILE cores), then waits; the wave's processes are
+then timed one after the other, alone, each timing its own cell and then the eager cells of its
+model that follow it.
 """
 
 from __future__ import annotations
@@ -110,7 +111,22 @@ def waves(jobs: Sequence[Any], width: int, key: Any) -> list[list[Any]]:
     return [ordered[i : i + step] for i in range(0, len(ordered), step)]
 
 
-def pool_size(cores: int | None = None) -> int:
-    """Compile processes at once: one per core (a compile is mostly one Python thread; the
-    timing waits until the wave's compiles are done, so it needs no cores of its own meanwhile)."""
-    return max(1, cores if cores is not None else (os.cpu_count() or 1))
+# Cores one cold compile keeps busy. Measured on this project's 2-vCPU VM (torch 2.13, shrunk
+# ResNet and ViT, nothing else running, 2026-11-27; the machine's busy time over a compile's
+# wall): 1.2 to 1.3 cores on average over a 13-19 s compile (dynamo's and inductor's Python,
+# plus inductor's pool of C++ compile workers, which takes every core in bursts). Two compiles
+# at once on those 2 cores made each `compile_s` 1.2 to 1.6 x its serial value (the A/A in
+# docs/measurement.md). A wave gets one process per CORES_PER_COMPILE cores, the average
+# rounded up; the estimate stretches a wider wave's compiles by COMPILE_CORES_BUSY.
+COMPILE_CORES_BUSY = 1.3
+CORES_PER_COMPILE = 2
+
+
+def pool_size(cores: int | None = None, pool: int | None = None) -> int:
+    """Compile processes at once (a wave): `pool` when the user names it (`--compile-pool`),
+    else one per CORES_PER_COMPILE cores, so a wave's compiles do not share cores and each
+    `compile_s` stays what a serial process measures. The timing waits until the wave's
+    compiles are done, so it needs no cores of its own meanwhile."""
+    if pool is not None:
+        return max(1, pool)
+    return max(1, (cores if cores is not None else (os.cpu_count() or 1)) // CORES_PER_COMPILE)

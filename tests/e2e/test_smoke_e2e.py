@@ -29,6 +29,7 @@ from support.known_failures import SMOKE_ACCURACY_FAILURES, SMOKE_FAILURES
 
 from suite.measure.phases import PHASE_COLUMNS, margin_s
 from suite.results import COLUMNS, key_of, read_rows
+from suite.spec.schedule import pool_size
 from suite.spec.warmup import warmup_calls
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,6 +107,19 @@ def test_compiled_cells_have_a_paired_speedup_and_pass_accuracy(smoke) -> None:
             assert num(r, "max_abs_diff") >= 0, label
         else:
             assert r["speedup"] == "" and r["accuracy"] == "" and r["compile_s"] == "", label
+
+
+def test_a_compiled_row_says_how_many_compiled_beside_it(smoke) -> None:
+    """`ahead` (the run's schedule) compiles in waves of one process per 2 cores: a compiled row's
+    compile_wave is its wave's size, never wider than this machine's pool; an eager row has none."""
+    rows, _ = smoke
+    widest = pool_size()
+    for r in rows:
+        assert r["schedule"] == "ahead", r["model"]
+        if r["mode"] in COMPILED and r["compile_s"]:
+            assert 1 <= int(r["compile_wave"]) <= widest, (r["model"], r["compile_wave"], widest)
+        elif r["mode"] == "eager":
+            assert r["compile_wave"] == "", r["model"]
 
 
 def test_progress_is_shown(smoke) -> None:

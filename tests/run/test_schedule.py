@@ -10,13 +10,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from suite.cli import main
+from suite.run.launch import WorkerResult
 from suite.run.progress import Progress
+from suite.run.schedule import tagged
 from suite.spec import cost, expand, load_matrix
 from suite.spec.schedule import (
     AHEAD,
     SERIAL,
     compiled_ahead,
     groups_of,
+    pool_size,
     processes_of,
     shareable,
     timing_order,
@@ -67,7 +70,13 @@ def test_the_estimate_pays_start_up_once_per_process_and_compiles_in_waves() -> 
     serial = cost.estimate_schedule(cells, "cuda", SERIAL)
     assert abs(serial.total_s - sum(cost.estimate_seconds(c) for c in cells)) < 1e-6
     one, many = (cost.estimate_schedule(cells, "cuda", AHEAD, n) for n in (1, 16))
-    assert many.timing_s == one.timing_s and many.compile_s < one.compile_s / 8
+    # a compile keeps 1.3 cores busy: one process per 2 cores, so 16 cores compile 8 at once
+    assert (one.pool, many.pool, many.cores) == (1, 8, 16)
+    assert many.timing_s == one.timing_s and many.compile_s < one.compile_s / 6
+    # a wider pool than the cores allow (--compile-pool): its compiles share the cores, and take longer
+    crowded = cost.estimate_schedule(cells, "cuda", AHEAD, 16, pool=16)
+    jobs = cost.estimate_schedule(cells, "cuda", AHEAD, 32, pool=16)
+    assert crowded.pool == 16 and abs(crowded.compile_s - 1.3 * jobs.compile_s) < 1e-6
     # one core: every cell's own work, less the start-up of the eager cells that share a process
     eager = [c for c in cells if c.mode == "eager"]
     saved = len(eager) * cost.GPU_RATES.startup_s
@@ -92,6 +101,23 @@ def test_waves_hold_the_longest_first_at_most_width_each() -> None:
     assert waves([2, 1], 0, key=lambda j: j) == [[2], [1]] and waves([], 4, key=lambda j: j) == []
 
 
+def test_a_wave_is_one_compile_per_two_cores_unless_the_user_names_it(capsys) -> None:
+    """A compile keeps 1.3 cores busy (suite.spec.schedule): two at once on 2 cores stretched each
+    compile_s 1.2-1.6 x, so 2 cores compile one at a time; --compile-pool overrides, and every
+    row with a compile time says how many compiled at once."""
+    assert [pool_size(n) for n in (1, 2, 3, 16)] == [1, 1, 1, 8]
+    assert pool_size(2, 2) == 2 and pool_size(16, 3) == 3
+    rows = [{"compile_s": 12.5}, {"compile_s": ""}, {"status": "error"}]
+    got = tagged(WorkerResult(rows, 1.0, "log"), AHEAD, 2).rows
+    assert [r.get("compile_wave") for r in got] == [2, None, None]
+    assert {r["schedule"] for r in got} == {AHEAD}
+    args = ["plan", "--matrix", str(GUIDE), "--profile", "full", "--device", "cuda", "--cores", "16"]
+    assert main([*args, "--compile-pool", "16"]) == 0
+    assert "(up to 16 processes at once)" in capsys.readouterr().out
+    assert main([*args, "--compile-pool", "0"]) == 2
+    assert "--compile-pool: must be from 1 to 4096, got 0" in capsys.readouterr().err
+
+
 def test_plan_shows_the_schedule_and_the_full_study_goal(capsys) -> None:
     args = ["plan", "--matrix", str(GUIDE), "--profile", "full", "--device", "cuda", "--cores", "16"]
     assert main(args) == 0
@@ -103,7 +129,7 @@ def test_plan_shows_the_schedule_and_the_full_study_goal(capsys) -> None:
 def test_progress_under_ahead_scales_the_timing_left() -> None:
     cells = [c for c in _full() if c.model.name == "ViT"][:3]
     stream = io.StringIO()
-    progress = Progress.of(cells, AHEAD, cores=2)
+    progress = Progress.of(cells, AHEAD, cores=4)  # two compiles at once
     progress.stream = stream
     compiled = next(c for c in cells if compiled_ahead(c))
     assert (
