@@ -21,6 +21,7 @@ from suite.compare.rule import (
     SETTINGS_DIFFER,
     SUSPECT,
     UNCHANGED,
+    crowded_compile,
     speedup_change,
     speedup_split,
 )
@@ -113,7 +114,11 @@ def _compile(c: CellChange) -> str:
     b, n = c.base.compile_s, c.new.compile_s
     if b is None or n is None or not (c.base.ok and c.new.ok):
         return "—"
-    return f"{b:.1f} -> {n:.1f}" + (f" ({n / b - 1:+.0%})" if b > 0 else "")
+    text = f"{b:.1f} -> {n:.1f}" + (f" ({n / b - 1:+.0%})" if b > 0 else "")
+    if crowded_compile(c.base, c.new):
+        waves = " -> ".join(f"{m.compile_wave or 1:g}" for m in (c.base, c.new))
+        text += f", not judged: compiled {waves} at once"
+    return text
 
 
 def _health(c: CellChange) -> str:
@@ -273,7 +278,8 @@ def render(
         "< 1x, eager got faster, the speed-up falls) and its compiled side (base compiled / new compiled: "
         "> 1x, compiled got faster), each with the interval the medians' CIs allow; their product is the "
         "change (docs/phases-energy.md).",
-        f"- Slower compile: compile_s up by more than {r.compile_threshold:.0%} and {r.compile_floor_s:g} s.",
+        f"- Slower compile: compile_s up by more than {r.compile_threshold:.0%} and {r.compile_floor_s:g} s "
+        "(not judged between compiles that ran beside different numbers of others: `compile_wave`).",
         f"- Health: {unhealthy} matched cell(s) timed on an unhealthy machine in either run (busy, steal, "
         "throttled, clock-varied, shared-gpu): slower medians or compiles there are 'suspect', not "
         "regressions.",

@@ -137,10 +137,18 @@ def speedup_split(base: Measurement, new: Measurement) -> SpeedupSplit | None:
     return SpeedupSplit.of(*sides, *speedups)
 
 
+def crowded_compile(base: Measurement, new: Measurement) -> bool:
+    """The two compile_s were measured beside different numbers of other compiles (`ahead` with a
+    wider `--compile-pool` than one per 2 cores: compile_wave), so they are not like with like."""
+    waves = {m.compile_wave or 1.0 for m in (base, new)}
+    return len(waves) > 1
+
+
 def compile_change(base: Measurement, new: Measurement, rule: Rule) -> bool:
-    """Compile time beyond its threshold and its floor in seconds."""
+    """Compile time beyond its threshold and its floor in seconds (not judged between compiles
+    that ran beside different numbers of others: crowded_compile)."""
     b, n = base.compile_s, new.compile_s
-    if b is None or n is None or b <= 0:
+    if b is None or n is None or b <= 0 or crowded_compile(base, new):
         return False
     return n / b > 1 + rule.compile_threshold and n - b > rule.compile_floor_s
 

@@ -68,6 +68,7 @@ class Measurement:
     eager_ci_low_ms: float | None = None
     eager_ci_high_ms: float | None = None
     compile_s: float | None = None
+    compile_wave: float | None = None  # processes compiling at once when compile_s was measured
     health: str = ""  # ok, the flags that make the figures suspect, or "" (not measured)
     breakeven_calls: float | None = None
     # what compiling costs (README "What compiling costs"); None where not measured
@@ -134,6 +135,7 @@ def measurement_of(r: Any) -> Measurement:
         eager_ci_low_ms=_extra(r, "eager_ci95_low_ms"),
         eager_ci_high_ms=_extra(r, "eager_ci95_high_ms"),
         compile_s=_num(r.compile_s),
+        compile_wave=_extra(r, "compile_wave"),
         health=str(getattr(r, "health", "") or ""),
         breakeven_calls=_num(getattr(r, "breakeven_calls", None)),
         recompiles=_num(r.recompiles),

@@ -224,3 +224,19 @@ def test_calibrate_leaves_out_the_pairs_measured_under_other_settings(tmp_path: 
     out = capsys.readouterr().out
     assert "- Not comparable: 2 cell compare(s) whose rows' settings differ, not judged" in out
     assert "| 5% | off | 25% + 1 s | 0/2 (0.0%) | 0/2 (0.0%) |" in out
+
+
+def test_a_compile_measured_beside_others_is_not_judged_against_one_alone(tmp_path: Path) -> None:
+    """`ahead --compile-pool 2` on 2 cores stretched a compile_s 35% (docs/measurement.md): a
+    compile that ran beside another (compile_wave 2) is shown, not judged, against one alone;
+    between rows of the same wave a slower compile still is."""
+    rows = [cell(m, 10.0, 9.9, 10.1, compile_s=20.0, compile_wave=1, **SET) for m in ("ViT", "BeiT")]
+    base = write(tmp_path / "base", rows)
+    crowded = [{**rows[0], "compile_s": 30.0, "compile_wave": 2}, {**rows[1], "compile_s": 30.0}]
+    report = tmp_path / "r.md"
+    assert main(["compare", str(base), str(write(tmp_path / "new", crowded)), "-o", str(report)]) == 1
+    text = report.read_text()
+    assert "## Slower compile (beyond the compile threshold and floor): 1" in text
+    assert "20.0 -> 30.0 (+50%), not judged: compiled 1 -> 2 at once" in text
+    older = [{k: v for k, v in r.items() if k != "compile_wave"} for r in rows]  # before the column: alone
+    assert main(["compare", str(write(tmp_path / "old", older)), str(base)]) == 0
