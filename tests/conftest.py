@@ -45,14 +45,19 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """suite/ byte-compiled once, before any test: the tests start hundreds of child Pythons
-    (`suite run`, its probe and workers), and where PYTHONDONTWRITEBYTECODE=1 (CI's machines)
-    each would compile every suite module it imports anew (0.3 to 0.6 s of CPU a child on 2
-    cores). Python only reads the .pyc files that variable keeps it from writing."""
+    """suite/ byte-compiled once, before any test, and the test session's own cache folder: the
+    tests start hundreds of child Pythons (`suite run`, its probe and workers), and where
+    PYTHONDONTWRITEBYTECODE=1 (CI's machines) each would compile every suite module it imports
+    anew (0.3 to 0.6 s of CPU a child on 2 cores). Python only reads the .pyc files that
+    variable keeps it from writing."""
     if not hasattr(config, "workerinput"):  # once, in the controller, before xdist's workers
         import compileall
+        import tempfile
 
         compileall.compile_dir(Path(__file__).resolve().parents[1] / "suite", quiet=1)
+        # the model checks `plan` remembers (suite.run.checkcache): the test session's own, shared
+        # by its workers and the suites they start (they inherit the variable), never the user's
+        os.environ["SUITE_CACHE_DIR"] = tempfile.mkdtemp(prefix="suite-test-cache-")
 
 
 # Fixtures that run something costly once per session -> the xdist group of their tests.

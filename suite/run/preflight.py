@@ -19,6 +19,7 @@ from suite.errors import UsageError, last_line
 from suite.measure import inputs, machine, provenance
 from suite.measure.config_check import Problem
 from suite.results import one_line, slug
+from suite.run import checkcache
 from suite.run.environ import child_env
 from suite.spec.expand import Filters, image_field, pick_build
 from suite.spec.model import Cell, Matrix
@@ -142,22 +143,14 @@ def check_models(
     for it, and a later `probe(probe_device)` takes its answer."""
     if probe_device is not None:
         _probed.clear()  # what an earlier check found is not this run's probe
-    wanted: dict[str, None] = {}
-    for cell in cells:
-        # default=str: a config may hold YAML values JSON has no type for (the child sees their text)
-        item = json.dumps(
-            {
-                "spec": asdict(cell.model),
-                "shrink": cell.settings.shrink,
-                "from_config": cell.settings.weights == "random",
-            },
-            default=str,
-        )
-        if item not in _checked:
-            wanted.setdefault(item, None)
+    wanted = _unchecked(cells)
     if not wanted:
         return
     models = "[" + ", ".join(wanted) + "]"
+    key = checkcache.key_of(models)
+    if probe_device is None and checkcache.found_clean(key):  # `plan`: checked clean before
+        _checked.update(wanted)
+        return
     if probe_device is None:
         payload = models
     else:
@@ -173,7 +166,26 @@ def check_models(
         p = problems[0]
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
         raise UsageError(f"{matrix.path}: {p.field}", p.message + more)
+    checkcache.remember_clean(key)
     _checked.update(wanted)
+
+
+def _unchecked(cells: Iterable[Cell]) -> dict[str, None]:
+    """The models of `cells` this process has not checked yet, each as the child reads it."""
+    wanted: dict[str, None] = {}
+    for cell in cells:
+        # default=str: a config may hold YAML values JSON has no type for (the child sees their text)
+        item = json.dumps(
+            {
+                "spec": asdict(cell.model),
+                "shrink": cell.settings.shrink,
+                "from_config": cell.settings.weights == "random",
+            },
+            default=str,
+        )
+        if item not in _checked:
+            wanted.setdefault(item, None)
+    return wanted
 
 
 def check_image(image: ImageSpec, where: str, offline: bool) -> None:
