@@ -24,8 +24,8 @@ def test_rows_of_the_custom_configuration(custom_run: Path) -> None:
     rows = read_rows(csv_path).rows
     assert [(r["model"], r["scenario"], r["mode"]) for r in rows] == [
         ("ViT-6-layers", "inference", "eager"),
-        ("ViT-6-layers", "train", "eager"),
         ("ViT-6-layers", "inference", "default"),
+        ("ViT-6-layers", "train", "eager"),
     ]
     assert all(r["status"] == "ok" for r in rows), [(r["model"], r["error"]) for r in rows]
     assert {(r["model_id"], r["variant"], r["weights"]) for r in rows} == {

@@ -89,6 +89,7 @@ def smoke_passes() -> list[list[str]]:
 
 def smoke_cells(matrix: Path, build: str) -> list[Any]:
     """The cells the shared smoke run measures, in its order: the passes' expansions."""
+    from suite.results import key_of
     from suite.spec import Filters, expand, load_matrix
 
     m = load_matrix(matrix)
@@ -97,7 +98,7 @@ def smoke_cells(matrix: Path, build: str) -> list[Any]:
     cells = {}  # a later pass skips what an earlier one recorded
     for modes, models in SMOKE_PASSES:
         for cell in expand(m, "smoke", build, Filters(modes=modes, models=models or None)):
-            cells.setdefault(cell.key_fields("cpu"), cell)
+            cells.setdefault(key_of(cell.key_fields("cpu")), cell)
     return list(cells.values())
 
 
