@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
 from suite.cli.args import request_of
 from suite.cli.needs import TORCH, TORCH_HINT, needs
 from suite.errors import UsageError
 from suite.measure import provenance
+from suite.measure.energy import OFF_ENV
 from suite.run import preflight, runner
 from suite.run.nvidia_smi import no_nvidia_gpu
 from suite.spec.cost import STUDY_GOAL_S, estimate_schedule, estimate_seconds, format_duration
 from suite.spec.model import Cell
 from suite.spec.schedule import AHEAD, SERIAL, pool_size
 from suite.spec.shard import select, siblings
+from suite.spec.vocab import STOP_CI
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -30,7 +34,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     no_gpu = None if request.device == "cpu" else no_nvidia_gpu()
     on_gpu = request.device == "cuda" or (request.device != "cpu" and no_gpu is None)
     rates = "cuda" if on_gpu else "cpu"
-    costs = [estimate_seconds(c, rates) for c in cells]
+    # SUITE_ENERGY=off in this environment: the workers `run` starts skip the energy window
+    energy = os.environ.get(OFF_ENV) != "off"
+    costs = [estimate_seconds(c, rates, energy) for c in cells]
     if request.device == "cuda" and no_gpu is not None:  # `run` stops here; a plan is still worth seeing
         print(
             f"suite plan: warning: --device cuda: this machine has no NVIDIA GPU ({no_gpu}): "
@@ -71,7 +77,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"estimated total {format_duration(total)} on a {'GPU' if on_gpu else 'CPU'} "
         "(suite/spec/cost.py: a rough model; the ratios count)"
     )
-    _print_schedule(args, [cells[i] for i in shown], rates, profile)
+    _print_schedule(args, [cells[i] for i in shown], rates, profile, energy)
     if shard:
         loads = [sum(costs[i] for i in part) for part in shards]
         mean = sum(loads) / len(shards)  # the parent shard's cells when nested (i/n,k/m)
@@ -86,13 +92,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_schedule(args: argparse.Namespace, cells: Sequence[Cell], rates: str, profile: str) -> None:
+def _print_schedule(
+    args: argparse.Namespace, cells: Sequence[Cell], rates: str, profile: str, energy: bool
+) -> None:
     """The estimate of the schedule `run` would use (suite.spec.cost.estimate_schedule), beside
-    the serial one, on the cores of this machine or `--cores`; the full study's goal with it."""
+    the serial one, on the cores of this machine or `--cores`; the full study's goal with it,
+    and, where it is not met, the estimate with the leaner settings that shorten the timing."""
     if not cells:
         return
-    serial = estimate_schedule(cells, rates, SERIAL).total_s
-    est = estimate_schedule(cells, rates, args.schedule, args.cores, args.compile_pool)
+    serial = estimate_schedule(cells, rates, SERIAL, energy=energy).total_s
+    est = estimate_schedule(cells, rates, args.schedule, args.cores, args.compile_pool, energy)
     if est.schedule == AHEAD:
         print(
             f"schedule ahead on {est.cores} core(s): compile {format_duration(est.compile_s)} (up to "
@@ -106,6 +115,13 @@ def _print_schedule(args: argparse.Namespace, cells: Sequence[Cell], rates: str,
             f"goal for the guide's whole study on one GPU with 16 cores: {format_duration(STUDY_GOAL_S)} "
             f"({met} by this estimate of {format_duration(est.total_s)} on {est.cores} core(s))"
         )
+        if est.total_s > STUDY_GOAL_S:
+            lean = [replace(c, settings=replace(c.settings, stop_rule=STOP_CI)) for c in cells]
+            fast = estimate_schedule(lean, rates, AHEAD, args.cores, args.compile_pool, energy=False)
+            print(
+                f"  with --stop-rule ci and SUITE_ENERGY=off (no energy window): "
+                f"{format_duration(fast.total_s)} ({'met' if fast.total_s <= STUDY_GOAL_S else 'not met'})"
+            )
 
 
 def _schedule_label(args: argparse.Namespace) -> str:

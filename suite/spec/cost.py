@@ -196,10 +196,17 @@ def _forward_s(size: float, batch_size: int, rates: Rates) -> float:
     return FORWARD_OVERHEAD_S + rates.forward_s_per_m_params_image * size * batch_size
 
 
-def estimate_seconds(cell: Cell, device_type: str = "cuda") -> float:
-    """Expected wall time of one cell, all its processes, on a device of `device_type` ("cuda" or
-    "cpu": RATES) (an estimate; see the module docstring)."""
+def rates_of(device_type: str, energy: bool = True) -> Rates:
+    """The rates of `device_type` ("cuda" or "cpu"); without the energy window where `energy` is
+    False (SUITE_ENERGY=off in the workers' environment: suite.measure.energy)."""
     rates = RATES[device_type]
+    return rates if energy else replace(rates, energy_s=0.0)
+
+
+def estimate_seconds(cell: Cell, device_type: str = "cuda", energy: bool = True) -> float:
+    """Expected wall time of one cell, all its processes, on a device of `device_type` ("cuda" or
+    "cpu": RATES) (an estimate; see the module docstring); `energy`: see rates_of."""
+    rates = rates_of(device_type, energy)
     size = params_m(cell)
     startup_s = rates.startup_s + LOAD_S_PER_M_PARAMS * size
     compile_s = _cold_compile_s(cell, rates, size)
@@ -287,19 +294,21 @@ def compile_process_seconds(cell: Cell, device_type: str = "cuda") -> float:
     )
 
 
-def shared_cell_seconds(cell: Cell, device_type: str = "cuda") -> float:
+def shared_cell_seconds(cell: Cell, device_type: str = "cuda", energy: bool = True) -> float:
     """A cell served by a process already started (the `ahead` schedule): what its own process
     would take, less the start-up."""
-    return estimate_seconds(cell, device_type) - RATES[device_type].startup_s
+    return estimate_seconds(cell, device_type, energy) - RATES[device_type].startup_s
 
 
-def ahead_timing_seconds(cell: Cell, device_type: str = "cuda") -> float:
+def ahead_timing_seconds(cell: Cell, device_type: str = "cuda", energy: bool = True) -> float:
     """A cell's part of the `ahead` schedule's timing: a compiled-ahead cell's process after its
     compile (the rest of its calls, its energy window), a cell that follows another in a process
     its own work less the start-up, any other cell its own process."""
     if compiled_ahead(cell):
-        return estimate_seconds(cell, device_type) - compile_process_seconds(cell, device_type)
-    return shared_cell_seconds(cell, device_type) if shareable(cell) else estimate_seconds(cell, device_type)
+        return estimate_seconds(cell, device_type, energy) - compile_process_seconds(cell, device_type)
+    if shareable(cell):
+        return shared_cell_seconds(cell, device_type, energy)
+    return estimate_seconds(cell, device_type, energy)
 
 
 def estimate_schedule(
@@ -308,24 +317,26 @@ def estimate_schedule(
     schedule: str = AHEAD,
     cores: int | None = None,
     pool: int | None = None,
+    energy: bool = True,
 ) -> ScheduleEstimate:
     """A sweep's estimate under `schedule` on a machine with `cores`, its waves `pool` wide
-    (default: suite.spec.schedule.pool_size of the cores)."""
+    (default: suite.spec.schedule.pool_size of the cores); `energy`: see rates_of."""
     machine = cores if cores is not None else (os.cpu_count() or 1)
     if schedule == SERIAL:
-        return ScheduleEstimate(SERIAL, 0.0, sum(estimate_seconds(c, device_type) for c in cells), 1, machine)
+        serial = sum(estimate_seconds(c, device_type, energy) for c in cells)
+        return ScheduleEstimate(SERIAL, 0.0, serial, 1, machine)
     pool = pool_size(machine, pool)
     jobs: list[tuple[float, float]] = []  # (compile phase, timing phase) of each process
     timing = 0.0
     for group in groups_of(list(enumerate(cells))):
         if not shareable(group[0][1]):
-            timing += estimate_seconds(group[0][1], device_type)
+            timing += estimate_seconds(group[0][1], device_type, energy)
             continue
         for proc in processes_of(group):
             first = proc[0][1]
             ahead = compiled_ahead(first)
             compile_s = compile_process_seconds(first, device_type) if ahead else RATES[device_type].startup_s
-            jobs.append((compile_s, sum(ahead_timing_seconds(c, device_type) for _, c in proc)))
+            jobs.append((compile_s, sum(ahead_timing_seconds(c, device_type, energy) for _, c in proc)))
     # compiles that share the cores (a --compile-pool wider than pool_size's) take longer each
     # than one alone on the same machine (which serial's figures are)
     crowding = max(1.0, pool * COMPILE_CORES_BUSY / machine) / max(1.0, COMPILE_CORES_BUSY / machine)

@@ -124,6 +124,25 @@ def test_plan_shows_the_schedule_and_the_full_study_goal(capsys) -> None:
     out = capsys.readouterr().out
     assert re.search(r"schedule ahead on 16 core\(s\): compile \d:\d\d:\d\d .* x serial's", out), out
     assert "goal for the guide's whole study on one GPU with 16 cores: 0:09:00" in out
+    # not met as the matrix stands (300 fixed calls, a 5 s energy window a cell): the leaner
+    # settings' estimate is named beside it
+    lean = re.search(r"with --stop-rule ci and SUITE_ENERGY=off \(no energy window\): (\d:\d\d:\d\d)", out)
+    total = re.search(r"not met by this estimate of (\d:\d\d:\d\d)", out)
+    assert lean and total and lean[1] < total[1], out
+
+
+def test_plan_leaves_out_the_energy_window_the_workers_will_skip(capsys, monkeypatch) -> None:
+    args = ["plan", "--matrix", str(GUIDE), "--profile", "full", "--device", "cuda", "--models", "ViT"]
+    assert main(args) == 0
+    with_energy = re.search(r"estimated total (\S+)", capsys.readouterr().out)[1]
+    monkeypatch.setenv("SUITE_ENERGY", "off")
+    assert main(args) == 0
+    without = re.search(r"estimated total (\S+)", capsys.readouterr().out)[1]
+    cells = [c for c in _full() if c.model.name == "ViT"]
+    saved = len(cells) * cost.GPU_RATES.energy_s
+    assert (with_energy, without) == tuple(
+        cost.format_duration(sum(cost.estimate_seconds(c, "cuda") for c in cells) - k) for k in (0, saved)
+    )
 
 
 def test_progress_under_ahead_scales_the_timing_left() -> None:
