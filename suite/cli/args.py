@@ -263,6 +263,8 @@ def request_of(args: argparse.Namespace) -> Request:
     from suite.spec import load_matrix
     from suite.spec.request import Request
 
+    if getattr(args, "compile_pool", None) is not None and getattr(args, "schedule", "ahead") == "serial":
+        raise UsageError("--compile-pool", "applies to --schedule ahead only (serial compiles one at a time)")
     matrix = load_matrix(args.matrix)
     filters = filters_of(args)
     return Request(

@@ -116,6 +116,8 @@ def test_a_wave_is_one_compile_per_two_cores_unless_the_user_names_it(capsys) ->
     assert "(up to 16 processes at once)" in capsys.readouterr().out
     assert main([*args, "--compile-pool", "0"]) == 2
     assert "--compile-pool: must be from 1 to 4096, got 0" in capsys.readouterr().err
+    assert main([*args, "--compile-pool", "2", "--schedule", "serial"]) == 2
+    assert "--compile-pool: applies to --schedule ahead only" in capsys.readouterr().err
 
 
 def test_plan_shows_the_schedule_and_the_full_study_goal(capsys) -> None:
