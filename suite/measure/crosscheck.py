@@ -14,7 +14,8 @@ hits both alike. Like is checked against like (docs/trust.md):
   blocks, which the suite times on CUDA events (throughput against throughput, the same blocks);
 - the independent half: each function alone under `torch.utils.benchmark.Timer` (its own loop
   and synchronization; the worker's thread count): as many single calls (`timeit(1)`: latency)
-  and as many blocks of the same size (`timeit(block_calls)`: throughput) as the suite made.
+  and as many blocks of the same size (`timeit(block_calls)`: throughput) as the suite made,
+  after the function has settled as the suite's loop lets it settle after a switch (`settle`).
 Each round's medians of each timer are kept; the parent (suite.run.crosscheck) forms the ratios.
 """
 
@@ -131,6 +132,7 @@ def crosscheck_rounds(cell: Cell, device: str, rounds: int) -> dict[str, dict[st
 
         def independent_half() -> None:
             for name in names:
+                loop.settle(fns[name], loop.clock())  # as the suite's loop does after a switch
                 latency, throughput = benchmark_figures(fns[name], threads, n, block[0])
                 out[name][BENCHMARK_LATENCY].append(latency)
                 out[name][BENCHMARK_THROUGHPUT].append(throughput)

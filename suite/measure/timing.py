@@ -10,8 +10,11 @@ Two figures of each timed function (docs/measurement.md):
 makes the eager/compiled speed-up a paired measurement (block i of each in the same round). A
 block that follows a call of another function starts with one synchronized *switch call*, timed
 apart and kept out of both figures: its cost against the block's other calls is the switch
-penalty. Each round starts with a fixed pure-Python calibration loop (`host_probe_us`), untimed
-by the figures: the host CPU's speed over the timing, which a launch-bound GPU call follows.
+penalty. Then the function *settles*: untimed calls of it until `SETTLE_MS` have passed since the
+switch call began (suite.spec.warmup: a switch costs more than its first call, and unsettled,
+the calls after a switch would charge that to the compiled figure alone). Each round starts
+with a fixed pure-Python calibration loop (`host_probe_us`), untimed by the figures: the host
+CPU's speed over the timing, which a launch-bound GPU call follows.
 
 Before a function is timed, the loop runs its warm-up calls: as many as the warm-up policy
 (suite.spec.warmup) gives for the cell's `warmup` setting and the function's kind, untimed,
@@ -27,7 +30,7 @@ from typing import Any
 
 from suite.spec.settings import Settings
 from suite.spec.vocab import STOP_CI, STOP_RULES
-from suite.spec.warmup import BLOCK_CALLS, warmup_calls
+from suite.spec.warmup import BLOCK_CALLS, SETTLE_MAX_CALLS, SETTLE_MS, warmup_calls
 from suite.stats import Speedup, Summary, median, median_ci, percentile
 
 # Why a timed loop stopped (the CSV's `stop_reason`).
@@ -163,7 +166,8 @@ class TimingLoop:
     `sync` waits for the device (see `synchronizer`); `warmup` is the cell's setting; `clock`
     reads nanoseconds (a parameter so that a test can hand it a fake clock); `events` times the
     throughput blocks on CUDA (`events_of`; None: `clock`); `probe` is the host's speed
-    (`host_probe_us`); `witness` an independent timer inside the timed windows (the cross-check).
+    (`host_probe_us`); `witness` an independent timer inside the timed windows (the cross-check);
+    `settle_ms` how long a function settles after a switch (`settle`).
     """
 
     sync: Callable[[], None]
@@ -172,6 +176,7 @@ class TimingLoop:
     events: Events | None = None
     probe: Callable[[], float] = field(default=host_probe_us)
     witness: Witness | None = None
+    settle_ms: float = SETTLE_MS
     current: int = -1  # which function the window being timed belongs to (for the witness)
     window: str = "call"  # what the next `call` is: "call" (latency) or "switch" (for the witness)
 
@@ -202,6 +207,17 @@ class TimingLoop:
         if w is not None:
             w.took(self.window, self.current, ms, ms)
         return ms, out
+
+    def settle(self, fn: Callable[[], Any], since_ns: int) -> int:
+        """Untimed calls of `fn` until `settle_ms` have passed since `since_ns` (a clock reading:
+        the switch call's start); how many ran (none where `settle_ms` is 0)."""
+        if self.settle_ms <= 0:
+            return 0
+        calls, until = 0, since_ns + int(self.settle_ms * 1e6)
+        while calls < SETTLE_MAX_CALLS and self.clock() < until:
+            fn()
+            calls += 1
+        return calls
 
     def block(self, fn: Callable[[], Any], calls: int) -> float:
         """Milliseconds per call of `calls` back-to-back calls with one synchronize at the end:
@@ -247,7 +263,8 @@ class TimingLoop:
         A round: the host probe, then each function's block, forward in even rounds and backward
         in odd ones: a switch call if the previous timed call was another function's, up to
         `BLOCK_CALLS` synchronized calls (latency), one throughput block of `BLOCK_CALLS` calls
-        (fewer where the rule's maximum is smaller)."""
+        (fewer where the rule's maximum is smaller). After a switch call the function settles
+        (`settle`), untimed."""
         t = _Series(len(fns))
         size = min(BLOCK_CALLS, rule.max_calls)
         start = time.monotonic()
@@ -259,8 +276,10 @@ class TimingLoop:
                 self.current = j
                 if len(fns) > 1 and last != j:
                     self.window = "switch"
+                    began = self.clock() if self.settle_ms > 0 else 0
                     t.switch[j].append(self.call(fns[j])[0])
                     self.window = "call"
+                    self.settle(fns[j], began)
                 t.latency[j].extend(self.call(fns[j])[0] for _ in range(take))
                 t.blocks[j].append(self.block(fns[j], size))
                 last = j

@@ -35,7 +35,7 @@ from suite.spec.schedule import (
     waves,
 )
 from suite.spec.vocab import DYNAMIC_BATCH, STOP_CI
-from suite.spec.warmup import warmup_calls
+from suite.spec.warmup import settle_seconds, warmup_calls
 
 
 @dataclass(frozen=True)
@@ -220,6 +220,7 @@ def estimate_seconds(cell: Cell, device_type: str = "cuda", energy: bool = True)
     timed_s = timed * forward_s
     if cell.settings.stop_rule == STOP_CI:  # the rule stops timing after max_timing_s
         timed_s = min(timed_s, cell.settings.max_timing_s)
+    timed_s += settle_seconds(cell.mode != "eager", timed_calls(cell))
     seconds = (
         startup_s + rates.cell_s + compile_s + (forwards(cell) - timed) * forward_s + timed_s + rates.energy_s
     )

@@ -27,3 +27,20 @@ def warmup_calls(setting: int, compiled: bool) -> int:
 # plus a switch call in every other round where two functions alternate. (The cost model,
 # suite.spec.cost, still counts the latency calls alone: its rates were fitted on rows timed so.)
 BLOCK_CALLS = 5
+# After a switch call, a function is called, untimed, until this many milliseconds have passed
+# since the switch call began (TimingLoop.settle; at most SETTLE_MAX_CALLS calls). Measured on
+# this project's 2-vCPU VM (torch 2.13, 2026-11-27): after a block of eager calls, a shrunk
+# compiled ResNet's or ViT's next calls ran 30-36% slower than back to back and took ~40 calls
+# (~40 ms) to recover; after 25 ms of settling they were within 1% of back to back. Eager
+# recovered at once.
+SETTLE_MS = 25.0
+SETTLE_MAX_CALLS = 2000
+
+
+def settle_seconds(paired: bool, timed_calls: int) -> float:
+    """Seconds a cell's timing spends settling where two functions alternate: a switch a round
+    (a round per BLOCK_CALLS latency calls, the order reversing each round) and one more in the
+    first; none for one function."""
+    if not paired:
+        return 0.0
+    return (timed_calls / BLOCK_CALLS + 1) * SETTLE_MS / 1e3

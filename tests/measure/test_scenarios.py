@@ -6,6 +6,7 @@ runner writes to the CSV instead of the setting."""
 from __future__ import annotations
 
 import contextlib
+import math
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -16,7 +17,7 @@ import pytest
 from support import stub_environment
 
 from suite.measure.scenarios import SCENARIOS, base
-from suite.measure.timing import TimingLoop
+from suite.measure.timing import SETTLE_MS, TimingLoop
 from suite.run.runner import build_row
 from suite.spec import Cell, expand, load_matrix
 
@@ -170,6 +171,11 @@ def timed(call: str) -> list[str]:
     return ["sync", call, "sync"]
 
 
+def settling(call: str) -> int:
+    """The untimed calls after a switch call of `call` (the Recorder's clock moves by calls only)."""
+    return math.ceil(SETTLE_MS * 1e6 / CALL_NS[call]) - 1
+
+
 def test_an_eager_cell_warms_up_under_the_memory_tracker_then_times(rec: Recorder) -> None:
     row = base.measure(tiny_cell("eager", warmup=0, iterations=3), "cpu", FakeScenario)
     assert rec.log == [
@@ -209,11 +215,14 @@ def test_a_compiled_cell_takes_the_shared_path_in_order(rec: Recorder) -> None:
         "ledger:warm-up",  # and after the warm-up (CUDA graphs are recorded there)
         "accuracy",
         # one round of short blocks, eager's first: a switch call (timed apart: the previous call
-        # was the other function's), the latency calls, then a back-to-back throughput block
+        # was the other function's), untimed calls until SETTLE_MS after it began, the latency
+        # calls, then a back-to-back throughput block
         *timed("eager"),
+        *["eager"] * settling("eager"),
         *timed("eager") * 2,
         *["sync", "eager", "eager", "sync"],
         *timed("compiled"),
+        *["compiled"] * settling("compiled"),
         *timed("compiled") * 2,
         *["sync", "compiled", "compiled", "sync"],
         "counts",

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from suite.measure.timing import FIXED, StopRule, TimingLoop, Witness, host_fields, host_probe_us
+from suite.measure.timing import (
+    FIXED,
+    SETTLE_MAX_CALLS,
+    StopRule,
+    TimingLoop,
+    Witness,
+    host_fields,
+    host_probe_us,
+)
 from suite.spec import expand, load_matrix
 from suite.spec.cost import forwards
 from suite.spec.warmup import warmup_calls
@@ -142,9 +150,10 @@ class FakeEvents:
 def test_until_times_short_blocks_latency_throughput_and_switch_calls_apart() -> None:
     """A round: each function's block, forward then backward; a switch call only where the
     previous timed call was the other function's; 5 synchronized calls (latency); one block of
-    5 back-to-back calls between one sync pair (throughput, on the events where there are some)."""
+    5 back-to-back calls between one sync pair (throughput, on the events where there are some).
+    No settling here (settle_ms=0: the next test's subject), so every call is a timed one."""
     dev = FakeDevice()
-    loop = TimingLoop(dev.sync, 0, clock=dev.clock, probe=lambda: 100.0)
+    loop = TimingLoop(dev.sync, 0, clock=dev.clock, probe=lambda: 100.0, settle_ms=0)
     loop.events = FakeEvents(dev)  # type: ignore[assignment]
     timed = loop.until([dev.fn("A"), dev.fn("B")], StopRule(FIXED, max_calls=10, min_calls=10))
     calls = "".join(e for e in dev.log if e in ("A", "B"))
@@ -168,6 +177,43 @@ def test_until_times_short_blocks_latency_throughput_and_switch_calls_apart() ->
         100 * (median(timed.switch[1]) / median(timed.samples[1]) - 1)
     )
     assert timed.fields()["calls"] == 2 * (10 + 10) + 3
+
+
+def test_after_a_switch_call_the_function_settles_untimed() -> None:
+    """After each switch call, untimed calls of the same function until settle_ms have passed
+    since the switch call began; none of them is in any figure or seen by the witness; an
+    eager-only loop never settles."""
+    seen: list[tuple[str, int]] = []
+
+    class Recorder(Witness):
+        def took(self, kind: str, index: int, suite_ms: float, host_ms: float) -> None:
+            seen.append((kind, index))
+
+    dev = FakeDevice()
+    loop = TimingLoop(dev.sync, 0, clock=dev.clock, probe=lambda: 1.0, settle_ms=5.0, witness=Recorder())
+    timed = loop.until([dev.fn("A"), dev.fn("B")], StopRule(FIXED, max_calls=5, min_calls=5))
+    calls = "".join(e for e in dev.log if e in ("A", "B"))
+    settled_a = calls.index("B") - 11  # A: the switch call, settling, 5 latency calls, a block of 5
+    # the fake calls take 1, 2, 3 ... ms: after the 1st (the switch call) A runs until 5 ms have
+    # passed since it began: the 2nd and 3rd calls (1 + 2 + 3 ms, and the syncs)
+    assert settled_a == 2
+    # B's switch call alone takes 14 ms: no settling
+    assert calls == "A" * (1 + settled_a + 10) + "B" * (1 + 10)
+    # the first latency call is the call after the settling ones; the switch call is the 1st
+    assert timed.samples[0][0] == pytest.approx((FakeDevice.cost(2 + settled_a) + SYNC_NS) / 1e6)
+    assert timed.switch[0] == [pytest.approx((FakeDevice.cost(1) + SYNC_NS) / 1e6)]
+    assert seen.count(("switch", 0)) == 1 and seen.count(("call", 0)) == 5 and seen.count(("block", 0)) == 1
+    assert timed.fields()["calls"] == 2 * (5 + 5) + 2  # timed calls only: settling is untimed
+    # one function: no switch, so no settling
+    dev = FakeDevice()
+    TimingLoop(dev.sync, 0, clock=dev.clock, probe=lambda: 1.0, settle_ms=5.0).until(
+        [dev.fn("A")], StopRule(FIXED, max_calls=5, min_calls=5)
+    )
+    assert dev.calls == 10
+    # a clock that does not move: settling stops at its bound
+    stuck = FakeDevice()
+    loop = TimingLoop(stuck.sync, 0, clock=lambda: 0, settle_ms=1.0)
+    assert loop.settle(stuck.fn("A"), 0) == SETTLE_MAX_CALLS
 
 
 def test_an_eager_only_loop_has_no_switch_calls_and_times_blocks_on_the_clock() -> None:
