@@ -93,7 +93,8 @@ def build_parser() -> Parser:
         "--rounds",
         type=count("--rounds"),
         default=DEFAULT_ROUNDS,
-        help="rounds of suite loop + independent timers, alternating (default: %(default)s)",
+        help="rounds of suite loop + independent timers, alternating (default: %(default)s); a round "
+        "times --iterations calls of each function (default: one block of the loop, 5)",
     )
     p.set_defaults(func=cmd_crosscheck)
 

@@ -1,12 +1,18 @@
 """`python -m suite crosscheck`: the suite's timing loop against timers that share none of its
 code, in alternating rounds in one child process per cell (suite.run.crosscheck), and each
-ratio with its spread against the target (±3% on a CPU, ±2% on CUDA)."""
+ratio with its spread against the target (±3% on a CPU, ±2% on CUDA).
+
+Many short rounds: each round's suite half is one block of the loop (BLOCK_CALLS calls per
+function) unless `--iterations` says more, not the profile's iterations. A ratio is only as good
+as the two halves of one round seeing the same machine, and a VM's speed moves within seconds
+(docs/trust.md)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +21,7 @@ from suite.errors import UsageError
 from suite.redact import redact
 from suite.run import crosscheck, preflight, runner
 from suite.run.launch import RunPaths
+from suite.spec.warmup import BLOCK_CALLS
 
 MAX_CELLS = 12
 
@@ -33,6 +40,8 @@ def cmd_crosscheck(args: Any) -> int:
         raise UsageError("--scenarios", "the cross-check times forward passes: inference cells only")
     if len(cells) > MAX_CELLS:
         raise UsageError("--models", f"{len(cells)} cells selected; a cross-check takes at most {MAX_CELLS}")
+    if args.iterations is None:  # a round is one block of the suite's loop unless told
+        cells = [replace(c, settings=replace(c.settings, iterations=BLOCK_CALLS)) for c in cells]
     run_id = request.run_id or "crosscheck-" + runner.new_run_id()
     paths = RunPaths.make(request.out, run_id, build, environment.device)
     before = os.getloadavg()[0]

@@ -23,7 +23,7 @@ from suite.spec.model import Cell
 from suite.stats import median
 
 CHILD = "suite.measure.crosscheck"
-DEFAULT_ROUNDS = 20
+DEFAULT_ROUNDS = 60
 # How far the suite's median may be from an independent timer's (issue 13): an idle CPU, CUDA.
 TARGETS: dict[str, float] = {"cpu": 0.03, "cuda": 0.02}
 KEEP = ("status", "error", "timings", "malloc")  # the child's result fields

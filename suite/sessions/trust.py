@@ -20,7 +20,7 @@ from suite.sessions.venv import build_venv
 
 DEFAULT_BUILD = "current"
 FULL_SIZE = ["--profile", "full", "--weights", "random", "--models", "ResNet,ViT", "--batch-sizes", "1"]
-CROSSCHECK = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "10", "--rounds", "25"]
+CROSSCHECK = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "5", "--rounds", "50"]
 REPEAT = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "100", "--times", "3"]
 # The gate's rates: A/A runs of the smoke cells, and runs whose compiled calls are 20% slower;
 # 100 timed calls a cell instead of the profile's 10 (nearly free: compiling is the cost), so
