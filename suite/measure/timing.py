@@ -210,12 +210,15 @@ class TimingLoop:
 
     def settle(self, fn: Callable[[], Any], since_ns: int) -> int:
         """Untimed calls of `fn` until `settle_ms` have passed since `since_ns` (a clock reading:
-        the switch call's start); how many ran (none where `settle_ms` is 0)."""
+        the switch call's start); how many ran (none where `settle_ms` is 0). Each call is
+        synchronized, as the latency calls after it are: on a GPU the host would otherwise queue
+        far more than `settle_ms` of device work, which the next timed call would wait for."""
         if self.settle_ms <= 0:
             return 0
         calls, until = 0, since_ns + int(self.settle_ms * 1e6)
         while calls < SETTLE_MAX_CALLS and self.clock() < until:
             fn()
+            self.sync()
             calls += 1
         return calls
 

@@ -215,14 +215,14 @@ def test_a_compiled_cell_takes_the_shared_path_in_order(rec: Recorder) -> None:
         "ledger:warm-up",  # and after the warm-up (CUDA graphs are recorded there)
         "accuracy",
         # one round of short blocks, eager's first: a switch call (timed apart: the previous call
-        # was the other function's), untimed calls until SETTLE_MS after it began, the latency
+        # was the other function's), untimed synchronized calls until SETTLE_MS after it began, the latency
         # calls, then a back-to-back throughput block
         *timed("eager"),
-        *["eager"] * settling("eager"),
+        *["eager", "sync"] * settling("eager"),
         *timed("eager") * 2,
         *["sync", "eager", "eager", "sync"],
         *timed("compiled"),
-        *["compiled"] * settling("compiled"),
+        *["compiled", "sync"] * settling("compiled"),
         *timed("compiled") * 2,
         *["sync", "compiled", "compiled", "sync"],
         "counts",

@@ -197,6 +197,9 @@ def test_after_a_switch_call_the_function_settles_untimed() -> None:
     # the fake calls take 1, 2, 3 ... ms: after the 1st (the switch call) A runs until 5 ms have
     # passed since it began: the 2nd and 3rd calls (1 + 2 + 3 ms, and the syncs)
     assert settled_a == 2
+    # each settling call is synchronized, as a latency call is (on a GPU no work piles up)
+    after_switch = [e for e in dev.log[dev.log.index("A") + 1 :] if e != "clock"]
+    assert after_switch[: 1 + 2 * settled_a] == ["sync"] + ["A", "sync"] * settled_a
     # B's switch call alone takes 14 ms: no settling
     assert calls == "A" * (1 + settled_a + 10) + "B" * (1 + 10)
     # the first latency call is the call after the settling ones; the switch call is the 1st
