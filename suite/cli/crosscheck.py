@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,8 @@ MAX_CELLS = 12
 
 def cmd_crosscheck(args: Any) -> int:
     """Cross-check the selected cells; the report goes to stdout and <out>/<run-id>/crosscheck.md."""
+    if args.iterations is None:  # a round is one block of the suite's loop unless told
+        args.iterations = BLOCK_CALLS
     request = request_of(args)
     prepared = preflight.prepare(request, min_free_mb=None)
     environment, profile, build, cells = (
@@ -40,8 +41,6 @@ def cmd_crosscheck(args: Any) -> int:
         raise UsageError("--scenarios", "the cross-check times forward passes: inference cells only")
     if len(cells) > MAX_CELLS:
         raise UsageError("--models", f"{len(cells)} cells selected; a cross-check takes at most {MAX_CELLS}")
-    if args.iterations is None:  # a round is one block of the suite's loop unless told
-        cells = [replace(c, settings=replace(c.settings, iterations=BLOCK_CALLS)) for c in cells]
     run_id = request.run_id or "crosscheck-" + runner.new_run_id()
     paths = RunPaths.make(request.out, run_id, build, environment.device)
     before = os.getloadavg()[0]

@@ -279,7 +279,7 @@ class TimingLoop:
                 self.current = j
                 if len(fns) > 1 and last != j:
                     self.window = "switch"
-                    began = self.clock() if self.settle_ms > 0 else 0
+                    began = self.clock()
                     t.switch[j].append(self.call(fns[j])[0])
                     self.window = "call"
                     self.settle(fns[j], began)
