@@ -207,6 +207,14 @@ def add_schedule_args(p: argparse.ArgumentParser) -> None:
         "share cores; more is faster, but each compile_s is then measured beside the others, which "
         "every row's compile_wave says)",
     )
+    p.add_argument(
+        "--process-start",
+        choices=("fork", "spawn"),
+        default="fork",
+        help="ahead on a CPU: fork each process from one that imported torch and transformers once "
+        "(its start-up paid once), or spawn each fresh; serial and GPU runs always spawn "
+        "(default: %(default)s)",
+    )
 
 
 def add_cores_arg(p: argparse.ArgumentParser) -> None:

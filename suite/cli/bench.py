@@ -17,7 +17,7 @@ from suite.run import preflight, runner
 from suite.run.nvidia_smi import no_nvidia_gpu
 from suite.spec.cost import STUDY_GOAL_S, estimate_schedule, estimate_seconds, format_duration
 from suite.spec.model import Cell
-from suite.spec.schedule import AHEAD, SERIAL, pool_size
+from suite.spec.schedule import AHEAD, SERIAL, forks, pool_size
 from suite.spec.shard import select, siblings
 from suite.spec.vocab import STOP_CI
 
@@ -101,11 +101,13 @@ def _print_schedule(
     if not cells:
         return
     serial = estimate_schedule(cells, rates, SERIAL, energy=energy).total_s
-    est = estimate_schedule(cells, rates, args.schedule, args.cores, args.compile_pool, energy)
+    fork = forks(args.schedule, args.process_start, rates)
+    est = estimate_schedule(cells, rates, args.schedule, args.cores, args.compile_pool, energy, fork)
     if est.schedule == AHEAD:
         print(
             f"schedule ahead on {est.cores} core(s): compile {format_duration(est.compile_s)} (up to "
-            f"{est.pool} processes at once), then timing {format_duration(est.timing_s)}: "
+            f"{est.pool} processes at once{', forked' if fork else ''}), then timing "
+            f"{format_duration(est.timing_s)}: "
             f"{format_duration(est.total_s)} in all, {est.total_s / serial:.2f} x serial's "
             f"{format_duration(serial)}"
         )
@@ -183,6 +185,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         keep_compile_cache=args.keep_compile_cache,
         schedule=args.schedule,
         compile_pool=args.compile_pool,
+        process_start=args.process_start,
         banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
         f"{f' (shard {shard})' if shard else ''}, schedule {_schedule_label(args)} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",

@@ -474,6 +474,13 @@ TABLE: tuple[Column, ...] = (
         contract=False,
         doc="processes compiling at once when the row's compile_s was measured (1: alone, as serial)",
     ),
+    Column(
+        "process_start",
+        contract=False,
+        choices=("spawn", "fork"),
+        doc="spawn: a fresh `python -m suite.measure.worker`; fork: forked from the run's zygote, a "
+        "process that had imported torch and transformers once (its start-up counted as the zygote's)",
+    ),
     # issue 36: which wheels ran (the image's, as resolved for the run; torch_git is torch's own)
     Column("nightly_date", contract=False, doc="the torch nightly's date (YYYYMMDD); empty for a release"),
     Column("torch_wheel_url", contract=False, doc="the torch wheel the image installed, by URL"),

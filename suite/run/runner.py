@@ -131,14 +131,24 @@ class Sweep:
     keep_compile_cache: bool = False
     schedule: str = plan_mod.SERIAL  # suite.run.schedule: `serial` or `ahead` (the CLI's default)
     compile_pool: int | None = None  # `ahead`: compiles at once (None: suite.spec.schedule.pool_size)
+    process_start: str = plan_mod.SPAWN  # `ahead`: FORK its processes from a zygote where it can
 
     def __post_init__(self) -> None:
         if not self.cells:
             raise UsageError("cells", "the selection is empty: nothing to run")
+        if self.process_start not in plan_mod.PROCESS_STARTS:
+            raise UsageError("--process-start", f"must be fork or spawn, got {self.process_start!r}")
         if self.schedule not in plan_mod.SCHEDULES:
             raise UsageError(
                 "--schedule", f"must be one of {', '.join(plan_mod.SCHEDULES)}, got {self.schedule!r}"
             )
+
+    @property
+    def forks(self) -> bool:
+        """Whether `ahead` forks its processes (suite.spec.schedule.forks), with workers of this
+        very interpreter (a zygote must be a Python with this suite)."""
+        device = self.environment.device_type
+        return plan_mod.forks(self.schedule, self.process_start, device) and self.python == sys.executable
 
     @property
     def paths(self) -> RunPaths:
@@ -192,7 +202,12 @@ def run_cells(sweep: Sweep) -> RunReport:
                 if todo:
                     record.check_disk(todo[0][1])
                 ahead = schedule_mod.Ahead(
-                    paths, sweep.environment.device_type, sweep.python, record, pool=sweep.compile_pool
+                    paths,
+                    sweep.environment.device_type,
+                    sweep.python,
+                    record,
+                    pool=sweep.compile_pool,
+                    fork=sweep.forks,
                 )
                 schedule_mod.run_ahead(ahead, todo)
         tidy.tidy(paths, sweep.keep_compile_cache)

@@ -41,11 +41,14 @@ from suite.measure.lifeline import PARENT_ENV
 from suite.results import one_line
 from suite.run import cell_path, launch, rerun
 from suite.run.launch import RunPaths, WorkerJob, WorkerResult
+from suite.run.zygotes import Forked, Zygotes
 from suite.spec.cost import compile_process_seconds, estimate_schedule, format_duration
 from suite.spec.model import Cell
 from suite.spec.schedule import (
     AHEAD,
+    FORK,
     SERIAL,
+    SPAWN,
     Indexed,
     compiled_ahead,
     groups_of,
@@ -103,6 +106,7 @@ class Ahead:
     cores: int | None = None
     pool: int | None = None  # processes compiling at once (None: pool_size of the cores)
     stream: Any = field(default_factory=lambda: sys.stderr)
+    fork: bool = False  # the shared processes forked from a zygote (suite.run.zygotes), where it can
 
 
 RUNNING, WAITING, DONE = "running", "waiting", "done"
@@ -114,7 +118,7 @@ class Held:
     the gate it waits at, the seconds it was active for the cell: waits at its gate excluded)."""
 
     cells: list[Indexed]
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | Forked
     results: Path
     log: tuple[Path, str]
     cache: Path | None
@@ -128,6 +132,7 @@ class Held:
     wave: int = 1  # processes of its wave, compiling at once with it
     state: str = RUNNING
     leftover: list[Indexed] = field(default_factory=list)
+    start: str = SPAWN  # how the process started: spawned fresh, or forked from a zygote
 
 
 def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
@@ -136,24 +141,33 @@ def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
     groups = groups_of(cells)
     device = ahead.device_type if ahead.device_type in ("cuda", "cpu") else "cuda"
     jobs = [proc for g in groups if shareable(g[0][1]) for proc in processes_of(g)]
-    plan = estimate_schedule([c for _, c in cells], device, AHEAD, ahead.cores, ahead.pool)
+    plan = estimate_schedule([c for _, c in cells], device, AHEAD, ahead.cores, ahead.pool, fork=ahead.fork)
     width = pool_size(ahead.cores, ahead.pool)
     estimate = {id(j): _compile_estimate(j, device) for j in jobs}
     state = PoolState(len(jobs), width, sum(estimate.values()), plan.timing_s)
     pending = waves(jobs, width, key=lambda j: estimate[id(j)])
-    while pending:
-        wave = pending.pop(0)
-        print(state.line(f"next: a wave of {len(wave)} process(es) at once"), file=ahead.stream, flush=True)
-        again = _run_wave(ahead, wave, state, estimate)
-        for job in again:  # after a crash: the cells left, in a fresh process
-            estimate[id(job)] = _compile_estimate(job, device)
-            state.total += 1
-            pending.append([job])
+    zygotes = Zygotes(ahead.python, ahead.paths.logs, lambda line: _say(ahead, line)) if ahead.fork else None
+    try:
+        while pending:
+            wave = pending.pop(0)
+            _say(ahead, state.line(f"next: a wave of {len(wave)} process(es) at once"))
+            again = _run_wave(ahead, wave, state, estimate, zygotes)
+            for job in again:  # after a crash: the cells left, in a fresh process
+                estimate[id(job)] = _compile_estimate(job, device)
+                state.total += 1
+                pending.append([job])
+    finally:
+        if zygotes is not None:
+            zygotes.close()
     for group in groups:
         if not shareable(group[0][1]):
             index, cell = group[0]
             result = cell_path.run_cell(WorkerJob(cell, ahead.device_type, ahead.paths, index, ahead.python))
             ahead.emit(index, cell, tagged(result, SERIAL))
+
+
+def _say(ahead: Ahead, line: str) -> None:
+    print(line, file=ahead.stream, flush=True)
 
 
 def _compile_estimate(job: list[Indexed], device: str) -> float:
@@ -162,11 +176,15 @@ def _compile_estimate(job: list[Indexed], device: str) -> float:
 
 
 def _run_wave(
-    ahead: Ahead, wave: list[list[Indexed]], state: PoolState, estimate: dict[int, float]
+    ahead: Ahead,
+    wave: list[list[Indexed]],
+    state: PoolState,
+    estimate: dict[int, float],
+    zygotes: Zygotes | None = None,
 ) -> list[list[Indexed]]:
     """Start the wave's processes; once each waits at its gate (or has ended), let them time one
     after the other. Returns the cells a crash or hang left untimed, one list per process."""
-    held = [_start(ahead, job) for job in wave]
+    held = [_start(ahead, job, zygotes) for job in wave]
     for h in held:
         h.wave = len(held)
     try:
@@ -196,8 +214,9 @@ def _run_wave(
     return [h.leftover for h in held if h.leftover]
 
 
-def _start(ahead: Ahead, cells: list[Indexed]) -> Held:
-    """One process for `cells`: fresh compile caches (`compile_cache: cold`) or the run's."""
+def _start(ahead: Ahead, cells: list[Indexed], zygotes: Zygotes | None = None) -> Held:
+    """One process for `cells`: fresh compile caches (`compile_cache: cold`) or the run's;
+    forked from a zygote where `zygotes` can, else spawned."""
     paths = ahead.paths
     paths.logs.mkdir(parents=True, exist_ok=True)
     index, first = cells[0]
@@ -214,23 +233,21 @@ def _start(ahead: Ahead, cells: list[Indexed]) -> Held:
     extra = {PARENT_ENV: str(os.getpid()), GATE_ENV: str(results)}
     extra.update(launch.cache_env(cache or paths.compile_cache))
     extra.update(allocator.child_env(first.settings.malloc, os.environ))
-    cmd = [
-        ahead.python,
-        "-m",
-        launch.WORKER_MODULE,
-        "--cells",
-        str(cells_file),
-        str(results),
-        ahead.device_type,
-    ]
+    argv = ["--cells", str(cells_file), str(results), ahead.device_type]
     log = open(log_path, "wb")  # noqa: SIM115 (closed by the pump when the process ends)
-    proc = launch.spawn(cmd, extra)
+    proc: subprocess.Popen[bytes] | Forked | None = None
+    if zygotes is not None:
+        proc = zygotes.spawn(launch.WORKER_MODULE, argv, extra)
+    start = FORK if proc is not None else SPAWN
+    if proc is None:
+        proc = launch.spawn([ahead.python, "-m", launch.WORKER_MODULE, *argv], extra)
     pump = threading.Thread(target=_pump_and_close, args=(proc, log), daemon=True)
     pump.start()
-    return Held(cells, proc, results, (log_path, str(log_path.relative_to(paths.run_dir))), cache, pump)
+    logs = (log_path, str(log_path.relative_to(paths.run_dir)))
+    return Held(cells, proc, results, logs, cache, pump, start=start)
 
 
-def _pump_and_close(proc: subprocess.Popen[bytes], log: Any) -> None:
+def _pump_and_close(proc: subprocess.Popen[bytes] | Forked, log: Any) -> None:
     try:
         launch._pump(proc.stdout, log)
     finally:
@@ -304,7 +321,7 @@ def _emit(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
     if h.served == 0 and compiled_ahead(cell):
         result.ahead_s, wave = h.compile_s, h.wave
     h.since, h.waited, h.served = now, 0.0, h.served + 1
-    ahead.emit(index, cell, tagged(finish_rows(result, cell, ahead.device_type), AHEAD, wave))
+    ahead.emit(index, cell, tagged(finish_rows(result, cell, ahead.device_type), AHEAD, wave, h.start))
     if h.served == len(h.cells):
         h.state = DONE
 
@@ -316,11 +333,13 @@ def _fail(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
     h.state = DONE
 
 
-def tagged(result: WorkerResult, schedule: str, wave: int = 1) -> WorkerResult:
-    """Every row of the result says how it was measured; a row with a compile time also says how
-    many processes compiled at once when it compiled (`wave`: 1, alone, as in `serial`)."""
+def tagged(result: WorkerResult, schedule: str, wave: int = 1, start: str = SPAWN) -> WorkerResult:
+    """Every row of the result says how it was measured and how its process started (`start`);
+    a row with a compile time also says how many processes compiled at once when it compiled
+    (`wave`: 1, alone, as in `serial`)."""
     for row in result.rows:
         row["schedule"] = schedule
+        row["process_start"] = start
         if row.get("compile_s") not in (None, ""):
             row["compile_wave"] = wave
     return result

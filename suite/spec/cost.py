@@ -53,12 +53,13 @@ class Rates:
     compile_by_model: tuple[tuple[str, float], ...] = ()
     shrunk_compile_by_model: tuple[tuple[str, float], ...] = ()
     cell_s: float = 0.0  # a cell's own fixed work beyond its calls (warm-up, statistics, health)
+    preload_s: float = 0.0  # of startup_s, the imports a forked process skips (suite.measure.zygote)
 
     def __post_init__(self) -> None:
         if min(self.startup_s, self.compile_base_s, self.forward_s_per_m_params_image) <= 0:
             raise ValueError(f"{self}: every rate must be positive")
         measured = (s for _, s in (*self.compile_by_model, *self.shrunk_compile_by_model))
-        if min(self.compile_s_per_m_params, self.energy_s, self.cell_s, *measured) < 0:
+        if min(self.compile_s_per_m_params, self.energy_s, self.cell_s, self.preload_s, *measured) < 0:
             raise ValueError(f"{self}: no rate may be negative")
 
     def compile_s(self, model: str, size_m: float, shrunk: bool = False) -> float:
@@ -100,8 +101,12 @@ GPU_RATES = Rates(
 # and stopping its compile workers, which compile_s does not count). Full-size ResNet-50
 # (25.6 M) eager at batch 1 took 42-44 ms here (docs/trust.md).
 CPU_COMPILE_OUTSIDE_S = 3.0
+# A forked process (suite.measure.zygote) skips the imports: the zygote of the 4-model smoke run
+# under `ahead` on that VM, idle, 2026-11-27 (docs/measurement.md), had them done 6.9 s after
+# its spawn.
 CPU_RATES = Rates(
     startup_s=8.4,
+    preload_s=6.9,
     compile_base_s=16.0 + CPU_COMPILE_OUTSIDE_S,
     forward_s_per_m_params_image=1.5e-3,
     cell_s=1.0,
@@ -319,9 +324,12 @@ def estimate_schedule(
     cores: int | None = None,
     pool: int | None = None,
     energy: bool = True,
+    fork: bool = False,
 ) -> ScheduleEstimate:
     """A sweep's estimate under `schedule` on a machine with `cores`, its waves `pool` wide
-    (default: suite.spec.schedule.pool_size of the cores); `energy`: see rates_of."""
+    (default: suite.spec.schedule.pool_size of the cores); `energy`: see rates_of; `fork`: the
+    shared processes forked from a zygote (suite.spec.schedule.forks), which pays the imports
+    once and each process the rest of its start-up."""
     machine = cores if cores is not None else (os.cpu_count() or 1)
     if schedule == SERIAL:
         serial = sum(estimate_seconds(c, device_type, energy) for c in cells)
@@ -337,9 +345,11 @@ def estimate_schedule(
             first = proc[0][1]
             ahead = compiled_ahead(first)
             compile_s = compile_process_seconds(first, device_type) if ahead else RATES[device_type].startup_s
+            compile_s -= RATES[device_type].preload_s if fork else 0.0
             jobs.append((compile_s, sum(ahead_timing_seconds(c, device_type, energy) for _, c in proc)))
     # compiles that share the cores (a --compile-pool wider than pool_size's) take longer each
     # than one alone on the same machine (which serial's figures are)
     crowding = max(1.0, pool * COMPILE_CORES_BUSY / machine) / max(1.0, COMPILE_CORES_BUSY / machine)
     compile_s = crowding * sum(max(c for c, _ in wave) for wave in waves(jobs, pool, key=lambda j: j[0]))
+    compile_s += RATES[device_type].preload_s if fork and jobs else 0.0  # the zygote's own start
     return ScheduleEstimate(AHEAD, compile_s, timing + sum(t for _, t in jobs), pool, machine)

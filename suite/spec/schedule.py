@@ -17,6 +17,17 @@ from suite.spec.model import Cell
 
 SERIAL, AHEAD = "serial", "ahead"
 SCHEDULES: tuple[str, ...] = (AHEAD, SERIAL)
+# how an `ahead` process starts: forked from a zygote that imported torch and transformers once
+# (suite.measure.zygote), or spawned fresh; `serial` and CUDA runs always spawn
+FORK, SPAWN = "fork", "spawn"
+PROCESS_STARTS: tuple[str, ...] = (FORK, SPAWN)
+
+
+def forks(schedule: str, process_start: str, device_type: str) -> bool:
+    """Whether a sweep's shared processes are forked: `ahead` with `fork`, on a CPU (a CUDA context
+    does not survive a fork, and whether the driver is loaded only a GPU machine can say)."""
+    return schedule == AHEAD and process_start == FORK and device_type == "cpu"
+
 
 Indexed = tuple[int, Cell]  # a cell and its place in the sweep (its files' names)
 

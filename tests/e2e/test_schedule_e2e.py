@@ -44,6 +44,8 @@ def test_a_crash_in_a_shared_process_costs_its_cell_alone(tmp_path: Path) -> Non
     for size in ("1", "3"):
         assert rows[size]["status"] == "ok" and float(rows[size]["median_ms"]) > 0, rows[size]
     assert {r["schedule"] for r in rows.values()} == {"ahead"}
+    # both processes forked from the run's zygote, which the crash of one did not reach
+    assert {r["process_start"] for r in rows.values()} == {"fork"}
     # one process for cells 1 and 2, a fresh one for 3: two logs, each named on its rows
     assert rows["1"]["log_file"] == rows["2"]["log_file"] != rows["3"]["log_file"]
     assert proc.stderr.count("in one process") == 2, proc.stderr

@@ -125,6 +125,18 @@ def test_a_compiled_row_says_how_many_compiled_beside_it(smoke) -> None:
         assert waves["ResNet default"] == waves["ResNet reduce-overhead"] == 2, waves
 
 
+def test_its_processes_were_forked_from_one_that_imported_torch_once(smoke) -> None:
+    """On a CPU `ahead` forks its processes from a zygote (suite.measure.zygote): every row says
+    so, each pass's run says the zygote's start-up once, and a forked cell's time to its first
+    eager result still counts that start-up (as a fresh process would pay it)."""
+    rows, stderr = smoke
+    assert {r["process_start"] for r in rows} == {"fork"}
+    said = [line for line in stderr.splitlines() if line.startswith("fork server:")]
+    assert said and all("imported once in" in line for line in said), said
+    startup = min(float(line.split(" in ")[1].split(" s ")[0]) for line in said)
+    assert all(num(r, "eager_first_result_s") > startup for r in rows if r["status"] == "ok")
+
+
 def test_progress_is_shown(smoke) -> None:
     _, stderr = smoke
     passes = {"ci": ("[3/3]", "[6/6]", "[12/12]"), "full": ("[25/25]",)}[SMOKE_SCOPE]

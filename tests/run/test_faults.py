@@ -54,24 +54,32 @@ def checked_rows(out: Path) -> dict[str, dict[str, str]]:
     return {r["model"]: r for r in got.rows}
 
 
-def workers_of(out: Path) -> list[int]:
-    """Live worker processes of this run (by the scratch path on their command line)."""
-    pids = []
+def _live() -> dict[int, tuple[list[bytes], int]]:
+    """Every live process: its command line and its parent."""
+    procs = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            state, ppid = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:2]
         except OSError:
             continue
-        if (
-            b"suite.measure.worker" in cmdline
-            and any(str(out).encode() in a for a in cmdline)
-            and state != "Z"
-        ):
-            pids.append(int(proc.name))
-    return pids
+        if state != "Z":
+            procs[int(proc.name)] = (cmdline, int(ppid))
+    return procs
+
+
+def workers_of(out: Path) -> list[int]:
+    """Live worker processes of this run: spawned ones (by the scratch path on their command
+    line) and the children of its zygote (suite.measure.zygote, forked: its command line, which
+    names the run's log folder), the zygote itself counted with them."""
+    procs = _live()
+    mine = {pid for pid, (cmd, _) in procs.items() if any(str(out).encode() in a for a in cmd)}
+    zygotes = {pid for pid in mine if b"suite.measure.zygote" in procs[pid][0]}
+    spawned = {pid for pid in mine if b"suite.measure.worker" in procs[pid][0]}
+    forked = {pid for pid, (_, ppid) in procs.items() if ppid in zygotes}
+    return sorted(spawned | forked | zygotes)
 
 
 def wait_for(predicate, timeout: float, what: str) -> None:
@@ -100,7 +108,8 @@ def test_runner_killed_mid_cell_takes_its_worker_along_and_a_second_runner_is_re
             180,
             "the first worker to start",
         )
-        (worker,) = workers_of(out)
+        worker = workers_of(out)
+        assert len(worker) == 2, worker  # forked (`ahead` on a CPU): the worker and its zygote
 
         second = run(out)  # same run id, same CSV
         assert second.returncode == 2, second.stderr
@@ -108,7 +117,7 @@ def test_runner_killed_mid_cell_takes_its_worker_along_and_a_second_runner_is_re
         assert lines[-1].startswith("suite run: error: --run-id: ")
         assert f"is being written by another run (pid {first.pid} " in lines[-1]
         assert "Traceback" not in second.stderr
-        assert first.poll() is None and workers_of(out) == [worker]
+        assert first.poll() is None and workers_of(out) == worker
         assert read_rows(csv_of(out)).rows == []  # the second runner wrote nothing
 
         first.send_signal(signal.SIGKILL)

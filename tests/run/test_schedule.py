@@ -16,8 +16,11 @@ from suite.run.schedule import tagged
 from suite.spec import cost, expand, load_matrix
 from suite.spec.schedule import (
     AHEAD,
+    FORK,
     SERIAL,
+    SPAWN,
     compiled_ahead,
+    forks,
     groups_of,
     pool_size,
     processes_of,
@@ -82,6 +85,39 @@ def test_the_estimate_pays_start_up_once_per_process_and_compiles_in_waves() -> 
     saved = len(eager) * cost.GPU_RATES.startup_s
     assert abs(one.total_s - (serial.total_s - saved)) < 1e-6
     assert many.total_s < serial.total_s
+
+
+def test_forked_processes_pay_the_imports_once_on_a_cpu_only(capsys) -> None:
+    """`ahead` on a CPU forks its shared processes from a zygote: the estimate pays the imports
+    (preload_s) once, each process the rest of its start-up; serial, spawn and CUDA runs spawn,
+    and every row says how its process started."""
+    assert forks(AHEAD, FORK, "cpu") and not forks(SERIAL, FORK, "cpu")
+    assert not forks(AHEAD, SPAWN, "cpu") and not forks(AHEAD, FORK, "cuda")
+    cells = _full()
+    spawned, forked = (cost.estimate_schedule(cells, "cpu", AHEAD, 2, fork=f) for f in (False, True))
+    groups = groups_of(list(enumerate(cells)))
+    processes = sum(len(processes_of(g)) for g in groups if shareable(g[0][1]))
+    saved = (processes - 1) * cost.CPU_RATES.preload_s
+    assert cost.CPU_RATES.preload_s > 0 and abs(spawned.total_s - forked.total_s - saved) < 1e-6
+    got = tagged(WorkerResult([{"compile_s": 1.0}], 1.0, "log"), AHEAD, 1, FORK).rows
+    assert got[0]["process_start"] == FORK
+    assert tagged(WorkerResult([{}], 1.0, "log"), SERIAL).rows[0]["process_start"] == SPAWN
+    args = [
+        "plan",
+        "--matrix",
+        str(GUIDE),
+        "--profile",
+        "full",
+        "--device",
+        "cpu",
+        "--models",
+        "ViT",
+        "--cores",
+        "2",
+    ]
+    assert main(args) == 0 and "(up to 1 processes at once, forked)" in capsys.readouterr().out
+    assert main([*args, "--process-start", "spawn"]) == 0
+    assert "at once), then" in capsys.readouterr().out
 
 
 def test_processes_start_with_a_compiled_cell_and_take_the_eager_cells_of_its_batch_size() -> None:
