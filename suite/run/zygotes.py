@@ -87,7 +87,8 @@ class Zygote:
         self.sock = ours
         self.startup_s: float | None = None
         self.refused = ""
-        self.announced = False
+        self.announced = False  # its ready line said
+        self.gave_up = False  # why it cannot fork said
         self._answered = threading.Event()
         self._replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._codes: dict[int, int] = {}
@@ -216,7 +217,6 @@ class Zygotes:
             early = {k: v for k, v in env.items() if k not in LATE_ENV}
             zygote = Zygote(self.python, early, self.logs / name)
             self._by_key[key] = zygote
-        said = bool(zygote.refused)
         forked = None
         if zygote.ready():
             if not zygote.announced:
@@ -229,7 +229,8 @@ class Zygotes:
             env[SPAWN_ENV] = repr(time.time() - (zygote.startup_s or 0.0))
             env[PARENT_ENV] = str(zygote.pid)
             forked = zygote.fork(module, argv, env)
-        if forked is None and not said:
+        if forked is None and not zygote.gave_up:
+            zygote.gave_up = True
             self.say(f"fork server: {zygote.refused}; processes are spawned fresh")
         return forked
 
