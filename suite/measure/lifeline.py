@@ -45,16 +45,6 @@ def _set_pdeathsig() -> bool:
         return False
 
 
-def set_death_signal() -> None:
-    """The kernel's guard alone, for a process that must start no thread (suite.measure.zygote):
-    SIGKILL when the parent dies, at once if it already has."""
-    parent = os.getppid()
-    _set_pdeathsig()
-    text = os.environ.get(PARENT_ENV, "")
-    if os.getppid() != parent or (text.isdigit() and int(text) != parent):
-        _kill_own_group()
-
-
 def _watch(parent: int, interval: float) -> None:
     while True:
         if os.getppid() != parent:
@@ -62,8 +52,10 @@ def _watch(parent: int, interval: float) -> None:
         time.sleep(interval)
 
 
-def die_with_parent(parent: int | None = None, interval: float = 1.0) -> None:
-    """Arrange for this process to die when `parent` (default: $SUITE_PARENT_PID) does.
+def die_with_parent(parent: int | None = None, interval: float = 1.0, watch: bool = True) -> None:
+    """Arrange for this process to die when `parent` (default: $SUITE_PARENT_PID) does; without
+    `watch`, by the kernel's guard alone (for a process that must start no thread of its own:
+    suite.measure.zygote).
 
     Does nothing when no parent pid is known (a worker started by hand)."""
     if parent is None:
@@ -74,4 +66,5 @@ def die_with_parent(parent: int | None = None, interval: float = 1.0) -> None:
     _set_pdeathsig()
     if os.getppid() != parent:  # the parent died before the guard was set
         _kill_own_group()
-    threading.Thread(target=_watch, args=(parent, interval), name="lifeline", daemon=True).start()
+    if watch:
+        threading.Thread(target=_watch, args=(parent, interval), name="lifeline", daemon=True).start()

@@ -38,7 +38,7 @@ import time
 import traceback
 from typing import Any
 
-from suite.measure.lifeline import set_death_signal  # the one suite module here: children import the rest
+from suite.measure.lifeline import die_with_parent  # the one suite module here: children import the rest
 
 # Imported once, in this order; every worker imports them before its first eager result.
 PRELOAD: tuple[str, ...] = ("torch", "transformers", "transformers.modeling_utils")
@@ -162,7 +162,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m suite.measure.zygote FD SPAWNED LOGS", file=sys.stderr)
         return 2
     sock = socket.socket(fileno=fd)
-    set_death_signal()  # gone with the runner; its children go with it (theirs point here)
+    die_with_parent(watch=False)  # gone with the runner; its children go with it (theirs point here)
     try:
         for name in PRELOAD:
             importlib.import_module(name)

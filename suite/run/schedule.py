@@ -132,7 +132,11 @@ class Held:
     wave: int = 1  # processes of its wave, compiling at once with it
     state: str = RUNNING
     leftover: list[Indexed] = field(default_factory=list)
-    start: str = SPAWN  # how the process started: spawned fresh, or forked from a zygote
+
+    @property
+    def start(self) -> str:
+        """How the process started: forked from a zygote, or spawned fresh."""
+        return FORK if isinstance(self.proc, Forked) else SPAWN
 
 
 def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
@@ -235,16 +239,12 @@ def _start(ahead: Ahead, cells: list[Indexed], zygotes: Zygotes | None = None) -
     extra.update(allocator.child_env(first.settings.malloc, os.environ))
     argv = ["--cells", str(cells_file), str(results), ahead.device_type]
     log = open(log_path, "wb")  # noqa: SIM115 (closed by the pump when the process ends)
-    proc: subprocess.Popen[bytes] | Forked | None = None
-    if zygotes is not None:
-        proc = zygotes.spawn(launch.WORKER_MODULE, argv, extra)
-    start = FORK if proc is not None else SPAWN
-    if proc is None:
-        proc = launch.spawn([ahead.python, "-m", launch.WORKER_MODULE, *argv], extra)
+    forked = zygotes.spawn(launch.WORKER_MODULE, argv, extra) if zygotes is not None else None
+    proc = forked or launch.spawn([ahead.python, "-m", launch.WORKER_MODULE, *argv], extra)
     pump = threading.Thread(target=_pump_and_close, args=(proc, log), daemon=True)
     pump.start()
     logs = (log_path, str(log_path.relative_to(paths.run_dir)))
-    return Held(cells, proc, results, logs, cache, pump, start=start)
+    return Held(cells, proc, results, logs, cache, pump)
 
 
 def _pump_and_close(proc: subprocess.Popen[bytes] | Forked, log: Any) -> None:

@@ -234,10 +234,6 @@ class Zygotes:
             self.say(f"fork server: {zygote.refused}; processes are spawned fresh")
         return forked
 
-    def startup_s(self) -> float | None:
-        """The measured start-up of the first zygote that could fork (None: none could)."""
-        return next((z.startup_s for z in self._by_key.values() if z.startup_s is not None), None)
-
     def close(self) -> None:
         for zygote in self._by_key.values():
             zygote.close()
