@@ -55,6 +55,38 @@ def _extra_timed(name: str, unit: str, doc: str, positive: bool = True) -> Colum
     return Column(name, NUMBER, unit, contract=False, timing=True, positive=positive, doc=doc)
 
 
+def _pair_ratio(name: str, what: str) -> tuple[Column, ...]:
+    """A pair's ratio of one figure (base / new: > 1, the new build is faster) and its 95% CI."""
+    doc = f"paired with pair_partner, per round base / new of {what}: the median over rounds"
+    return (
+        _extra_timed(f"pair_{name}", "x", doc),
+        _extra_timed(f"pair_{name}_ci95_low", "x", f"95% CI of pair_{name} (a bootstrap over rounds)"),
+        _extra_timed(f"pair_{name}_ci95_high", "x", ""),
+    )
+
+
+# Two builds timed side by side, in alternating rounds on one device (docs/pairs.md,
+# suite.run.pair): which pair and role, and on the new build's row the paired ratios.
+PAIR_COLUMNS: tuple[Column, ...] = (
+    Column("pair_id", contract=False, doc="the pair session both builds' rows were timed in"),
+    Column("pair_role", contract=False, choices=("base", "new"), doc="this row's build in the pair"),
+    Column("pair_partner", contract=False, doc="the other build of the pair"),
+    Column("pair_rounds", INT, contract=False, timing=True, doc="rounds each build timed in turn"),
+    *_pair_ratio("latency", "the row's function's latency (median of each round's calls)"),
+    *_pair_ratio("throughput", "the row's function's throughput block"),
+    *_pair_ratio("eager_latency", "the eager function's latency, on a compiled row"),
+    *_pair_ratio("eager_throughput", "the eager function's throughput block, on a compiled row"),
+    *_pair_ratio("speedup", "the compiled speed-up, new / base (eager / compiled of each round)"),
+    _extra_timed("pair_compile_time_ratio", "x", "compile_s new / base (one compile each)"),
+    Column(
+        "timing_cpus",
+        contract=False,
+        setting=True,
+        doc="the CPUs a pair's workers were pinned to while timed (both builds the same)",
+    ),
+)
+
+
 # The contract's columns, in this order, first; then the suite's extras ("more may follow").
 TABLE: tuple[Column, ...] = (
     Column("run_id"),
@@ -368,9 +400,10 @@ TABLE: tuple[Column, ...] = (
         "stop_reason",
         contract=False,
         timing=True,
-        choices=("fixed", "ci", "max_calls", "max_seconds"),
+        choices=("fixed", "ci", "max_calls", "max_seconds", "pair"),
         doc="why the timed loop stopped: fixed (stop_rule: fixed, `iterations` calls), ci (the median's "
-        "95% CI within ci_target_pct), max_calls (`iterations` reached first), max_seconds (max_timing_s)",
+        "95% CI within ci_target_pct), max_calls (`iterations` reached first), max_seconds (max_timing_s), "
+        "pair (a pair's coordinator: the paired ratios narrow enough, docs/pairs.md)",
     ),
     _extra_timed("timed_s", "s", "seconds the timed loop took (all processes)"),
     # issue 27: processes per cell (suite.run.cell_path, suite.run.pooled)
@@ -572,6 +605,7 @@ TABLE: tuple[Column, ...] = (
         "/s",
         "the lowest rate above serving_rate_per_s that failed (empty: none tried, the rate is a lower bound)",
     ),
+    *PAIR_COLUMNS,
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 
