@@ -49,6 +49,28 @@ def pair_key(key_fields: dict[str, object]) -> str:
     return json.dumps(kept, sort_keys=True, default=str)
 
 
+class UnixAddress:
+    """A Unix socket's path as bind and connect can take it: a path longer than the kernel's
+    limit (108 bytes; a run folder deep in a CI workspace) is reached through its folder's open
+    descriptor, /proc/self/fd/N/NAME. A context manager: the descriptor is closed after."""
+
+    LIMIT = 100
+
+    def __init__(self, path: str) -> None:
+        self.path, self.fd = path, -1
+
+    def __enter__(self) -> str:
+        if len(self.path.encode()) < self.LIMIT:
+            return self.path
+        folder, name = os.path.split(self.path)
+        self.fd = os.open(folder or ".", os.O_RDONLY)
+        return f"/proc/self/fd/{self.fd}/{name}"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+
+
 def allowed_cpus() -> list[int]:
     """The CPUs this process may run on (its cgroup's cpuset in a container)."""
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
@@ -103,7 +125,8 @@ class Partner:
             raise ValueError(f"{ROLE_ENV}={role!r}: must be {' or '.join(ROLES)}")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(CONNECT_TIMEOUT_S)
-        sock.connect(path)
+        with UnixAddress(path) as address:
+            sock.connect(address)
         sock.settimeout(None)  # a partner's compile may take as long as the cell's timeout
         partner = Partner(sock, role, sock.makefile("r", encoding="utf-8"))
         partner.send("hello", role=role, key=pair_key(key_fields), cpus=allowed_cpus(), **hello)

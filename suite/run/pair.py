@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suite.measure.pairing import BASE, NEW, PAIRED, ROLES, SOLO, STOP, TURN
+from suite.measure.pairing import BASE, NEW, PAIRED, ROLES, SOLO, STOP, TURN, UnixAddress
 from suite.spec.warmup import BLOCK_CALLS
 from suite.stats import median, median_ci, percentile
 
@@ -240,7 +240,8 @@ class Coordinator:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.unlink(missing_ok=True)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        server.bind(str(self.path))
+        with UnixAddress(str(self.path)) as address:
+            server.bind(address)
         os.chmod(self.path, 0o777)  # a container's user (not this one's) connects too
         server.listen(16)
         self._server = server
@@ -418,7 +419,8 @@ class RunnerLine:
     @staticmethod
     def connect(path: str, role: str, keys: Sequence[str]) -> RunnerLine:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(path)
+        with UnixAddress(path) as address:
+            sock.connect(address)
         line = RunnerLine(sock, sock.makefile("r", encoding="utf-8"))
         line._say({"op": "runner", "role": role, "cells": list(keys)})
         return line

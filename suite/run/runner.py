@@ -230,7 +230,7 @@ def _serial(sweep: Sweep, paths: RunPaths, todo: Sequence[tuple[int, Cell]], rec
     each as it ends."""
     device = sweep.environment.device
     keys = [pair_key(cell.key_fields(device)) for _, cell in todo]
-    line = RunnerLine.connect(sweep.pair.socket, sweep.pair.role, keys) if sweep.pair else None
+    line = _pair_line(sweep.pair, keys) if sweep.pair else None
     env = sweep.pair.env() if sweep.pair else {}
     try:
         for (index, cell), key in zip(todo, keys, strict=True):
@@ -244,6 +244,15 @@ def _serial(sweep: Sweep, paths: RunPaths, todo: Sequence[tuple[int, Cell]], rec
     finally:
         if line is not None:
             line.close()
+
+
+def _pair_line(pair: Pairing, keys: Sequence[str]) -> RunnerLine:
+    try:
+        return RunnerLine.connect(pair.socket, pair.role, keys)
+    except OSError as exc:
+        raise UsageError(
+            "--pair", f"no pair coordinator answers at {pair.socket} ({exc.strerror or exc})"
+        ) from None
 
 
 def _resume_hint(sweep: Sweep) -> str:

@@ -76,11 +76,11 @@ def fake_worker(
     partner = Partner.open(str(path), role, key, build=f"build-{role}", functions=2, rule=RULE)
     try:
         partner.prepare()
-        device.use()
+        device.use()  # building and compiling the model: alone on the device too
+        time.sleep(0.01)
         device.free()
         loop = TimingLoop(lambda: None, clock=clock, probe=lambda: 1.0, settle_ms=0, partner=partner)
         out["mode"] = partner.ready(compile_s=2.0 if role == BASE else 2.6)
-        device.use()  # from here to the end of the rounds this worker is on the device only in turn
         timed = _until(loop, [fn(ms[0]), fn(ms[1])], device)
         out["timed"] = timed
         out["fields"] = partner.timed()
@@ -91,8 +91,7 @@ def fake_worker(
 
 
 def _until(loop: TimingLoop, fns: list[Callable[[], None]], device: Device) -> Any:
-    """The loop, with the device marked busy only while a round runs."""
-    device.free()
+    """The loop, with the device marked busy while a call runs."""
     wrapped = []
     for f in fns:
 

@@ -124,13 +124,13 @@ def _measure(cell: Cell, device: str, kind: type[Scenario], partner: Partner | N
 
 def _gate(loop: TimingLoop, fns: list[Callable[[], Any]], compile_s: float | None = None) -> None:
     """Under `ahead`, wait until the runner lets this process time alone (suite.measure.gate);
-    in a pair, until the coordinator grants the timing (suite.measure.pairing). After a wait,
-    one untimed call of each function, so the timing starts as warm as without."""
-    waited = gate.wait() > 0
+    in a pair, until the coordinator grants the timing (suite.measure.pairing: each of its rounds
+    starts with a switch call and settling, and both workers are let go at once, so no untimed
+    call here). After a gate's wait, one untimed call of each function, so the timing starts as
+    warm as without."""
     if loop.partner is not None:
         loop.partner.ready(compile_s)
-        waited = True
-    if waited:
+    elif gate.wait() > 0:
         for fn in fns:
             fn()
             loop.sync()
