@@ -14,11 +14,14 @@ from dataclasses import dataclass, field, replace
 
 from suite.compare.rule import (
     FAILING_VERDICTS,
+    SEPARATE_RULE,
     SETTINGS_DIFFER,
     NoiseFloor,
     Rule,
     between_run_sd,
     judge,
+    judge_paired,
+    paired,
     speedup_noise_sd,
 )
 from suite.compare.samples import Groups, Sampled, SampleKey, sampled_ratio
@@ -26,6 +29,7 @@ from suite.compare.settings import SettingDiff, differences, settings_of, unreco
 from suite.report.load import Loaded
 from suite.report.measurement import Measurement, measurement_of
 from suite.results import CELL_COLUMNS, KEY_COLUMNS, format_value
+from suite.run import pairrule
 
 # A cell across two runs; the build is added when a run holds several builds.
 MATCH_COLUMNS: tuple[str, ...] = tuple(c for c in CELL_COLUMNS if c != "build")
@@ -46,6 +50,11 @@ class CellChange:
     verdict: str
     settings: tuple[SettingDiff, ...] = ()  # what differs (verdict SETTINGS_DIFFER)
     sampled: bool = False  # the median's interval came from both runs' samples
+    rule: str = SEPARATE_RULE  # which rule judged it: the separate runs', or the pair's
+
+    @property
+    def paired(self) -> bool:
+        return self.rule == pairrule.RULE_NAME
 
     @property
     def unhealthy(self) -> bool:
@@ -93,6 +102,11 @@ class Comparison:
                 pair = f"{d.base} -> {d.new}"
                 out[d.name] = (n + 1, seen if pair in seen else (*seen, pair))
         return out
+
+    @property
+    def paired_cells(self) -> int:
+        """Cells judged by the pair's rule (timed side by side)."""
+        return sum(c.paired for c in self.changes)
 
     @property
     def sampled_cells(self) -> int:
@@ -216,6 +230,11 @@ def _change(
     if apart:
         return CellChange(key, base.build, new.build, bm, nm, None, None, None, SETTINGS_DIFFER, apart)
     rule, noise = how
+    if paired(bm, nm):
+        verdict, ratio, low, high = judge_paired(bm, nm)
+        return CellChange(
+            key, base.build, new.build, bm, nm, ratio, low, high, verdict, rule=pairrule.RULE_NAME
+        )
     sampled = samples.ratio(base.samples, new.samples) if samples is not None and bm.ok and nm.ok else None
     verdict, ratio, low, high = judge(bm, nm, rule.threshold, rule, noise.bound(rule.noise_z), sampled)
     return CellChange(
