@@ -89,7 +89,10 @@ def _ratio(c: CellChange) -> str:
     if c.ratio is None:
         return "—"
     interval = f" [{c.low:.3f}, {c.high:.3f}]" if c.low is not None and c.high is not None else ""
-    return f"{c.ratio:.3f}x{interval}" + (" (paired)" if c.paired else "")
+    if not c.paired:
+        return f"{c.ratio:.3f}x{interval}"
+    lost = pairrule.where(c.base.more.get("device_ms"), c.new.more.get("device_ms")) if c.ratio > 1 else ""
+    return f"{c.ratio:.3f}x{interval} (paired{'; ' + lost if lost else ''})"
 
 
 def _change(c: CellChange) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from suite.measure import cudagraphs, energy, phases
 from suite.results import FAIL, OK
+from suite.results.columns import DEVICE_TIME_COLUMNS
 from suite.results.health import HEALTHY
 from suite.run.pairrule import PairFigures
 
@@ -36,6 +37,7 @@ MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
     *cudagraphs.COLUMNS,
     *energy.COLUMNS,
+    *(c.name for c in DEVICE_TIME_COLUMNS),
 )
 # the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
 COMPILE_COST_FIGURES: tuple[str, ...] = (

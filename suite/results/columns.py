@@ -65,6 +65,17 @@ def _pair_ratio(name: str, what: str) -> tuple[Column, ...]:
     )
 
 
+# The device's share of a call on CUDA, from one profiled pass after the timed calls
+# (suite.measure.devicetime): whether a change is in the kernels or on the host.
+DEVICE_TIME_COLUMNS: tuple[Column, ...] = (
+    _extra_timed("device_ms", "ms", "CUDA: the GPU's busy time per call of the row's function (profiled)"),
+    _extra_timed("host_ms", "ms", "CUDA: median_ms - device_ms, the host's share", positive=False),
+    _extra_timed("eager_device_ms", "ms", "CUDA: device_ms of the eager function, on a compiled row"),
+    _extra_timed("eager_host_ms", "ms", "CUDA: eager_median_ms - eager_device_ms", positive=False),
+    Column("device_note", contract=False, doc="why device_ms is empty on a CUDA row (the profiler failed)"),
+)
+
+
 # Two builds timed side by side, in alternating rounds on one device (docs/pairs.md,
 # suite.run.pair): which pair and role, and on the new build's row the paired ratios.
 PAIR_COLUMNS: tuple[Column, ...] = (
@@ -605,6 +616,7 @@ TABLE: tuple[Column, ...] = (
         "/s",
         "the lowest rate above serving_rate_per_s that failed (empty: none tried, the rate is a lower bound)",
     ),
+    *DEVICE_TIME_COLUMNS,
     *PAIR_COLUMNS,
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}

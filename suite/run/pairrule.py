@@ -89,6 +89,18 @@ def judge(p: PairFigures) -> PairVerdict:
     return PairVerdict(FASTER, tuple(faster)) if faster else PairVerdict(UNCHANGED, ())
 
 
+KERNELS, HOST = "in the kernels", "on the host"
+
+
+def where(base_device_ms: float | None, new_device_ms: float | None) -> str:
+    """Where a slower call lost its time (the rows' profiled device time, suite.measure.devicetime):
+    in the kernels when the GPU's busy time per call grew as the rule counts slower (past
+    1 / THRESHOLD), else on the host; "" without both figures (a CPU, an older row)."""
+    if not base_device_ms or not new_device_ms:
+        return ""
+    return KERNELS if base_device_ms / new_device_ms < THRESHOLD else HOST
+
+
 def _number(value: object) -> float | None:
     try:
         x = float(value)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import cell as parts
-from suite.measure import cudagraphs, gate
+from suite.measure import cudagraphs, devicetime, gate
 from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
 from suite.measure.counters import cudagraph_skips, dynamo_counts
 from suite.measure.energy import COMPILED, EAGER, Energy
@@ -27,6 +27,7 @@ from suite.measure.phases import Calls, Ledger
 from suite.measure.provenance import matmul_fields
 from suite.measure.timing import StopRule, TimingLoop, synchronizer
 from suite.spec.model import Cell
+from suite.stats import median
 
 # the result's per-call milliseconds by series (not a CSV column: suite.run.launch keeps them
 # apart for the samples file beside the CSV, suite.results.samples)
@@ -152,6 +153,7 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
         health.calls = timed.fields()["calls"]  # (suite.measure.health: page faults per call)
     pair = _timed_done(loop)
     (samples,) = timed.samples
+    pair.update(devicetime.fields(device, {"": scenario.eager}, loop.sync, {"": median(samples)}))
     energy.blocks([(EAGER, scenario.eager)])
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
     return {
@@ -191,6 +193,11 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
         health.calls = timed.fields()["calls"]
     pair = _timed_done(loop)
     eager_samples, samples = timed.samples
+    fns, medians = (
+        {"": compiled, "eager_": scenario.eager},
+        {"": median(samples), "eager_": median(eager_samples)},
+    )
+    pair.update(devicetime.fields(device, fns, loop.sync, medians))
     extra = scenario.extra_fields(loop, compiled)  # before the end count: its compiles are recompiles
     _, graphs_end = dynamo_counts()
     energy.blocks([(EAGER, scenario.eager), (COMPILED, compiled)])
