@@ -204,8 +204,16 @@ def test_column_groups_come_from_the_one_table() -> None:
     serving_why = (
         "serving_floor_ms", "serving_lowest_rate_per_s", "serving_lowest_p99_ms", "serving_failed_rate_per_s",
     )  # fmt: skip
+    # the device's share of a call on CUDA; two builds timed side by side (docs/pairs.md)
+    device_time = ("device_ms", "host_ms", "eager_device_ms", "eager_host_ms")
+    pair = ("pair_rounds", *(
+        f"pair_{name}{end}"
+        for name in ("latency", "throughput", "eager_latency", "eager_throughput", "speedup")
+        for end in ("", "_ci95_low", "_ci95_high")
+    ), "pair_compile_time_ratio")  # fmt: skip
     assert tuple(results.TIMING_COLUMNS) == (
-        *contract, *compile_cost, *issue_29, *issue_28, *issue_27, *issue_40, *issue_38, *serving_why
+        *contract, *compile_cost, *issue_29, *issue_28, *issue_27, *issue_40, *issue_38, *serving_why,
+        *device_time, *pair,
     )  # fmt: skip
     # a dynamic-batch cell owes one row per (setting, batch size): `dynamic` is in both keys
     assert results.KEY_COLUMNS == (
@@ -219,7 +227,7 @@ def test_column_groups_come_from_the_one_table() -> None:
     )  # fmt: skip
     assert COLUMNS[len(CONTRACT_COLUMNS) :] == results.EXTRA_COLUMNS
     extras = set(compile_cost) | set(issue_29) | set(issue_28) | set(issue_27) | set(issue_40) | set(issue_38)
-    extras |= set(serving_why)
+    extras |= set(serving_why) | set(device_time) | set(pair)
     assert set(results.TIMING_COLUMNS) - extras <= set(CONTRACT_COLUMNS)
     ranks = sorted(c.cell for c in results.TABLE if c.cell)
     assert ranks == list(range(1, len(ranks) + 1)), "cell ranks: 1, 2, ... once each"
