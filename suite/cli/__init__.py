@@ -191,6 +191,12 @@ def build_parser() -> Parser:
     )
     add_noise_flags(p)
     add_medians_only_flag(p)
+    p.add_argument(
+        "--separate",
+        action="store_true",
+        help="judge every cell as two separate runs, also those timed side by side in one pair session "
+        "(default: those by the pair's rule, docs/pairs.md)",
+    )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)
 

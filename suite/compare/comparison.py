@@ -51,6 +51,7 @@ class CellChange:
     settings: tuple[SettingDiff, ...] = ()  # what differs (verdict SETTINGS_DIFFER)
     sampled: bool = False  # the median's interval came from both runs' samples
     rule: str = SEPARATE_RULE  # which rule judged it: the separate runs', or the pair's
+    separate: str = ""  # a paired cell: the separate runs' verdict on the same two rows, beside it
 
     @property
     def paired(self) -> bool:
@@ -230,13 +231,13 @@ def _change(
     if apart:
         return CellChange(key, base.build, new.build, bm, nm, None, None, None, SETTINGS_DIFFER, apart)
     rule, noise = how
-    if paired(bm, nm):
-        verdict, ratio, low, high = judge_paired(bm, nm)
-        return CellChange(
-            key, base.build, new.build, bm, nm, ratio, low, high, verdict, rule=pairrule.RULE_NAME
-        )
     sampled = samples.ratio(base.samples, new.samples) if samples is not None and bm.ok and nm.ok else None
     verdict, ratio, low, high = judge(bm, nm, rule.threshold, rule, noise.bound(rule.noise_z), sampled)
+    if rule.pairs and paired(bm, nm):  # the pair's rule; the separate runs' verdict kept beside it
+        by_pair, *interval = judge_paired(bm, nm)
+        return CellChange(
+            key, base.build, new.build, bm, nm, *interval, by_pair, rule=pairrule.RULE_NAME, separate=verdict
+        )
     return CellChange(
         key, base.build, new.build, bm, nm, ratio, low, high, verdict, sampled=sampled is not None
     )

@@ -237,6 +237,34 @@ def _paired_text(cmp: Comparison) -> str:
     )
 
 
+def _paired_section(cmp: Comparison) -> list[str]:
+    """Each paired cell's verdict by the pair's rule beside the separate runs' rule on the same
+    two rows, with the paired interval's half-width: how the two rules differ on one set of data."""
+    paired = [c for c in cmp.changes if c.paired]
+    if not paired:
+        return []
+    flagged = sum(c.verdict in FAILING_VERDICTS for c in paired)
+    apart = sum(c.separate in FAILING_VERDICTS for c in paired)
+    header = [*_label_header(cmp.key_columns), "paired latency base / new [95% CI]", "half-width"]
+    header += ["paired speed-up new / base [95% CI]", "the pair's verdict", "the separate runs' verdict"]
+    rows = []
+    for c in paired:
+        assert c.new.pair is not None
+        lat, speed = c.new.pair.ratios.get("latency"), c.new.pair.ratios.get("speedup")
+        half = f"{(lat.high - lat.low) / 2 / lat.value:.1%}" if lat else "—"
+        rows.append([
+            *_cell_label(cmp.key_columns, c.key), lat.text() if lat else "—", half,
+            speed.text() if speed else "—", c.verdict, c.separate or "—",
+        ])  # fmt: skip
+    return [
+        "",
+        f"## Paired cells, both rules: {flagged} of {len(paired)} failing by the pair's rule, {apart} by "
+        "the separate runs' rule on the same rows",
+        "",
+        *_table(header, rows),
+    ]
+
+
 def _noise_text(cmp: Comparison) -> str:
     text = _floor_text(cmp)
     if cmp.rerun_cells:
@@ -333,6 +361,7 @@ def render(
                 for c in rows
             ],
         )
+    lines += _paired_section(cmp)
     for title, keys in (("Only in base", cmp.only_base), ("Only in new", cmp.only_new)):
         if keys:
             lines += ["", f"## {title}: {len(keys)}", ""]

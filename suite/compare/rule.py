@@ -87,6 +87,7 @@ class Rule:
     # a device not yet measured): `compare --run-noise-pct`; None: such rows get the noise floor
     run_noise_pct: float | None = None
     speedup_noise_pct: float | None = None  # the same for the paired speed-up
+    pairs: bool = True  # a cell timed side by side is judged by the pair's rule (False: as separate runs)
 
 
 @dataclass(frozen=True)
