@@ -8,6 +8,7 @@ line nox prints is redacted. No Docker, no GPU and no network are needed.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import logging
 import os
@@ -431,3 +432,28 @@ def test_containers_e2e_makes_or_names_the_missing_stand_in_base(
     have_images(fake, "local/ubuntu:22.04")  # there: nothing to do
     e2e.make_local_bases(runner, report, builds, ROOT)
     assert report.lines == []
+
+
+def test_bench_nightly_pairs_the_two_builds_containers_on_one_gpu(fake: SimpleNamespace) -> None:
+    """Both builds' containers at once, their workers taking turns through the session's coordinator
+    (its socket in the mounted run folder): rounds never overlap, the order alternates, and the new
+    build's worker is handed the pair's ratios (its fake calls 1.2x as long as the base's)."""
+    proc = nox(fake, "-s", "bench-nightly", "--", "--run-id", "np", "--build", "nightly",
+               "--out", str(fake.out), "--profile", "smoke", "--no-merge", FAKE_DOCKER_PAIR="2",
+               FAKE_DOCKER_PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(ROOT)]))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "pair " in proc.stderr and "stable (base), nightly (new)" in proc.stderr
+    spans = [
+        json.loads(line) for line in Path(fake.env["FAKE_DOCKER_LOG"] + ".pair").read_text().splitlines()
+    ]
+    roles = [role for role, _, _ in sorted(spans, key=lambda s: s[1])]
+    assert len(roles) >= 20 and roles[:4] == ["base", "new", "new", "base"]
+    ends = sorted((start, end) for _, start, end in spans)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ends)), "two containers timed at once"
+    run_dir = fake.out / "np"
+    new = json.loads((run_dir / "fake-nightly.json").read_text())
+    base = json.loads((run_dir / "fake-stable.json").read_text())
+    assert new["pair_role"] == "new" and new["pair_partner"] == "stable" and base["pair_role"] == "base"
+    assert new["pair_id"] == base["pair_id"] and new["pair_rounds"] >= 10
+    assert 0.7 < new["pair_latency"] < 0.95 and new["pair_latency_ci95_high"] < 1.0
+    assert not (run_dir / ".pair-gpu0.sock").exists()  # the coordinator cleaned up after itself

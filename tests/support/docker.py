@@ -86,6 +86,10 @@ elif args[:1] == ["run"]:
         sys.exit(1)
     if probe:
         print(f"probe: torch 2.0.1+cu118 compiled and ran a function on {{args[-1]}}")
+    elif os.environ.get("FAKE_DOCKER_PAIR") and "--pair" in args:  # a paired runner: its side, faked
+        import subprocess
+        env = dict(os.environ, PYTHONPATH=os.environ["FAKE_DOCKER_PYTHONPATH"])
+        sys.exit(subprocess.run([sys.executable, "-m", "support.fake_container", *args], env=env).returncode)
 else:
     print("fake docker: unexpected " + " ".join(args), file=sys.stderr)
     sys.exit(99)
