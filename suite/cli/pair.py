@@ -31,8 +31,16 @@ OWN_FLAGS: dict[str, bool] = {
 
 
 def add_pair_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--base", required=True, help="the build the other is measured against")
-    p.add_argument("--new", required=True, help="the build measured (the same as --base: an A/A pair)")
+    p.add_argument(
+        "--base",
+        default=None,
+        help="the build the other is measured against (default: this Python's, detected)",
+    )
+    p.add_argument(
+        "--new",
+        default=None,
+        help="the build measured (default: this Python's; the same as --base: an A/A pair)",
+    )
     p.add_argument(
         "--python-base", default=sys.executable, help="the base build's Python (default: this one)"
     )
@@ -104,13 +112,13 @@ def cmd_pair(args: argparse.Namespace) -> int:
     return 1 if regressed else 0
 
 
-def _summary(run_dir: Path, build: str, pair_id: str) -> int:
+def _summary(run_dir: Path, pair_id: str) -> int:
     """Each paired cell of the new build's rows: its ratios and verdict; how many regressed."""
     rows = [
         row
         for csv in sorted((run_dir / "raw").glob("*.csv"))
         for row in read_rows(csv).rows
-        if row.get("build") == build and row.get("pair_id") == pair_id
+        if row.get("pair_id") == pair_id and row.get("pair_role") == NEW
     ]
     judged = [(row, pairrule.PairFigures.of(row.get)) for row in rows]
     print(f"\nrule: {pairrule.RULE_NAME}")
