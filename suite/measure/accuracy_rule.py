@@ -187,7 +187,7 @@ def _judge_tensor(i: int, out: Outputs, rule: Rule) -> Judged:
     r = out.fp64[i].double() if out.fp64 is not None else None
     shape = tuple(a.shape)
     if not _same_nonfinite(a, b):
-        return Judged(i, shape, False, "nonfinite", _spread(r if r is not None else a))
+        return Judged(i, shape, False, "nonfinite", spread(r if r is not None else a))
     finite = torch.isfinite(a) & torch.isfinite(b)
     if r is not None:
         finite &= torch.isfinite(r)
@@ -196,14 +196,14 @@ def _judge_tensor(i: int, out: Outputs, rule: Rule) -> Judged:
     close = bool(torch.allclose(a, b, atol=tol, rtol=tol))
     if r is None:
         cosine = 1.0 if close else _cosine(a, b)
-        spread = _spread(a)
-        return Judged(i, shape, close or cosine >= COSINE_FLOOR, "allclose" if close else "cosine", spread, cosine=cosine)
+        how = "allclose" if close else "cosine"
+        return Judged(i, shape, close or cosine >= COSINE_FLOOR, how, spread(a), cosine=cosine)
     r = r[finite]
     rmse, rmse_eager, multiplier = _rmse(r, b), _rmse(r, a), rule.multiplier(shape)
     bound = multiplier * rmse_eager + tol / SLACK_DIVISOR
     passed = close or rmse <= bound
     how = "allclose" if close else "rmse"
-    return Judged(i, shape, passed, how, _spread(r), rmse, rmse_eager, multiplier, bound=bound)
+    return Judged(i, shape, passed, how, spread(r), rmse, rmse_eager, multiplier, bound=bound)
 
 
 def _rmse(ref: Any, res: Any) -> float:
@@ -218,7 +218,7 @@ def _cosine(a: Any, b: Any) -> float:
     return float(torch.nn.functional.cosine_similarity(a.flatten(), b.flatten(), dim=0, eps=1e-6))
 
 
-def _spread(t: Any) -> float:
+def spread(t: Any) -> float:
     """The standard deviation of a tensor's finite values (a single value: its magnitude)."""
     import torch
 
