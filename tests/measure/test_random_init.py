@@ -102,3 +102,20 @@ def test_pretrained_weights_are_the_checkpoints(monkeypatch: pytest.MonkeyPatch)
     model, _, _ = parts.prepare(pretrained, "cpu")
     assert calls == []
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in state.items())
+
+
+def test_a_models_own_tolerance_is_said_with_its_reason_in_the_row() -> None:
+    from dataclasses import replace
+
+    cell = SMOKE["ViT"]
+    own = replace(cell.model, tolerance=0.004, tolerance_reason="measured, see docs")
+    cell = replace(cell, model=own, settings=replace(cell.settings, tolerance=0.004))
+    model, batch, _ = parts.prepare(cell, "cpu")
+
+    def eager() -> object:
+        return model(**batch)
+
+    verdict, _ = accuracy_pass.verdict(cell, model, batch, (eager, eager))
+    fields = verdict.fields()
+    assert fields["accuracy"] == PASS and "tolerance 0.004: measured, see docs" in fields["accuracy_note"]
+    assert fields["accuracy_context"] == "cpu: no TF32; torch's CPU kernels"
