@@ -17,50 +17,61 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from suite.errors import UsageError
+from suite.spec.model import Cell
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def spreads(profile: str, models: Sequence[str] | None, matrix: Path) -> list[str]:
-    """The lines the module docstring describes, model by model."""
+def _judged_against_itself(cell: Cell) -> tuple[Any, Any]:
+    """(the rule's verdict, the pass's outputs) of the cell's eager model judged as its own
+    compiled function: what the rule makes of the outputs themselves."""
     from suite.measure import accuracy_pass
     from suite.measure import cell as parts
-    from suite.measure.accuracy_rule import Rule, judge, spread
+
+    model, batch, _ = parts.prepare(cell, "cpu")
+
+    def eager() -> Any:
+        return model(**batch)
+
+    return accuracy_pass.verdict(cell, model, batch, (eager, eager))
+
+
+def spreads(profile: str, models: Sequence[str] | None, matrix: Path) -> list[str]:
+    """The lines the module docstring describes, model by model."""
+    from suite.measure.accuracy_rule import Rule, spread
     from suite.spec import Filters, expand, load_matrix
 
     filters = Filters(models=tuple(models) if models else None, overrides={"weights": "random"})
-    cells, seen = [], set()
+    cells: dict[str, Cell] = {}
     for cell in expand(load_matrix(matrix), profile, "any", filters):
-        if cell.model.name not in seen and cell.scenario == "inference":
-            seen.add(cell.model.name)
-            cells.append(cell)
-    lines = ["| model | output | shape | spread | RMSE fp32 vs fp64 | spread / floor |", "|---|---|---|---|---|---|"]
+        if cell.scenario == "inference":
+            cells.setdefault(cell.model.name, cell)
+    lines = [
+        "| model | output | shape | spread | RMSE fp32 vs fp64 | spread / floor |",
+        "|---|---|---|---|---|---|",
+    ]
     verdicts = []
-    for cell in cells:
-        model, batch, _ = parts.prepare(cell, "cpu")
-
-        def eager(model=model, batch=batch):  # type: ignore[no-untyped-def]
-            return model(**batch)
-
-        ran = accuracy_pass.run(eager, eager, lambda: accuracy_pass.float64_answer(model, batch), ("cpu", False))
-        rule = Rule(cell.settings.tolerance)
+    for name, cell in cells.items():
+        verdict, ran = _judged_against_itself(cell)
+        floor = Rule(cell.settings.tolerance).floor
         exact = ran.outputs.fp64 or ran.outputs.eager
         for i, (ref, out) in enumerate(zip(exact, ran.outputs.eager, strict=True)):
-            flat = spread(ref)
             rmse = float((ref.double() - out.double()).pow(2).mean().sqrt())
+            flat = spread(ref)
             lines.append(
-                f"| {cell.model.name} | {i + 1} | {list(ref.shape)} | {flat:.3g} | {rmse:.3g} | "
-                f"{flat / rule.floor:.3g} |"
+                f"| {name} | {i + 1} | {list(ref.shape)} | {flat:.3g} | {rmse:.3g} | {flat / floor:.3g} |"
             )
-        verdicts.append(f"{cell.model.name}: {judge(ran.outputs, rule).status} ({ran.reference})")
-        del model, batch
+        verdicts.append(f"{name}: {verdict.status} ({ran.reference})")
     return [*lines, "", *verdicts]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m suite.benchmarks.spreads", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m suite.benchmarks.spreads", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--profile", default="smoke", help="a profile of the matrix (default: smoke)")
     parser.add_argument("--models", default="", help="comma-separated models (default: the profile's)")
     parser.add_argument("--matrix", type=Path, default=REPO / "matrix.yaml")

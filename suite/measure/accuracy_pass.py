@@ -74,7 +74,8 @@ def _float64(batch: dict[str, Any], device: str) -> dict[str, Any]:
     import torch
 
     return {
-        k: v.to(device=device, dtype=torch.float64 if v.is_floating_point() else v.dtype) for k, v in batch.items()
+        k: v.to(device=device, dtype=torch.float64 if v.is_floating_point() else v.dtype)
+        for k, v in batch.items()
     }
 
 

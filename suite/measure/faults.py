@@ -77,7 +77,9 @@ def plant_miscompile() -> None:
             section.inject_relu_bug_TESTING_ONLY = "accuracy"
             planted = True
     if not planted:
-        raise RuntimeError("SUITE_FAULT=miscompile: this torch's inductor has no inject_relu_bug_TESTING_ONLY")
+        raise RuntimeError(
+            "SUITE_FAULT=miscompile: this torch's inductor has no inject_relu_bug_TESTING_ONLY"
+        )
     from torch._inductor.codegen import cpp
 
     vectorised = getattr(cpp, "CppVecOverrides", None)

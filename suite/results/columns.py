@@ -584,9 +584,13 @@ TABLE: tuple[Column, ...] = (
     # the accuracy rule's numbers (suite.measure.accuracy_rule, docs/accuracy.md): the deciding
     # output tensor's, so a reader sees why a row passed or failed
     _extra_timed("accuracy_rmse", "", "RMSE of the compiled output from the float64 answer", positive=False),
-    _extra_timed("accuracy_rmse_eager", "", "RMSE of the eager output from the float64 answer", positive=False),
     _extra_timed(
-        "accuracy_multiplier", "x", "how many times accuracy_rmse_eager accuracy_rmse may be (+ tolerance / 10)"
+        "accuracy_rmse_eager", "", "RMSE of the eager output from the float64 answer", positive=False
+    ),
+    _extra_timed(
+        "accuracy_multiplier",
+        "x",
+        "how many times accuracy_rmse_eager accuracy_rmse may be (+ tolerance / 10)",
     ),
     _extra_timed(
         "accuracy_cosine", "", "cosine similarity of compiled and eager (no float64 answer)", positive=False

@@ -26,8 +26,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("planted")]
 def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     out = tmp_path_factory.mktemp("planted")
     env = dict(os.environ, SUITE_FAULT="miscompile")
-    cmd = [sys.executable, "-m", "suite", "run", "--matrix", str(TINY), "--profile", "planted", "--device", "cpu",
-           "--out", str(out), "--run-id", "planted", "--min-free-mb", "0"]  # fmt: skip
+    cmd = [sys.executable, "-m", "suite", "run", "--matrix", str(TINY), "--profile", "planted",
+           "--device", "cpu", "--out", str(out), "--run-id", "planted", "--min-free-mb", "0"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "1 ok cell(s) with ACCURACY FAIL (TinyResNet bs=1 default inference)" in proc.stderr

@@ -52,7 +52,8 @@ def test_the_study_has_every_cell_once_the_headline_first(matrix, variant):
            ("Conditional-DETR", 4, "reduce-overhead"), ("DETR", 1, "default"), ("Mask2former", 1, "default"),
            ("Resnet-101", 1, "default")]  # fmt: skip
     assert [(c.model.name, c.batch_size, c.mode, c.settings.dtype) for c in first.cells] == [
-        *((*cell, "float32") for cell in six), *((*cell, "float16") for cell in six)
+        *((*cell, "float32") for cell in six),
+        *((*cell, "float16") for cell in six),
     ]
     runs = [
         (c.model.name, c.batch_size, c.mode, c.scenario, c.dynamic)

@@ -105,9 +105,16 @@ def test_an_output_too_flat_to_show_a_wrong_answer_is_degenerate_never_pass() ->
     assert RULE.floor == SPREAD_FLOOR * 1e-3
     # one flat output among others makes the row degenerate; a real failure still fails
     flat, wide = exact, answer(seed=1)
-    two = Outputs([flat.float(), wide.float()], [flat.float(), wide.float()], [flat.float(), wide.float()], [flat, wide])
+    two = Outputs(
+        [flat.float(), wide.float()], [flat.float(), wide.float()], [flat.float(), wide.float()], [flat, wide]
+    )
     assert judge(two, RULE).status == DEGENERATE
-    broken = Outputs([flat.float(), wide.float()], [flat.float(), wide.float()], [flat.float(), wide.float() + 1], [flat, wide])
+    broken = Outputs(
+        [flat.float(), wide.float()],
+        [flat.float(), wide.float()],
+        [flat.float(), wide.float() + 1],
+        [flat, wide],
+    )
     assert judge(broken, RULE).status == FAIL
 
 
@@ -157,7 +164,9 @@ def test_a_verdict_keeps_its_words_and_a_skip_its_reason() -> None:
 
 def test_a_compiled_row_carries_the_verdicts_columns_all_measured() -> None:
     exact = answer()
-    v = judge(outputs(exact, exact.float(), exact.float()), RULE).noted(reference="float64 on cpu", context="cpu")
+    v = judge(outputs(exact, exact.float(), exact.float()), RULE).noted(
+        reference="float64 on cpu", context="cpu"
+    )
     fields = compiled_fields([2.0, 2.0], [1.0, 1.0], 10.0, (0, 1, 1), v)
     assert fields["accuracy"] == PASS and fields["accuracy_reference"] == "float64 on cpu"
     verdict_columns = set(v.fields())

@@ -19,7 +19,10 @@ from suite.results import PASS
 from suite.spec import Filters, expand, load_matrix
 
 REPO = Path(__file__).resolve().parents[2]
-SMOKE = {c.model.name: c for c in expand(load_matrix(REPO / "matrix.yaml"), "smoke", "x", Filters(modes=("eager",)))}
+SMOKE = {
+    c.model.name: c
+    for c in expand(load_matrix(REPO / "matrix.yaml"), "smoke", "x", Filters(modes=("eager",)))
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -35,9 +38,7 @@ def test_every_smoke_model_answers_far_above_the_spread_floor(name: str) -> None
     def eager() -> object:
         return model(**batch)
 
-    ran = accuracy_pass.run(
-        eager, eager, lambda: accuracy_pass.float64_answer(model, batch), ("cpu", False)
-    )
+    ran = accuracy_pass.run(eager, eager, lambda: accuracy_pass.float64_answer(model, batch), ("cpu", False))
     rule = Rule(cell.settings.tolerance)
     assert ran.reference == "float64 on cpu", ran.reference
     spreads = [float(t.std()) for t in ran.outputs.fp64]
@@ -49,7 +50,7 @@ def test_every_smoke_model_answers_far_above_the_spread_floor(name: str) -> None
 def test_the_same_cell_gets_the_same_weights_in_every_process() -> None:
     """Seeded: the weights' own seed, then the calibration's images from a generator of its own."""
     cell = SMOKE["MobileNet"]
-    first, batch, _ = parts.prepare(cell, "cpu")
+    first, _, _ = parts.prepare(cell, "cpu")
     torch.manual_seed(123)  # whatever the process did before
     torch.randn(10)
     second, _, _ = parts.prepare(cell, "cpu")

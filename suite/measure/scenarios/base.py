@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import cell as parts
-from suite.measure.accuracy_rule import Verdict
 from suite.measure import cudagraphs, gate
+from suite.measure.accuracy_rule import Verdict
 from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
 from suite.measure.counters import cudagraph_skips, dynamo_counts
 from suite.measure.energy import COMPILED, EAGER, Energy

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from suite.measure import cell as parts
 from suite.measure import accuracy_pass, cudagraphs
+from suite.measure import cell as parts
 from suite.measure.counters import dynamo_counts, guard_failures
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.faults import inject_fault

@@ -55,7 +55,9 @@ class Inference(Scenario):
 
     def accuracy(self, compiled: Callable[[], Any]) -> Verdict:
         answers = self._answers() if self.task_agreement else None
-        verdict, ran = accuracy_pass.verdict(self.cell, self.model, self.batch, (self.eager, compiled), answers)
+        verdict, ran = accuracy_pass.verdict(
+            self.cell, self.model, self.batch, (self.eager, compiled), answers
+        )
         if answers is not None:
             self.agreement = self._agreement(ran)
         return verdict
@@ -83,5 +85,7 @@ class Inference(Scenario):
         diffs = parity.scaled_diff(ran.outputs.eager, ran.outputs.compiled)
         fields = parity.agreement(self.cell.model.task, ref, out, diffs).fields(self.cell.settings)
         images = len(ref)
-        fields["parity_note"] = f"compiled against eager ({self.cell.settings.dtype}) on the row's {images} image(s)"
+        fields["parity_note"] = (
+            f"compiled against eager ({self.cell.settings.dtype}) on the row's {images} image(s)"
+        )
         return fields

@@ -16,7 +16,6 @@ from suite.report.tables.cells import DAGGER, SECTION
 from suite.results import DEGENERATE, NONDETERMINISTIC, STATUS_WORDS
 from suite.results.health import HEALTHY
 
-
 UNJUDGED = (DEGENERATE, NONDETERMINISTIC)  # a compiled row the accuracy rule could not judge
 
 
