@@ -30,6 +30,7 @@ from typing import Any
 from suite.measure.accuracy import flatten_tensors
 from suite.measure.accuracy_rule import Outputs, Rule, Verdict, judge
 from suite.measure.phases import records_cudagraphs
+from suite.measure.provenance import matmul_fields
 from suite.results import one_line
 from suite.spec.model import Cell
 from suite.spec.vocab import compute_dtype
@@ -44,26 +45,29 @@ def host_copy(obj: Any, dtype: Any = None) -> list[Any]:
 
 @contextlib.contextmanager
 def strict(device: str, replays_graphs: bool) -> Iterator[str]:
-    """The pass's settings (module docstring), restored after; yields them in words for the row."""
+    """The pass's settings (module docstring), restored after; yields them in words for the row.
+    A torch that refuses a switch (its TF32 flags set through both of its APIs) keeps them as
+    timed, and the words say why."""
     import torch
 
     if not device.startswith("cuda"):
         yield "cpu: no TF32; torch's CPU kernels"
         return
-    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    cudnn = torch.backends.cudnn
+    tf32_matmul = {"true": "on", "false": "off"}.get(str(matmul_fields()["tf32_matmul"]), "unknown")
+    kept = f"matmul TF32 {tf32_matmul} and deterministic algorithms as timed (dynamo guards them)"
     with warnings.catch_warnings():  # torch 2.9+ deprecates the TF32 flags for fp32_precision
         warnings.simplefilter("ignore")
-        saved = (cudnn.allow_tf32, cudnn.deterministic, cudnn.benchmark)
-        tf32_matmul = "on" if matmul.allow_tf32 else "off"
-        if not replays_graphs:
-            cudnn.allow_tf32 = False
-        cudnn.deterministic, cudnn.benchmark = True, False
+        try:
+            saved = (cudnn.allow_tf32, cudnn.deterministic, cudnn.benchmark)
+            cudnn.allow_tf32 = cudnn.allow_tf32 if replays_graphs else False
+            cudnn.deterministic, cudnn.benchmark = True, False
+        except RuntimeError as exc:
+            yield one_line(f"as timed: cuDNN's flags could not be switched ({exc}); {kept}", 200)
+            return
     conv = "cuDNN TF32 as timed (CUDA graphs replay their recording)" if replays_graphs else "cuDNN TF32 off"
     try:
-        yield (
-            f"{conv}, cuDNN deterministic, no cuDNN benchmark; matmul TF32 {tf32_matmul} and "
-            "deterministic algorithms as timed (dynamo guards them)"
-        )
+        yield f"{conv}, cuDNN deterministic, no cuDNN benchmark; {kept}"
     finally:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

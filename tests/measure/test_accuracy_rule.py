@@ -171,3 +171,24 @@ def test_a_compiled_row_carries_the_verdicts_columns_all_measured() -> None:
     assert fields["accuracy"] == PASS and fields["accuracy_reference"] == "float64 on cpu"
     verdict_columns = set(v.fields())
     assert verdict_columns <= set(TIMING_COLUMNS) | {"accuracy_note"}  # emptied on a failed row
+
+
+@pytest.mark.parametrize("replays", [False, True], ids=["default", "cuda-graphs"])
+def test_the_pass_switches_cudnn_for_itself_and_puts_it_back(replays: bool) -> None:
+    """cuDNN's flags are process-wide switches (settable without a GPU): TF32 off (kept as timed
+    where CUDA graphs replay their recording), deterministic on, benchmark off; then as they were.
+    Matmul TF32 stays as timed: dynamo guards it (switching it would compile again)."""
+    from suite.measure.accuracy_pass import strict
+
+    cudnn = torch.backends.cudnn
+    before = (cudnn.allow_tf32, cudnn.deterministic, cudnn.benchmark)
+    cudnn.allow_tf32, cudnn.deterministic, cudnn.benchmark = True, False, True
+    try:
+        with strict("cuda:0", replays) as context:
+            assert (cudnn.allow_tf32, cudnn.deterministic, cudnn.benchmark) == (replays, True, False)
+        assert (cudnn.allow_tf32, cudnn.deterministic, cudnn.benchmark) == (True, False, True)
+        assert ("as timed (CUDA graphs replay" in context) == replays and "matmul TF32 off" in context
+        with strict("cpu", replays) as context:
+            assert context == "cpu: no TF32; torch's CPU kernels"
+    finally:
+        cudnn.allow_tf32, cudnn.deterministic, cudnn.benchmark = before
