@@ -174,6 +174,14 @@ def gate(session: nox.Session) -> None:
     glue.gate(session, ROOT, MERGE_PACKAGES)
 
 
+@suite_session(python=MERGE_PYTHON)
+def pairs(session: nox.Session) -> None:
+    """The pair's own figures (docs/pairs.md): an A/A pair of the smoke cells, the same with the new
+    side's compiled calls slowed by 5%, an A/A pair of full-size ResNet-50 and ViT-B/16; each compared
+    with both rules (results/<run>-<what>.md)."""
+    glue.pairs(session, ROOT, MERGE_PACKAGES)
+
+
 @suite_session(python=False)
 def lock(session: nox.Session) -> None:
     """Regenerate hash-locked requirements with pip-compile, on each build's own Python

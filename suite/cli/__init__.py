@@ -31,6 +31,7 @@ from suite.cli.crosscheck import cmd_crosscheck
 from suite.cli.history import add_html_verb
 from suite.cli.history_store import add_history_parser
 from suite.cli.mark import add_mark_args, cmd_mark
+from suite.cli.pair import add_pair_args, cmd_pair
 from suite.cli.repeat import cmd_coverage, cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
 from suite.cli.values import compile_threshold, count, held_out, noise_z, run_noise_pct, threshold
@@ -82,7 +83,25 @@ def build_parser() -> Parser:
     add_selection_args(p)
     add_run_args(p)
     add_schedule_args(p)
+    p.add_argument(
+        "--pair",
+        default=None,
+        metavar="SOCKET",
+        help="time each cell side by side with another build's runner, whose coordinator listens on "
+        "SOCKET (`suite pair` and the paired bench sessions start both; docs/pairs.md)",
+    )
+    p.add_argument("--pair-role", choices=("base", "new"), default=None, help="this build's side of the pair")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser(
+        "pair",
+        help="two builds timed side by side in alternating rounds on this device; each cell's paired "
+        "ratios and verdict (exit 1 if a cell is slower)",
+    )
+    add_selection_args(p)
+    add_run_args(p)
+    add_pair_args(p)
+    p.set_defaults(func=cmd_pair)
 
     p = sub.add_parser(
         "crosscheck",
@@ -172,6 +191,12 @@ def build_parser() -> Parser:
     )
     add_noise_flags(p)
     add_medians_only_flag(p)
+    p.add_argument(
+        "--separate",
+        action="store_true",
+        help="judge every cell as two separate runs, also those timed side by side in one pair session "
+        "(default: those by the pair's rule, docs/pairs.md)",
+    )
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here")
     p.set_defaults(func=cmd_compare)
 
@@ -248,6 +273,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        args.argv = list(argv if argv is not None else sys.argv[1:])  # as typed (`pair` hands it on)
         return int(args.func(args) or 0)
     except UsageError as exc:
         verb = next((a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")), "")

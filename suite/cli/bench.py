@@ -186,6 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         schedule=args.schedule,
         compile_pool=args.compile_pool,
         process_start=args.process_start,
+        pair=runner.Pairing(args.pair, args.pair_role or "") if args.pair else None,
         banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
         f"{f' (shard {shard})' if shard else ''}, schedule {_schedule_label(args)} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",

@@ -70,7 +70,8 @@ def _compare_rule(args: argparse.Namespace, rule: Rule) -> Rule:
     """The gate's rule: its defaults (the help text names them: tests/compare/test_gate.py checks they
     agree), with the flags given."""
     flags = ("threshold", "compile_threshold", "noise_z", "run_noise_pct", "speedup_noise_pct")
-    return replace(rule, **{f: getattr(args, f) for f in flags if getattr(args, f) is not None})
+    rule = replace(rule, **{f: getattr(args, f) for f in flags if getattr(args, f) is not None})
+    return replace(rule, pairs=False) if getattr(args, "separate", False) else rule
 
 
 def _report_to(args: argparse.Namespace, text: str) -> None:

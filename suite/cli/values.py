@@ -167,3 +167,24 @@ def count(flag: str) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def env_setting(text: str) -> tuple[str, str]:
+    """`KEY=VALUE` (pair's --new-env)."""
+    key, sep, value = text.partition("=")
+    if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+        raise UsageError("--new-env", f"{text[:40]!r}: use KEY=VALUE")
+    return key, value
+
+
+def cpu_list(text: str) -> tuple[int, ...]:
+    """`0-3,8`: CPUs as the kernel lists them (pair's --timing-cpus)."""
+    out: list[int] = []
+    for part in csv_list(text):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()) or (hi and int(hi) < int(lo)):
+            raise UsageError("--timing-cpus", f"{part[:20]!r}: use CPU numbers and ranges, e.g. 0-3,8")
+        out += range(int(lo), int(hi or lo) + 1)
+    if not out:
+        raise UsageError("--timing-cpus", "needs at least one CPU")
+    return tuple(sorted(set(out)))

@@ -14,11 +14,14 @@ from dataclasses import dataclass, field, replace
 
 from suite.compare.rule import (
     FAILING_VERDICTS,
+    SEPARATE_RULE,
     SETTINGS_DIFFER,
     NoiseFloor,
     Rule,
     between_run_sd,
     judge,
+    judge_paired,
+    paired,
     speedup_noise_sd,
 )
 from suite.compare.samples import Groups, Sampled, SampleKey, sampled_ratio
@@ -26,6 +29,7 @@ from suite.compare.settings import SettingDiff, differences, settings_of, unreco
 from suite.report.load import Loaded
 from suite.report.measurement import Measurement, measurement_of
 from suite.results import CELL_COLUMNS, KEY_COLUMNS, format_value
+from suite.run import pairrule
 
 # A cell across two runs; the build is added when a run holds several builds.
 MATCH_COLUMNS: tuple[str, ...] = tuple(c for c in CELL_COLUMNS if c != "build")
@@ -46,6 +50,12 @@ class CellChange:
     verdict: str
     settings: tuple[SettingDiff, ...] = ()  # what differs (verdict SETTINGS_DIFFER)
     sampled: bool = False  # the median's interval came from both runs' samples
+    rule: str = SEPARATE_RULE  # which rule judged it: the separate runs', or the pair's
+    separate: str = ""  # a paired cell: the separate runs' verdict on the same two rows, beside it
+
+    @property
+    def paired(self) -> bool:
+        return self.rule == pairrule.RULE_NAME
 
     @property
     def unhealthy(self) -> bool:
@@ -93,6 +103,11 @@ class Comparison:
                 pair = f"{d.base} -> {d.new}"
                 out[d.name] = (n + 1, seen if pair in seen else (*seen, pair))
         return out
+
+    @property
+    def paired_cells(self) -> int:
+        """Cells judged by the pair's rule (timed side by side)."""
+        return sum(c.paired for c in self.changes)
 
     @property
     def sampled_cells(self) -> int:
@@ -218,6 +233,11 @@ def _change(
     rule, noise = how
     sampled = samples.ratio(base.samples, new.samples) if samples is not None and bm.ok and nm.ok else None
     verdict, ratio, low, high = judge(bm, nm, rule.threshold, rule, noise.bound(rule.noise_z), sampled)
+    if rule.pairs and paired(bm, nm):  # the pair's rule; the separate runs' verdict kept beside it
+        by_pair, *interval = judge_paired(bm, nm)
+        return CellChange(
+            key, base.build, new.build, bm, nm, *interval, by_pair, rule=pairrule.RULE_NAME, separate=verdict
+        )
     return CellChange(
         key, base.build, new.build, bm, nm, ratio, low, high, verdict, sampled=sampled is not None
     )

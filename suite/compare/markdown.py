@@ -30,6 +30,7 @@ from suite.report.measurement import Measurement
 from suite.report.study import Gpu, Setup
 from suite.results import FAILED_STATUSES, STATUS_WORDS
 from suite.results.columns import SETTING_COLUMNS
+from suite.run import pairrule
 
 # One section per verdict, in the report's order, with its heading.
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -88,7 +89,10 @@ def _ratio(c: CellChange) -> str:
     if c.ratio is None:
         return "—"
     interval = f" [{c.low:.3f}, {c.high:.3f}]" if c.low is not None and c.high is not None else ""
-    return f"{c.ratio:.3f}x{interval}"
+    if not c.paired:
+        return f"{c.ratio:.3f}x{interval}"
+    lost = pairrule.where(c.base.more.get("device_ms"), c.new.more.get("device_ms")) if c.ratio > 1 else ""
+    return f"{c.ratio:.3f}x{interval} (paired{'; ' + lost if lost else ''})"
 
 
 def _change(c: CellChange) -> str:
@@ -220,6 +224,47 @@ def _interval_text(cmp: Comparison) -> str:
     )
 
 
+def _paired_text(cmp: Comparison) -> str:
+    """Which cells the pair's rule judged (timed side by side, docs/pairs.md)."""
+    if not cmp.paired_cells:
+        return "- Rule: every cell judged as two separate runs (none was timed side by side)."
+    return (
+        f"- Rule: {cmp.paired_cells} cell(s) timed side by side (one pair session) are judged by the pair's "
+        f"rule, {pairrule.RULE_NAME}: slower when the 95% interval of its paired latency, throughput or "
+        "speed-up ratio lies below 0.95x, its compile slower above 1.15x; no noise floor (the builds took "
+        "turns in the same minutes). Their new / base is the paired latency, marked (paired). The other "
+        f"{len(cmp.changes) - cmp.paired_cells} cell(s): the separate runs' rule below."
+    )
+
+
+def _paired_section(cmp: Comparison) -> list[str]:
+    """Each paired cell's verdict by the pair's rule beside the separate runs' rule on the same
+    two rows, with the paired interval's half-width: how the two rules differ on one set of data."""
+    paired = [c for c in cmp.changes if c.paired]
+    if not paired:
+        return []
+    flagged = sum(c.verdict in FAILING_VERDICTS for c in paired)
+    apart = sum(c.separate in FAILING_VERDICTS for c in paired)
+    header = [*_label_header(cmp.key_columns), "paired latency base / new [95% CI]", "half-width"]
+    header += ["paired speed-up new / base [95% CI]", "the pair's verdict", "the separate runs' verdict"]
+    rows = []
+    for c in paired:
+        assert c.new.pair is not None
+        lat, speed = c.new.pair.ratios.get("latency"), c.new.pair.ratios.get("speedup")
+        half = f"{(lat.high - lat.low) / 2 / lat.value:.1%}" if lat else "—"
+        rows.append([
+            *_cell_label(cmp.key_columns, c.key), lat.text() if lat else "—", half,
+            speed.text() if speed else "—", c.verdict, c.separate or "—",
+        ])  # fmt: skip
+    return [
+        "",
+        f"## Paired cells, both rules: {flagged} of {len(paired)} failing by the pair's rule, {apart} by "
+        "the separate runs' rule on the same rows",
+        "",
+        *_table(header, rows),
+    ]
+
+
 def _noise_text(cmp: Comparison) -> str:
     text = _floor_text(cmp)
     if cmp.rerun_cells:
@@ -272,6 +317,7 @@ def render(
         f"interval lies above 1; an improvement, below {max(0.0, 1 - m):.3f} with the interval below 1.",
         _like_text(cmp),
         _interval_text(cmp),
+        _paired_text(cmp),
         f"- Less speed-up: base speed-up / new speed-up above {1 + t:.3f} with its interval above 1 (the "
         "speed-ups are paired within each run, so the machine's drift cancels: judged on any machine).",
         "- What moved: the speed-up's change split into its eager side (new eager / base eager median: "
@@ -315,6 +361,7 @@ def render(
                 for c in rows
             ],
         )
+    lines += _paired_section(cmp)
     for title, keys in (("Only in base", cmp.only_base), ("Only in new", cmp.only_new)):
         if keys:
             lines += ["", f"## {title}: {len(keys)}", ""]

@@ -38,6 +38,7 @@ from suite.compare.samples import Sampled
 from suite.report.measurement import Measurement, ratio_interval
 from suite.report.moved import Side, SpeedupSplit
 from suite.results import FAILED_STATUSES
+from suite.run import pairrule
 from suite.stats import log_se, z_of
 
 REGRESSION = "regression"
@@ -86,6 +87,7 @@ class Rule:
     # a device not yet measured): `compare --run-noise-pct`; None: such rows get the noise floor
     run_noise_pct: float | None = None
     speedup_noise_pct: float | None = None  # the same for the paired speed-up
+    pairs: bool = True  # a cell timed side by side is judged by the pair's rule (False: as separate runs)
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,37 @@ def _less_speedup(base: Measurement, new: Measurement, threshold: float, rule: R
     if s_sd is None:
         return pair[0] > 1 + threshold and pair[1] > 1
     return pair[0] > 1 + max(threshold, math.expm1(rule.noise_z * s_sd))
+
+
+SEPARATE_RULE = "separate runs"
+
+
+def paired(base: Measurement, new: Measurement) -> bool:
+    """Whether the two rows were timed side by side (one pair session, the new row its new side):
+    then the pair's rule judges them (suite.run.pairrule), not the separate runs' one."""
+    return new.pair is not None and bool(base.pair_id) and base.pair_id == new.pair.pair_id
+
+
+def judge_paired(base: Measurement, new: Measurement) -> tuple[str, float | None, float | None, float | None]:
+    """A paired cell's verdict in compare's words, with its latency as new / base (the pair keeps
+    base / new: the ratio and interval turned over)."""
+    assert new.pair is not None
+    unmatched = _status_verdict(base, new)
+    if unmatched is not None:
+        return unmatched, None, None, None
+    latency = new.pair.ratios.get("latency")
+    ratio, low, high = (
+        (1 / latency.value, 1 / latency.high, 1 / latency.low) if latency else (None, None, None)
+    )
+    if new.accuracy_failed and not base.accuracy_failed:
+        return ACCURACY_REGRESSION, ratio, low, high
+    verdict = pairrule.judge(new.pair)
+    if verdict.verdict == pairrule.SLOWER:
+        only_speedup = all(why.startswith("speedup") for why in verdict.why)
+        return (LESS_SPEEDUP if only_speedup else REGRESSION), ratio, low, high
+    if verdict.verdict == pairrule.SLOWER_COMPILE:
+        return COMPILE_REGRESSION, ratio, low, high
+    return (IMPROVEMENT if verdict.verdict == pairrule.FASTER else UNCHANGED), ratio, low, high
 
 
 def judge(

@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from suite.compare.comparison import Comparison, compare
+from suite.compare.comparison import CellChange, Comparison, compare
 from suite.compare.rule import FAILING_VERDICTS, Rule
 from suite.errors import UsageError
 from suite.history.changes import Rule as ChangeRule
@@ -27,6 +27,7 @@ from suite.history.store import open_store
 from suite.history.trends import trends
 from suite.report.load import NUMERIC_COLUMNS, Loaded
 from suite.results import BY_NAME
+from suite.run import pairrule
 from suite.spec.vocab import BASE_ORDER, is_base_of
 
 RECENT_DAYS = 14  # change points whose first bad night is this recent are the night's news
@@ -110,6 +111,43 @@ def _judged(comparison: Comparison | None) -> str:
         parts.append(f"{apart} not comparable ({differ}), not judged")
     parts.append(f"noise floor {floor:.1%}" if floor else "no noise floor (< 8 healthy cells)")
     return "; ".join(parts)
+
+
+PAIR_CONFIRMED = "regression: slower two nights in a row"
+PAIR_AWAITING = "slower tonight: awaiting the next night's pair"
+
+
+def paired_slower(v: NightVerdict) -> list[tuple[CellChange, str]]:
+    """The night's cells timed side by side with its base build and slower by the pair's rule
+    (suite.run.pairrule), each with its state: a regression once the night before, paired too,
+    was slower as well (two consecutive nights), else awaiting the next night."""
+    if v.against_stable is None:
+        return []
+    before = {c.key: c.base for c in v.against_previous.changes} if v.against_previous else {}
+    out = []
+    for c in v.against_stable.changes:
+        if not c.paired or c.verdict not in FAILING_VERDICTS:
+            continue
+        prev = before.get(c.key)
+        twice = prev is not None and prev.pair is not None and pairrule.judge(prev.pair).regressed
+        out.append((c, PAIR_CONFIRMED if twice else PAIR_AWAITING))
+    return out
+
+
+def _paired_lines(v: NightVerdict) -> list[str]:
+    if v.against_stable is None:
+        return []
+    cols = v.against_stable.key_columns
+    lines = []
+    for c, state in paired_slower(v):
+        cell = dict(zip(cols, c.key, strict=True))
+        figures = c.new.pair.ratios if c.new.pair else {}
+        shown = "; ".join(f"{k} {figures[k].text()}" for k in pairrule.JUDGED if k in figures)
+        lines.append(
+            f"| {v.night.build} on {v.night.gpu} | {cell['model']} bs{cell['batch_size']} {cell['mode']} | "
+            f"{c.base_build} | {shown or '—'} | {state} |"
+        )
+    return lines
 
 
 def _failing_lines(v: NightVerdict) -> list[str]:
@@ -221,6 +259,12 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
     failing = [line for v in judged for line in _failing_lines(v)]
     if failing:
         md += ["", "| night | cell | gate verdict | ratio of medians |", "|---|---|---|---|", *failing]
+    paired = [line for v in judged for line in _paired_lines(v)]
+    if paired:
+        md += ["", "Timed side by side with the base build, judged by the pair's rule "
+               f"({pairrule.RULE_NAME}); a regression once two consecutive nights are slower:", "",
+               "| night | cell | base build | paired ratios base / new [95% CI] | state |",
+               "|---|---|---|---|---|", *paired]  # fmt: skip
     md += ["", f"### Change points of the last {RECENT_DAYS} days", ""]
     md += change_table(recent) if len(recent) else ["None."]
     md += confirmation_lines(held, store)

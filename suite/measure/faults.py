@@ -15,12 +15,14 @@ a process shared with other cells costs that cell alone. Does nothing when the v
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import time
 from collections.abc import Callable
 from typing import Any
 
+SLOW_MEASURED = "planted slow-down measured:"  # the log line a slowed worker ends with
 FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak", "slow", "lowp", "miscompile")
 
 
@@ -106,15 +108,28 @@ def slowed(fn: Callable[[], Any], model_name: str, sync: Callable[[], None]) -> 
     if not factor >= 1.0:
         raise ValueError(f"SUITE_FAULT=slow:{arg}: the factor must be >= 1")
 
+    took = {"calls": 0, "own": 0.0, "slowed": 0.0}
+
     def slow() -> Any:
         start = time.perf_counter()
         out = fn()
         sync()
-        until = start + (time.perf_counter() - start) * factor
+        own = time.perf_counter() - start
+        until = start + own * factor
         while time.perf_counter() < until:
             pass
+        took["calls"] += 1
+        took["own"] += own
+        took["slowed"] += time.perf_counter() - start
         return out
 
+    def measured() -> None:  # the size as planted, apart from any figure of the suite
+        if took["calls"] and took["own"] > 0:
+            print(
+                f"{SLOW_MEASURED} {took['slowed'] / took['own']:.4f}x over {took['calls']} calls", flush=True
+            )
+
+    atexit.register(measured)
     return slow
 
 

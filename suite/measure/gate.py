@@ -49,6 +49,12 @@ def open_gate(folder: Path, n: int, idle: list[int]) -> None:
     tmp.replace(folder / GO.format(n=n))
 
 
+def add_idle(pids: set[int]) -> None:
+    """Processes that hold the device but never time beside this one (a pair's partner, which
+    takes turns with it: suite.measure.pairing)."""
+    _idle.update(pids)
+
+
 def idle_siblings() -> set[int]:
     """The processes that waited at their gates while this one was let through."""
     return set(_idle)

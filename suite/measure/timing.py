@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from suite.measure.pairing import PAIRED, SOLO, STOP, Partner
 from suite.spec.settings import Settings
 from suite.spec.vocab import STOP_CI, STOP_RULES
 from suite.spec.warmup import BLOCK_CALLS, SETTLE_MAX_CALLS, SETTLE_MS, warmup_calls
@@ -35,7 +36,8 @@ from suite.stats import Speedup, Summary, median, median_ci, percentile
 
 # Why a timed loop stopped (the CSV's `stop_reason`).
 FIXED, CI, MAX_CALLS, MAX_SECONDS = "fixed", "ci", "max_calls", "max_seconds"
-STOP_REASONS: tuple[str, ...] = (FIXED, CI, MAX_CALLS, MAX_SECONDS)
+PAIRED_STOP = "pair"  # a pair's coordinator stopped both builds' workers (suite.measure.pairing)
+STOP_REASONS: tuple[str, ...] = (FIXED, CI, MAX_CALLS, MAX_SECONDS, PAIRED_STOP)
 CHECK_EVERY = 5  # rounds between two checks of `interleaved`-style rules (a check sorts each series once)
 PROBE_LOOPS = 2000  # iterations of the host probe's fixed loop (about 0.1 ms on a current core)
 
@@ -167,7 +169,8 @@ class TimingLoop:
     reads nanoseconds (a parameter so that a test can hand it a fake clock); `events` times the
     throughput blocks on CUDA (`events_of`; None: `clock`); `probe` is the host's speed
     (`host_probe_us`); `witness` an independent timer inside the timed windows (the cross-check);
-    `settle_ms` how long a function settles after a switch (`settle`).
+    `settle_ms` how long a function settles after a switch (`settle`); `partner` the worker's
+    line to a pair's coordinator, which then takes turns with the other build's worker (`until`).
     """
 
     sync: Callable[[], None]
@@ -177,6 +180,7 @@ class TimingLoop:
     probe: Callable[[], float] = field(default=host_probe_us)
     witness: Witness | None = None
     settle_ms: float = SETTLE_MS
+    partner: Partner | None = None  # a pair's line to its coordinator (suite.measure.pairing)
     current: int = -1  # which function the window being timed belongs to (for the witness)
     window: str = "call"  # what the next `call` is: "call" (latency) or "switch" (for the witness)
 
@@ -267,31 +271,57 @@ class TimingLoop:
         in odd ones: a switch call if the previous timed call was another function's, up to
         `BLOCK_CALLS` synchronized calls (latency), one throughput block of `BLOCK_CALLS` calls
         (fewer where the rule's maximum is smaller). After a switch call the function settles
-        (`settle`), untimed."""
-        t = _Series(len(fns))
+        (`settle`), untimed. In a pair (`partner`, suite.measure.pairing) each round waits for
+        this worker's turn, starts with a switch call (another process ran in between), and the
+        coordinator, not `rule`, says when to stop, unless the partner is gone (then `rule`)."""
+        t, partner = _Series(len(fns)), self.partner
         size = min(BLOCK_CALLS, rule.max_calls)
         start = time.monotonic()
         last, r = -1, 0
         while True:
+            paired = partner is not None and partner.mode == PAIRED and partner.turn() != SOLO
+            if paired and partner is not None and partner.mode == STOP:
+                t.probes.append(self.probe())
+                return t.timed(PAIRED_STOP, time.monotonic() - start, size)
+            take = BLOCK_CALLS if paired else min(BLOCK_CALLS, rule.max_calls - len(t.latency[0]))
             t.probes.append(self.probe())
-            take = min(BLOCK_CALLS, rule.max_calls - len(t.latency[0]))
-            for j in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
-                self.current = j
-                if len(fns) > 1 and last != j:
-                    self.window = "switch"
-                    began = self.clock()
-                    t.switch[j].append(self.call(fns[j])[0])
-                    self.window = "call"
-                    self.settle(fns[j], began)
-                t.latency[j].extend(self.call(fns[j])[0] for _ in range(take))
-                t.blocks[j].append(self.block(fns[j], size))
-                last = j
+            before = [len(s) for s in t.latency]
+            # in a pair the partner's calls ran since this worker's last one: a switch first
+            last = self._round(fns, t, r, take, size, -1 if paired else last, paired)
             r += 1
+            if paired and partner is not None:
+                partner.round_done(t.round_figures(before))
+                continue
             if len(t.latency[0]) >= rule.min_calls:
                 why = rule.reason(t.latency, time.monotonic() - start, t.blocks)
                 if why is not None:
                     t.probes.append(self.probe())  # and once after the last round
                     return t.timed(why, time.monotonic() - start, size)
+
+    def _round(
+        self,
+        fns: Sequence[Callable[[], Any]],
+        t: _Series,
+        r: int,
+        take: int,
+        size: int,
+        last: int,
+        after: bool,
+    ) -> int:
+        """One round of `until` (its docstring); the function timed last. `after`: another
+        process's calls ran just before, so even a lone function starts with a switch call."""
+        for j in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
+            self.current = j
+            if (len(fns) > 1 or after) and last != j:
+                self.window = "switch"
+                began = self.clock()
+                t.switch[j].append(self.call(fns[j])[0])
+                self.window = "call"
+                self.settle(fns[j], began)
+            t.latency[j].extend(self.call(fns[j])[0] for _ in range(take))
+            t.blocks[j].append(self.block(fns[j], size))
+            last = j
+        return last
 
 
 @dataclass
@@ -309,6 +339,17 @@ class _Series:
         self.latency = [[] for _ in range(self.n)]
         self.blocks = [[] for _ in range(self.n)]
         self.switch = [[] for _ in range(self.n)]
+
+    def round_figures(self, before: Sequence[int]) -> dict[str, Any]:
+        """The last round's figures for a pair's coordinator: per function the median of its
+        latency calls (since `before`, the series' lengths when it began) and its throughput
+        block; the round's host probe."""
+        calls = [s[b:] for s, b in zip(self.latency, before, strict=True)]
+        return {
+            "latency": [median(c) for c in calls],
+            "block": [b[-1] for b in self.blocks],
+            "probe": self.probes[-1],
+        }
 
     def timed(self, reason: str, seconds: float, block_calls: int) -> Timed:
         return Timed(self.latency, reason, seconds, self.blocks, self.switch, self.probes, block_calls)

@@ -13,7 +13,9 @@ from typing import Any
 
 from suite.measure import cudagraphs, energy, phases
 from suite.results import FAIL, OK
+from suite.results.columns import DEVICE_TIME_COLUMNS
 from suite.results.health import HEALTHY
+from suite.run.pairrule import PairFigures
 
 # issue 38: throughput beside latency, the switch penalty, the host's speed (suite.measure.timing)
 THROUGHPUT_COLUMNS: tuple[str, ...] = (
@@ -35,6 +37,7 @@ MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
     *cudagraphs.COLUMNS,
     *energy.COLUMNS,
+    *(c.name for c in DEVICE_TIME_COLUMNS),
 )
 # the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
 COMPILE_COST_FIGURES: tuple[str, ...] = (
@@ -85,6 +88,10 @@ class Measurement:
     # issue 29's columns (compile phases, CUDA graphs, energy: suite.report.tables.phases, energy),
     # by column name: numbers as floats (None where empty), notes as text
     more: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # a pair's (suite.run.pair): the session both builds were timed in, and on the new build's row
+    # its paired ratios (suite.run.pairrule)
+    pair_id: str = ""
+    pair: PairFigures | None = field(default=None, compare=False, hash=False)
 
     @property
     def ok(self) -> bool:
@@ -144,6 +151,8 @@ def measurement_of(r: Any) -> Measurement:
         run_noise_pct=_extra(r, "run_noise_pct"),
         speedup_noise_pct=_extra(r, "speedup_noise_pct"),
         more=more_of(r),
+        pair_id=str(getattr(r, "pair_id", "") or ""),
+        pair=PairFigures.of(lambda name: getattr(r, name, None)),
     )
 
 

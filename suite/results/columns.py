@@ -59,6 +59,49 @@ def _extra_timed(name: str, unit: str, doc: str, positive: bool = True) -> Colum
     return Column(name, NUMBER, unit, contract=False, timing=True, positive=positive, doc=doc)
 
 
+def _pair_ratio(name: str, what: str) -> tuple[Column, ...]:
+    """A pair's ratio of one figure (base / new: > 1, the new build is faster) and its 95% CI."""
+    doc = f"paired with pair_partner, per round base / new of {what}: the median over rounds"
+    return (
+        _extra_timed(f"pair_{name}", "x", doc),
+        _extra_timed(f"pair_{name}_ci95_low", "x", f"95% CI of pair_{name} (a bootstrap over rounds)"),
+        _extra_timed(f"pair_{name}_ci95_high", "x", ""),
+    )
+
+
+# The device's share of a call on CUDA, from one profiled pass after the timed calls
+# (suite.measure.devicetime): whether a change is in the kernels or on the host.
+DEVICE_TIME_COLUMNS: tuple[Column, ...] = (
+    _extra_timed("device_ms", "ms", "CUDA: the GPU's busy time per call of the row's function (profiled)"),
+    _extra_timed("host_ms", "ms", "CUDA: median_ms - device_ms, the host's share", positive=False),
+    _extra_timed("eager_device_ms", "ms", "CUDA: device_ms of the eager function, on a compiled row"),
+    _extra_timed("eager_host_ms", "ms", "CUDA: eager_median_ms - eager_device_ms", positive=False),
+    Column("device_note", contract=False, doc="why device_ms is empty on a CUDA row (the profiler failed)"),
+)
+
+
+# Two builds timed side by side, in alternating rounds on one device (docs/pairs.md,
+# suite.run.pair): which pair and role, and on the new build's row the paired ratios.
+PAIR_COLUMNS: tuple[Column, ...] = (
+    Column("pair_id", contract=False, doc="the pair session both builds' rows were timed in"),
+    Column("pair_role", contract=False, choices=("base", "new"), doc="this row's build in the pair"),
+    Column("pair_partner", contract=False, doc="the other build of the pair"),
+    Column("pair_rounds", INT, contract=False, timing=True, doc="rounds each build timed in turn"),
+    *_pair_ratio("latency", "the row's function's latency (median of each round's calls)"),
+    *_pair_ratio("throughput", "the row's function's throughput block"),
+    *_pair_ratio("eager_latency", "the eager function's latency, on a compiled row"),
+    *_pair_ratio("eager_throughput", "the eager function's throughput block, on a compiled row"),
+    *_pair_ratio("speedup", "the compiled speed-up, new / base (eager / compiled of each round)"),
+    _extra_timed("pair_compile_time_ratio", "x", "compile_s new / base (one compile each)"),
+    Column(
+        "timing_cpus",
+        contract=False,
+        setting=True,
+        doc="the CPUs a pair's workers were pinned to while timed (both builds the same)",
+    ),
+)
+
+
 # The contract's columns, in this order, first; then the suite's extras ("more may follow").
 TABLE: tuple[Column, ...] = (
     Column("run_id"),
@@ -377,9 +420,10 @@ TABLE: tuple[Column, ...] = (
         "stop_reason",
         contract=False,
         timing=True,
-        choices=("fixed", "ci", "max_calls", "max_seconds"),
+        choices=("fixed", "ci", "max_calls", "max_seconds", "pair"),
         doc="why the timed loop stopped: fixed (stop_rule: fixed, `iterations` calls), ci (the median's "
-        "95% CI within ci_target_pct), max_calls (`iterations` reached first), max_seconds (max_timing_s)",
+        "95% CI within ci_target_pct), max_calls (`iterations` reached first), max_seconds (max_timing_s), "
+        "pair (a pair's coordinator: the paired ratios narrow enough, docs/pairs.md)",
     ),
     _extra_timed("timed_s", "s", "seconds the timed loop took (all processes)"),
     # issue 27: processes per cell (suite.run.cell_path, suite.run.pooled)
@@ -581,6 +625,8 @@ TABLE: tuple[Column, ...] = (
         "/s",
         "the lowest rate above serving_rate_per_s that failed (empty: none tried, the rate is a lower bound)",
     ),
+    *DEVICE_TIME_COLUMNS,
+    *PAIR_COLUMNS,
     # the accuracy rule's numbers (suite.measure.accuracy_rule, docs/accuracy.md): the deciding
     # output tensor's, so a reader sees why a row passed or failed
     _extra_timed("accuracy_rmse", "", "RMSE of the compiled output from the float64 answer", positive=False),

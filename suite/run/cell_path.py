@@ -47,7 +47,7 @@ def _run_cell(job: WorkerJob) -> WorkerResult:
     scratch.mkdir(parents=True, exist_ok=True)  # the cell's process saves the artifacts here
     try:
         env = {MEGACACHE_ENV: str(artifacts)} if cell.compile_cost else {}
-        result = launch.run_worker(replace(job, cache=cache, extra_env=env))
+        result = launch.run_worker(replace(job, cache=cache, extra_env={**job.extra_env, **env}))
         fields = result.fields  # a compile-cost or several-process cell owes one row
         if fields["status"] != "ok":
             return result

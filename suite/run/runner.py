@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
+from suite.measure.pairing import PAIR_ENV, ROLE_ENV, ROLES, pair_key
 from suite.measure.provenance import Environment
 from suite.measure.random_init import WEIGHTS_INIT
 from suite.results import TIMING_COLUMNS, RowWriter, health, key_of, samples
@@ -29,6 +30,7 @@ from suite.run import cell_path, preflight, resume, tidy
 from suite.run import schedule as schedule_mod
 from suite.run.launch import SAMPLES, RunPaths, WorkerJob, WorkerResult
 from suite.run.lock import RunLock
+from suite.run.pair import RunnerLine
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
 from suite.run.progress import Progress, row_warnings
 from suite.spec import schedule as plan_mod
@@ -113,6 +115,22 @@ def build_row(
 
 
 @dataclass(frozen=True)
+class Pairing:
+    """This runner's side of a pair: the coordinator's socket and this build's role."""
+
+    socket: str
+    role: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise UsageError("--pair-role", f"must be {' or '.join(ROLES)}, got {self.role!r}")
+
+    def env(self) -> dict[str, str]:
+        """What a worker of this runner is started with to find the coordinator."""
+        return {PAIR_ENV: self.socket, ROLE_ENV: self.role}
+
+
+@dataclass(frozen=True)
 class Sweep:
     """One sweep: the cells, the environment the probe found, where the rows go, and how.
 
@@ -134,10 +152,13 @@ class Sweep:
     schedule: str = plan_mod.SERIAL  # suite.run.schedule: `serial` or `ahead` (the CLI's default)
     compile_pool: int | None = None  # `ahead`: compiles at once (None: suite.spec.schedule.pool_size)
     process_start: str = plan_mod.SPAWN  # `ahead`: FORK its processes from a zygote where it can
+    pair: Pairing | None = None  # one side of a pair (suite.run.pair): `serial`, the device shared
 
     def __post_init__(self) -> None:
         if not self.cells:
             raise UsageError("cells", "the selection is empty: nothing to run")
+        if self.pair is not None and self.schedule != plan_mod.SERIAL:
+            raise UsageError("--pair", "a pair's runners take one process per cell: --schedule serial")
         if self.process_start not in plan_mod.PROCESS_STARTS:
             raise UsageError("--process-start", f"must be fork or spawn, got {self.process_start!r}")
         if self.schedule not in plan_mod.SCHEDULES:
@@ -189,17 +210,7 @@ def run_cells(sweep: Sweep) -> RunReport:
                 todo.append((index, cell))
             record = _Recorder(sweep, paths, writer, state.done, report, progress)
             if sweep.schedule == plan_mod.SERIAL:
-                for index, cell in todo:
-                    record.check_disk(cell)
-                    progress.start(cell)
-                    started = _now()
-                    job = WorkerJob(cell, sweep.environment.device_type, paths, index, sweep.python)
-                    record(
-                        index,
-                        cell,
-                        schedule_mod.tagged(cell_path.run_cell(job), plan_mod.SERIAL),
-                        started,
-                    )
+                _serial(sweep, paths, todo, record)
             else:
                 if todo:
                     record.check_disk(todo[0][1])
@@ -214,6 +225,36 @@ def run_cells(sweep: Sweep) -> RunReport:
                 schedule_mod.run_ahead(ahead, todo)
         tidy.tidy(paths, sweep.keep_compile_cache)
     return report
+
+
+def _serial(sweep: Sweep, paths: RunPaths, todo: Sequence[tuple[int, Cell]], record: _Recorder) -> None:
+    """One process per cell, in turn; in a pair, the coordinator told of the cells first and of
+    each as it ends."""
+    device = sweep.environment.device
+    keys = [pair_key(cell.key_fields(device)) for _, cell in todo]
+    line = _pair_line(sweep.pair, keys) if sweep.pair else None
+    env = sweep.pair.env() if sweep.pair else {}
+    try:
+        for (index, cell), key in zip(todo, keys, strict=True):
+            record.check_disk(cell)
+            record.progress.start(cell)
+            started = _now()
+            job = WorkerJob(cell, sweep.environment.device_type, paths, index, sweep.python, extra_env=env)
+            record(index, cell, schedule_mod.tagged(cell_path.run_cell(job), plan_mod.SERIAL), started)
+            if line is not None:
+                line.ended(key)
+    finally:
+        if line is not None:
+            line.close()
+
+
+def _pair_line(pair: Pairing, keys: Sequence[str]) -> RunnerLine:
+    try:
+        return RunnerLine.connect(pair.socket, pair.role, keys)
+    except OSError as exc:
+        raise UsageError(
+            "--pair", f"no pair coordinator answers at {pair.socket} ({exc.strerror or exc})"
+        ) from None
 
 
 def _resume_hint(sweep: Sweep) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.sessions import docker, fleet, floors, images, nightly, pergpu, push
+from suite.sessions import docker, fleet, floors, images, nightly, pairing, pergpu, push
 from suite.sessions.host import (
     Allow,
     check_names_free,
@@ -270,13 +270,22 @@ class _Session:
         return runnable
 
     def jobs(self, runnable: Sequence[BuildSpec]) -> list[pergpu.Job]:
+        """Each build's container on each slot; the two builds of a pair (suite.sessions.pairing)
+        told where their slot's coordinator listens, as the container sees the run folder."""
+        pair, why = pairing.plan(runnable, self.bench.separate)
+        if pair is None and len(runnable) > 1:
+            self.runner.log(f"builds timed apart: {why}")
+        inside = Path(docker.RESULTS_IN_CONTAINER) / self.bench.run_id
         jobs = []
         for slot in self.slots:
             for spec in runnable:
                 tag, image, verdict = self.tags[spec.name], self.ids[spec.name], self.verdicts[spec.name]
                 cmd = _run_command(spec, slot, tag, self.opts, self.bench, verdict, image)
                 eager = verdict.reason if verdict.runs == "eager" else ""
-                jobs.append(pergpu.Job(spec, slot, cmd, tag, image, eager))
+                role = pair.role(spec) if pair is not None else ""
+                if role:
+                    cmd += pairing.runner_flags(pairing.socket_path(inside, slot.name), role)
+                jobs.append(pergpu.Job(spec, slot, cmd, tag, image, eager, role))
         return jobs
 
     def settle(self, outcome: pergpu.Outcome) -> bool:
@@ -306,7 +315,8 @@ def _bench(session: _Session, chosen: Sequence[BuildSpec]) -> Bench:
             session.cannot_run(spec, session.verdicts[spec.name].reason)
     session.build_images(chosen)
     runnable = session.probe(chosen)
-    outcomes = pergpu.Pipelines(session.runner.log).run(session.jobs(runnable))
+    run_dir = session.opts.results / session.opts.run_id
+    outcomes = pergpu.Pipelines(session.runner.log, run_dir).run(session.jobs(runnable))
     usage = [session.settle(outcome) for outcome in outcomes]
     if any(usage):
         raise SystemExit(2)

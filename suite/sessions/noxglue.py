@@ -146,6 +146,13 @@ def gate(session: Any, root: Path, packages: Sequence[str]) -> None:
     session.log(f"calibration: {report}")
 
 
+def pairs(session: Any, root: Path, packages: Sequence[str]) -> None:
+    """`nox -s pairs`: the pair's A/A and planted slow-down pairs, each compared (both rules)."""
+    session.install(*packages)
+    for report in trust.pairs(runner(session), session.posargs, root, host_python=host_python(session)):
+        session.log(f"pairs: {report}")
+
+
 def bisect(session: Any, root: Path) -> None:
     """`nox -s bisect`: the first bad nightly of one cell (suite.sessions.bisect)."""
     session.install(*HISTORY_PACKAGES)

@@ -17,8 +17,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from suite.measure.pairing import BASE, NEW
+from suite.run.pair import Coordinator
 from suite.sessions.fleet import Slot
+from suite.sessions.pairing import socket_path
 from suite.spec import BuildSpec
 
 # `python -m suite ARGS` run by the session in its own process (the noxfile: the host's suite,
@@ -63,6 +67,11 @@ def with_flag(args: Sequence[str], flag: str, value: str | None) -> list[str]:
     return out if value is None or placed else [*out, flag, value]
 
 
+def unpaired(cmd: Sequence[str]) -> list[str]:
+    """A runner's command without its pair's flags (suite.sessions.pairing.runner_flags)."""
+    return with_flag(with_flag(cmd, "--pair", None), "--pair-role", None)
+
+
 def eager_only(args: Sequence[str]) -> list[str]:
     """The suite's arguments narrowed to the eager cells (a build whose compiled cells this
     machine cannot run)."""
@@ -104,6 +113,7 @@ class Job:
     tag: str = ""
     image_id: str = ""
     eager_reason: str = ""  # non-empty: the build runs its eager cells only here, and why
+    role: str = ""  # base | new: this build's side of its slot's pair (suite.sessions.pairing)
 
 
 @dataclass
@@ -118,6 +128,7 @@ class Pipelines:
     """Runs each slot's jobs in order, all slots at once; collects what happened."""
 
     log: Callable[[str], None]
+    run_dir: Path | None = None  # on the host: where a slot's pair coordinator listens
     outcomes: list[Outcome] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -138,17 +149,54 @@ class Pipelines:
         return sorted(self.outcomes, key=lambda o: order[id(o.job)])
 
     def _pipeline(self, jobs: Sequence[Job], prefixed: bool) -> None:
+        """The slot's pair first (both containers at once, one coordinator), then its other
+        builds one after the other."""
+        paired = [job for job in jobs if job.role]
+        if paired and self.run_dir is not None:
+            try:
+                self._pair(paired, prefixed)
+            except OSError as exc:  # no socket where the run folder is: timed apart, said so
+                self.log(
+                    f"warning: the pair on {paired[0].slot.name} could not start ({exc}); builds timed apart"
+                )
+                paired = []
         for job in jobs:
-            started = time.monotonic()
-            code = self._one(job, prefixed)
-            outcome = Outcome(job, code, time.monotonic() - started)
-            with self._lock:
-                self.outcomes.append(outcome)
-            self.log(
-                f"{job.build.name} on {job.slot.name}: the benchmark container "
-                + ("ran" if code == 0 else f"exited with {describe_status(code)} after")
-                + f" {outcome.seconds:.1f} s"
-            )
+            if job not in paired:
+                self._timed(job, prefixed)
+
+    def _timed(self, job: Job, prefixed: bool, coordinator: Coordinator | None = None) -> None:
+        started = time.monotonic()
+        code = self._one(job, prefixed)
+        if coordinator is not None:  # its cells will not come: the partner's go on alone
+            coordinator.runner_gone(job.role)
+        outcome = Outcome(job, code, time.monotonic() - started)
+        with self._lock:
+            self.outcomes.append(outcome)
+        self.log(
+            f"{job.build.name} on {job.slot.name}: the benchmark container "
+            + ("ran" if code == 0 else f"exited with {describe_status(code)} after")
+            + f" {outcome.seconds:.1f} s"
+        )
+
+    def _pair(self, jobs: Sequence[Job], prefixed: bool) -> None:
+        """Both builds' containers of a slot at once, their cells timed side by side."""
+        assert self.run_dir is not None
+        slot = jobs[0].slot
+        coordinator = Coordinator(socket_path(self.run_dir, slot.name), log=self.log).start()
+        self.log(
+            f"pair {coordinator.pair_id} on {slot.name}: "
+            + ", ".join(f"{j.build.name} ({j.role})" for j in jobs)
+        )
+        threads = [threading.Thread(target=self._timed, args=(job, prefixed, coordinator)) for job in jobs]
+        for role in {BASE, NEW} - {job.role for job in jobs}:
+            coordinator.runner_gone(role)
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            coordinator.close()
 
     def _one(self, job: Job, prefixed: bool) -> int:
         self.log(" ".join(job.cmd))

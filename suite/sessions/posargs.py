@@ -68,6 +68,7 @@ class BenchArgs:
     shard: str = ""  # --shard i/n (it stays in suite_args too)
     session: str = ""  # which session made the run (its prefix: stable, nightly, local)
     run_id_given: bool = True  # --run-id given (False: the id above is a new one)
+    separate: bool = False  # --separate: each build's runs apart, not timed side by side (a pair)
 
 
 # Checks a build's selection flags before anything is built (the noxfile runs `suite plan`).
@@ -78,7 +79,9 @@ def bench_args(posargs: Sequence[str], prefix: str, root: Path) -> BenchArgs:
     args = list(posargs)
     shard = take(list(args), values=["--shard"])["--shard"]  # looked at, not taken: `suite run` needs it
     flags = take(
-        args, values=["--build", "--run-id", "--out", "--device"], switches=["--offline", "--no-merge"]
+        args,
+        values=["--build", "--run-id", "--out", "--device"],
+        switches=["--offline", "--no-merge", "--separate"],
     )
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     run_id = flags["--run-id"] or f"{prefix}-{stamp}"
@@ -86,7 +89,7 @@ def bench_args(posargs: Sequence[str], prefix: str, root: Path) -> BenchArgs:
     sharded = shard is not None
     return BenchArgs(
         flags["--build"], run_id, out, flags["--offline"], flags["--no-merge"], sharded, args,
-        flags["--device"], shard or "", prefix, flags["--run-id"] is not None,
+        flags["--device"], shard or "", prefix, flags["--run-id"] is not None, flags["--separate"],
     )  # fmt: skip
 
 

@@ -44,6 +44,14 @@ COVERAGE_HOLD_OUT = "1"
 COVERAGE_PROCESSES = (1, 3)
 
 
+# Pairs (docs/pairs.md): an A/A pair of the smoke cells (every model, eager and default: 25 cells),
+# the same with the new side's compiled calls slowed by PAIR_SLOW, and an A/A pair of the full-size
+# ResNet-50 and ViT-B/16 at batch 1; then `compare` of each (both rules on the same rows).
+PAIR_SMOKE = ["--profile", "smoke", "--no-compile-cost"]
+PAIR_FULL = [*FULL_SIZE, "--modes", "eager,default", "--no-compile-cost"]
+PAIR_SLOW = "slow:1.05"
+
+
 def _python(runner: Runner, posargs: Sequence[str], root: Path) -> tuple[str, str, list[str]]:
     """The build's virtualenv Python, the build's name, and the arguments left."""
     args = list(posargs)
@@ -102,3 +110,53 @@ def gate(runner: Runner, posargs: Sequence[str], root: Path, host_python: str = 
     cmd = [host_python, "-m", "suite", "calibrate", "--aa", *aa, "--slowed", *slow, "-o", str(report)]
     run_suite(runner, cmd)
     return report
+
+
+def pairs(
+    runner: Runner, posargs: Sequence[str], root: Path, host_python: str = sys.executable
+) -> list[Path]:
+    """`nox -s pairs`: the pair's A/A and planted slow-down checks on this machine (PAIR_*), each
+    pair then compared (both rules); returns the reports (`<out>/<run-id>-<what>.md`)."""
+    python, build, args = _python(runner, posargs, root)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    flags = take(args, values=["--run-id", "--out"])
+    run_id = flags["--run-id"] or f"pairs-{stamp}"
+    out = Path(flags["--out"] or root / "results")
+    reports = []
+    for what, selection, env in (
+        ("aa", PAIR_SMOKE, []),
+        ("slowed", PAIR_SMOKE, ["--new-env", f"SUITE_FAULT={PAIR_SLOW}"]),
+        ("full", PAIR_FULL, []),
+    ):
+        one = f"{run_id}-{what}"
+        pair = [python, "-m", "suite", "pair", "--base", build, "--new", build, "--python-base", python]
+        pair += ["--python-new", python, "--run-id", one, "--out", str(out), *env, *selection, *args]
+        _run_allowing_regressions(runner, pair)
+        report = out / f"{one}.md"
+        _run_allowing_regressions(
+            runner,
+            [
+                host_python,
+                "-m",
+                "suite",
+                "compare",
+                str(out / one),
+                str(out / f"{one}-new"),
+                "-o",
+                str(report),
+            ],
+        )
+        reports.append(report)
+    return reports
+
+
+def _run_allowing_regressions(runner: Runner, cmd: list[str]) -> None:
+    """A verb whose exit 1 (a cell slower) is a figure of the check, not its failure."""
+    import subprocess
+
+    from suite.run.environ import child_env
+
+    runner.log(" ".join(cmd))
+    code = subprocess.run(cmd, env=child_env(), check=False).returncode
+    if code not in (0, 1):
+        raise SystemExit(code)

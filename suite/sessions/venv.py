@@ -18,14 +18,15 @@ import subprocess
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.sessions import nightly
+from suite.run.pair import Coordinator, Side, run_pair
+from suite.sessions import nightly, pairing
 from suite.sessions.docker import OFFLINE_ENV
-from suite.sessions.posargs import SelectionCheck, bench_args, merge_args, merge_target
-from suite.sessions.runner import Runner, load, matrix_file, pick_builds, run_suite
+from suite.sessions.posargs import BenchArgs, SelectionCheck, bench_args, merge_args, merge_target
+from suite.sessions.runner import SUITE_STATUSES, Runner, load, matrix_file, pick_builds, run_suite
 from suite.sessions.toolpins import MERGE_PACKAGES
 from suite.spec import BuildSpec
 
@@ -204,17 +205,55 @@ def bench_local(runner: Runner, posargs: Sequence[str], root: Path, check: Selec
     missing = {b.name: why for b in chosen if (why := missing_python(b, root)) is not None}
     if len(missing) == len(chosen):  # nothing can run here: that is bad input, not a skip
         raise UsageError("bench-local", "; ".join(missing.values()))
+    ready: list[tuple[BuildSpec, Path]] = []
     for build in chosen:
         if build.name in missing:  # one line, then the other builds run
             runner.log(f"skipped: {missing[build.name]}")
             continue
-        python = build_venv(runner, build, root)
-        cmd = [str(python), "-m", "suite", "run", "--build", build.name, "--run-id", bench.run_id]
-        cmd += ["--device", bench.device] if bench.device else []
-        run_suite(
-            runner, [*cmd, "--out", str(bench.out), *bench.suite_args], OFFLINE_ENV if bench.offline else None
-        )
+        ready.append((build, build_venv(runner, build, root)))
+    pair, why = pairing.plan([b for b, _ in ready], bench.separate)
+    commands = {b.name: _run_command(python, b, bench) for b, python in ready}
+    env = OFFLINE_ENV if bench.offline else None
+    if pair is None:
+        if len(ready) > 1:
+            runner.log(f"builds timed apart: {why}")
+        for build, _ in ready:
+            run_suite(runner, commands[build.name], env)
+    else:
+        run_paired(runner, pair, commands, bench.out / bench.run_id, env)
     return merge_target(runner, bench)
+
+
+def _run_command(python: Path, build: BuildSpec, bench: BenchArgs) -> list[str]:
+    cmd = [str(python), "-m", "suite", "run", "--build", build.name, "--run-id", bench.run_id]
+    cmd += ["--device", bench.device] if bench.device else []
+    return [*cmd, "--out", str(bench.out), *bench.suite_args]
+
+
+def run_paired(
+    runner: Runner,
+    pair: pairing.PairPlan,
+    commands: dict[str, list[str]],
+    run_dir: Path,
+    env: Mapping[str, str] | None,
+) -> None:
+    """The two builds' runners at once under one coordinator (suite.run.pair): each cell timed
+    side by side. The session ends with the suite's own status where a runner refused its input."""
+    coordinator = Coordinator(pairing.socket_path(run_dir), log=runner.log)
+    sides = []
+    for build in (pair.base, pair.new):
+        role = pair.role(build)
+        cmd = [*commands[build.name], *pairing.runner_flags(coordinator.path, role)]
+        runner.log(" ".join(cmd))
+        sides.append(Side(role, cmd, dict(env or {})))
+    runner.log(f"pair {coordinator.pair_id}: {pair.base.name} (base), {pair.new.name} (new), side by side")
+    codes = run_pair(coordinator, sides)
+    for code in codes.values():
+        if code in SUITE_STATUSES:
+            raise SystemExit(code)
+    failed = [f"{role} exited with status {code}" for role, code in codes.items() if code != 0]
+    if failed:
+        runner.error("; ".join(failed))
 
 
 def merge(

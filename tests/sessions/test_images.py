@@ -39,7 +39,7 @@ from support.nightly_index import Night, build_index, serve, wheel_name
 from suite.errors import UsageError
 from suite.redact import is_secret_name
 from suite.sessions import docker as containers
-from suite.sessions import images, venv
+from suite.sessions import images, pergpu, venv
 from suite.sessions import nightly as following
 from suite.spec import load_matrix
 
@@ -68,8 +68,8 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
     assert seq[:2] == [["version", "--format"], ["info", "--format"]]
     builds = [c for c in calls(fake) if c[0] == "build"]
     assert [c[c.index("--build-arg") + 1] for c in builds] == ["BUILD_NAME=stable", "BUILD_NAME=nightly"]
-    # stable first: bench-nightly also runs whatever stable cells the run lacks
-    suite_runs = runs(fake)
+    # bench-nightly also runs whatever stable cells the run lacks, side by side with the nightly's
+    suite_runs = sorted(runs(fake), key=lambda c: ["stable", "nightly"].index(c[c.index("--build") + 1]))
     assert [c[c.index("--build") + 1] for c in suite_runs] == ["stable", "nightly"]
     assert len(runs(fake, "probe")) == 2  # one GPU probe per image, before any benchmark
 
@@ -131,7 +131,16 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
         tag,
         "python", "-m", "suite", "run", "--build", "stable", "--device", "cuda",
         "--out", "/results", "--run-id", "r1", "--profile", "smoke", "--models", "ViT",
+        "--pair", "/results/r1/.pair-gpu0.sock", "--pair-role", "base", "--schedule", "serial",
     ]  # fmt: skip
+    assert suite_runs[1][-6:] == [
+        "--pair",
+        "/results/r1/.pair-gpu0.sock",
+        "--pair-role",
+        "new",
+        "--schedule",
+        "serial",
+    ]
     assert not (run_dir / "manifest.json").exists()  # nothing resolved: no nightly followed
     assert json.loads(state.split("=", 1)[1])["uuid"] == "GPU-00000000-0000-0000-0000-000000000000"
     seen = Path(fake.env["FAKE_DOCKER_LOG"] + ".token").read_text().splitlines()
@@ -222,10 +231,10 @@ def test_workflow_shard_call_runs_its_shard_and_leaves_the_merge_to_the_merge_jo
     args = ["--shard", "2/3", "--run-id", "nightly-20260101-0217-gh1", "--profile", "smoke"]
     proc = nox(fake, "-s", "bench-nightly", "--", *args, "--build", "nightly", "--out", str(fake.out))
     assert proc.returncode == 0, proc.stderr
-    assert [r[r.index("--build") + 1] for r in runs(fake)] == ["stable", "nightly"]
+    assert sorted(r[r.index("--build") + 1] for r in runs(fake)) == ["nightly", "stable"]
     for run in runs(fake):
-        inner = run[run.index("suite") :]
-        assert inner[-4:] == ["--shard", "2/3", "--profile", "smoke"]
+        inner = pergpu.unpaired(run[run.index("suite") :])
+        assert inner[-6:] == ["--shard", "2/3", "--profile", "smoke", "--schedule", "serial"]
         assert inner[inner.index("--run-id") + 1] == "nightly-20260101-0217-gh1"
     assert "not merged: one shard" in proc.stderr
     assert "Running session merge" not in proc.stderr

@@ -243,3 +243,42 @@ def test_a_bare_import_error_naming_a_needed_package_is_one_line() -> None:
         raise ImportError("cannot import name 'frobnicate' from 'suite.report'")
     with pytest.raises(ModuleNotFoundError), needs("merge", REPORT, "hint"):
         raise ModuleNotFoundError("No module named 'yaml'", name="yaml")
+
+
+def test_bench_local_pairs_its_two_builds_unless_told_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stable build (base) and the current one (new) timed side by side under one coordinator,
+    whose socket is in the run folder; `--separate` runs them one after the other."""
+    logged: list[str] = []
+    ran: list[list[str]] = []
+    paired: list[tuple[object, list[object]]] = []
+
+    def error(message: str) -> NoReturn:
+        raise AssertionError(message)
+
+    runner = Runner(run=lambda *a, **k: None, log=logged.append, error=error)
+    monkeypatch.setattr(venv, "find_python", lambda version: f"/py/{version}")
+    monkeypatch.setattr(venv, "build_venv", lambda runner, build, root: Path(f"/venvs/{build.name}/python"))
+    monkeypatch.setattr(venv, "run_suite", lambda runner, cmd, env=None: ran.append(cmd))
+    monkeypatch.setattr(
+        venv, "run_pair", lambda c, sides: paired.append((c, list(sides))) or {"base": 0, "new": 0}
+    )
+    out = ["--out", str(tmp_path), "--run-id", "r"]
+    venv.bench_local(runner, [*out, "--models", "ViT"], REPO, lambda build, bench: None)
+    assert ran == []
+    ((coordinator, sides),) = paired
+    assert coordinator.path == tmp_path / "r" / ".pair.sock"
+    assert [(s.role, s.command[0]) for s in sides] == [
+        ("base", "/venvs/stable/python"),
+        ("new", "/venvs/current/python"),
+    ]
+    for side in sides:
+        cmd = list(side.command)
+        assert cmd[cmd.index("--pair") + 1] == str(coordinator.path)
+        assert cmd[cmd.index("--pair-role") + 1] == side.role and cmd[-2:] == ["--schedule", "serial"]
+        assert "--models" in cmd and "--separate" not in cmd
+    venv.bench_local(runner, [*out, "--separate"], REPO, lambda build, bench: None)
+    assert [cmd[0] for cmd in ran] == ["/venvs/stable/python", "/venvs/current/python"]
+    assert all("--pair" not in cmd for cmd in ran)
+    assert any("builds timed apart: --separate" in line for line in logged)

@@ -95,8 +95,8 @@ def test_containers_are_named_after_the_run_and_labelled_with_the_runner(fake: S
         fake, "-s", "bench-nightly", "--", *args, RUNNER_NAME="gpu-host-1", SUITE_GPU="1", FAKE_SMI_GPUS="2"
     )
     assert proc.returncode == 0, proc.stderr
-    names = [named(r, "--name") for r in runs(fake)]
-    assert names == [["suite-n1-stable-shard-2-of-3"], ["suite-n1-nightly-shard-2-of-3"]]
+    names = sorted(named(r, "--name") for r in runs(fake))
+    assert names == [["suite-n1-nightly-shard-2-of-3"], ["suite-n1-stable-shard-2-of-3"]]
     assert [named(r, "--name") for r in runs(fake, "probe")] == [
         ["suite-n1-stable-shard-2-of-3-probe"], ["suite-n1-nightly-shard-2-of-3-probe"]
     ]  # fmt: skip

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from suite.measure import cell as parts
-from suite.measure import cudagraphs, gate
+from suite.measure import cudagraphs, devicetime, gate
 from suite.measure.accuracy_rule import Verdict
 from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
 from suite.measure.counters import cudagraph_skips, dynamo_counts
@@ -23,10 +23,12 @@ from suite.measure.energy import COMPILED, EAGER, Energy
 from suite.measure.faults import inject_fault, slowed
 from suite.measure.health import Health
 from suite.measure.memory import PeakMemory
+from suite.measure.pairing import Partner
 from suite.measure.phases import Calls, Ledger
 from suite.measure.provenance import matmul_fields
 from suite.measure.timing import StopRule, TimingLoop, synchronizer
 from suite.spec.model import Cell
+from suite.stats import median
 
 # the result's per-call milliseconds by series (not a CSV column: suite.run.launch keeps them
 # apart for the samples file beside the CSV, suite.results.samples)
@@ -75,7 +77,31 @@ class Scenario:
 
 
 def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
-    """The row fields of one cell measured as scenario `kind` on `device`."""
+    """The row fields of one cell measured as scenario `kind` on `device`; in a pair
+    (suite.measure.pairing) taking the device only when its coordinator says."""
+    rule = StopRule.of(cell.settings)
+    partner = Partner.connect(
+        cell.key_fields(device),
+        build=cell.build,
+        functions=1 if cell.mode == "eager" else 2,
+        rule={
+            "rule": rule.rule,
+            "min_calls": rule.min_calls,
+            "max_calls": rule.max_calls,
+            "ci_target_pct": rule.ci_target_pct,
+            "max_seconds": rule.max_seconds,
+        },
+    )
+    try:
+        if partner is not None:
+            partner.prepare()
+        return _measure(cell, device, kind, partner)
+    finally:
+        if partner is not None:
+            partner.close()
+
+
+def _measure(cell: Cell, device: str, kind: type[Scenario], partner: Partner | None) -> dict[str, Any]:
     # the idle power before anything touches the device (a GPU that just ran stays at high clocks)
     energy = Energy(device, cell.batch_size, synchronizer(device)).start(before_work=True)
     model, batch, facts = parts.prepare(cell, device)
@@ -83,6 +109,7 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     ready_s = seconds_since_spawn()  # process start to model, batch (and a train step's state) ready
     first_eager = FirstCall(scenario, device)  # times the first eager call: time to first result
     loop = TimingLoop.on(device, cell.settings.warmup)
+    loop.partner = partner
     inject_fault(cell.model.name)  # test-only (suite.measure.faults): once, before any call
     row: dict[str, Any] = {**facts, **matmul_fields()}  # TF32 and matmul precision as timed
     # energy per image in blocks after the timed calls
@@ -96,13 +123,24 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
     return row
 
 
-def _gate(loop: TimingLoop, fns: list[Callable[[], Any]]) -> None:
+def _gate(loop: TimingLoop, fns: list[Callable[[], Any]], compile_s: float | None = None) -> None:
     """Under `ahead`, wait until the runner lets this process time alone (suite.measure.gate);
-    after a wait, one untimed call of each function, so the timing starts as warm as without."""
-    if gate.wait() > 0:
+    in a pair, until the coordinator grants the timing (suite.measure.pairing: each of its rounds
+    starts with a switch call and settling, and both workers are let go at once, so no untimed
+    call here). After a gate's wait, one untimed call of each function, so the timing starts as
+    warm as without."""
+    if loop.partner is not None:
+        loop.partner.ready(compile_s)
+    elif gate.wait() > 0:
         for fn in fns:
             fn()
             loop.sync()
+
+
+def _timed_done(loop: TimingLoop) -> dict[str, Any]:
+    """The timing is over: in a pair, wait for the go to finish the cell alone; the pair's
+    fields for the row (none outside a pair)."""
+    return loop.partner.timed() if loop.partner is not None else {}
 
 
 def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energy) -> dict[str, Any]:
@@ -113,11 +151,14 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
     with Health(device, calls=rule.max_calls) as health:  # the machine's health while timed
         timed = loop.until([scenario.eager], rule)
         health.calls = timed.fields()["calls"]  # (suite.measure.health: page faults per call)
+    pair = _timed_done(loop)
     (samples,) = timed.samples
+    pair.update(devicetime.fields(device, {"": scenario.eager}, loop.sync, {"": median(samples)}))
     energy.blocks([(EAGER, scenario.eager)])
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
     return {
         **row,
+        **pair,
         **health.fields(),
         **timed.fields(),
         **timed.throughput_fields(),
@@ -145,19 +186,25 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
         warmup = loop.warm_up(compiled, compiled=True)
     ledger.warm_up_done()
     accuracy = scenario.accuracy(compiled)
-    _gate(loop, [scenario.eager, compiled])
+    _gate(loop, [scenario.eager, compiled], (first_ms - eager_call_ms) / 1000)
     rule = StopRule.of(s)
     with Health(device, calls=2 * rule.max_calls) as health:
         timed = loop.until([scenario.eager, compiled], rule)
         health.calls = timed.fields()["calls"]
+    pair = _timed_done(loop)
     eager_samples, samples = timed.samples
+    fns, medians = (
+        {"": compiled, "eager_": scenario.eager},
+        {"": median(samples), "eager_": median(eager_samples)},
+    )
+    pair.update(devicetime.fields(device, fns, loop.sync, medians))
     extra = scenario.extra_fields(loop, compiled)  # before the end count: its compiles are recompiles
     _, graphs_end = dynamo_counts()
     energy.blocks([(EAGER, scenario.eager), (COMPILED, compiled)])
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
-    row.update(health.fields(), **timed.fields(), **timed.throughput_fields(), **extra)
+    row.update(health.fields(), **timed.fields(), **timed.throughput_fields(), **extra, **pair)
     row[SAMPLES] = {"eager": eager_samples, "compiled": samples}
     calls = Calls(first_ms, eager_call_ms, row["median_ms"])  # what names the phases' remainder
     row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before, calls))

@@ -187,6 +187,7 @@ def build_comparisons(report: RunReport) -> list[dict[str, Any]]:
     for table in (t for t in report.tables if t.section == "stable vs nightly"):
         gains = _of_kind(table, "gain")
         base, other = table.columns[gains[0]].csv, table.columns[gains[1]].csv
+        rule = next((i for i, c in enumerate(table.columns) if c.csv.endswith(": rule")), None)
         rows = []
         for context, row in zip(table.context, table.rows, strict=True):
             rows.append(
@@ -198,6 +199,8 @@ def build_comparisons(report: RunReport) -> list[dict[str, Any]]:
                     "other_speedup": gain_json(row[gains[1]]),
                     "eager_ratio": gain_json(row[gains[2]]),
                     "compiled_ratio": gain_json(row[gains[3]]),
+                    # which rule judged the two builds: "separate", or the pair's verdict
+                    "rule": str(row[rule] or "") if rule is not None else "",
                 }
             )
         first = table.context[0] if table.context else {}

@@ -9,9 +9,10 @@ from __future__ import annotations
 from suite.report.measurement import Measurement
 from suite.report.moved import Side, SpeedupSplit
 from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
-from suite.report.tables.cells import DOUBLE_DAGGER, Dur, cross_gain, durations, legend, paired_gain
+from suite.report.tables.cells import DOUBLE_DAGGER, Dur, Gain, cross_gain, durations, legend, paired_gain
 from suite.report.tables.table import Column, Table, gpu_stem, group_stem, row_context
 from suite.results import STATUS_WORDS
+from suite.run import pairrule
 from suite.spec.vocab import is_base_of
 
 
@@ -32,6 +33,25 @@ def moved_note(base: str, new: str) -> str:
         "processes; the machine's drift between runs is not in it); the speed-up's: from the two paired "
         "speed-ups' CIs. moved: the sides whose interval excludes 1x."
     )
+
+
+def pair_note(base: str, new: str) -> str:
+    return (
+        f"Where the two builds were timed side by side (a pair, docs/pairs.md), `{new} vs {base}` is the "
+        "paired ratio instead: per round of the same minutes, base / new, its median over rounds with a "
+        f"bootstrap 95% interval; `{new} vs {base}: rule` then gives the pair's verdict (slower: an interval "
+        "below 0.95x, or compile above 1.15x). `separate`: the ratio of two medians timed apart."
+    )
+
+
+def paired_vs(base: str, compiled: Measurement | None) -> tuple[Gain, Gain | None, str] | None:
+    """A compiled row timed side by side with `base`: its paired compiled and eager ratios and the
+    pair's verdict (suite.run.pairrule); None where it was not."""
+    pair = compiled.pair if compiled is not None and compiled.ok else None
+    if pair is None or pair.partner != base or "latency" not in pair.ratios:
+        return None
+    gains = {k: Gain(r.value, r.low, r.high) for k, r in pair.ratios.items()}
+    return gains["latency"], gains.get("eager_latency"), f"paired: {pairrule.judge(pair).verdict}"
 
 
 def split_cells(
@@ -89,6 +109,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
         Column(f"{b} speed-up", f"{b}", "gain"),
         Column(f"{b} vs {s}, no compile", f"{b} vs {s} without torch.compile", "gain"),
         Column(f"{b} vs {s}, compile", f"{b} vs {s} with torch.compile", "gain"),
+        Column(f"{b} vs {s}: rule", f"{b} vs {s}: rule", "word"),
         # what moved (suite.report.moved): the speed-up's change = eager side x compiled side
         Column(f"speed-up {b} / {s}", f"speed-up {b} / {s}", "factor"),
         Column(f"eager side ({b} / {s} eager)", "eager side", "factor"),
@@ -103,7 +124,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
         title=f"{gpu.label} · {study.torch_label(s)} vs {study.torch_label(b)} · mode {mode}",
         subtitle=f"Build kinds: {s}: {study.kind(s)}, {b}: {study.kind(b)}. Setup: {setup.label}.",
         columns=columns,
-        notes=[legend(setup.scenario), cross_note(s, b), moved_note(s, b)],
+        notes=[legend(setup.scenario), cross_note(s, b), pair_note(s, b), moved_note(s, b)],
     )
     for task, model in study.models:
         for bs in study.batch_sizes:
@@ -116,6 +137,10 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
                 continue
             s_eager, s_compiled = durations(cells[s, EAGER], cells[s, mode])
             b_eager, b_compiled = durations(cells[b, EAGER], cells[b, mode])
+            paired = paired_vs(s, cells[b, mode])
+            vs: list[object] = [cross_gain(s_eager, b_eager), cross_gain(s_compiled, b_compiled), "separate"]
+            if paired is not None:
+                vs = [paired[1] or vs[0], paired[0], paired[2]]
             values: list[object] = [
                 study.model_label(task, model),
                 str(bs),
@@ -125,8 +150,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
                 b_compiled,
                 paired_gain(cells[s, mode]),
                 paired_gain(cells[b, mode]),
-                cross_gain(s_eager, b_eager),
-                cross_gain(s_compiled, b_compiled),
+                *vs,
                 *split_cells(cells[s, mode], cells[b, mode], (s_eager, s_compiled), (b_eager, b_compiled)),
             ]
             table.add(row_context(gpu, setup, task, model, **{"batch size": bs, "mode": mode}), values)

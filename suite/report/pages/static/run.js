@@ -211,7 +211,13 @@
     if (!D.builds_vs.length) left.append(el("p", { class: "empty-note", text: "Needs a stable build and another build with the same GPU, setup and compile mode." }));
     if (!D.modes_vs.length) right.append(el("p", { class: "empty-note", text: "Needs two or more compile modes of one build on one GPU." }));
     for (const t of D.builds_vs) {
-      left.append(el("p", { class: "sub", "data-mode": t.mode, text: `${t.title}. ${t.other} vs ${t.base}: ${t.base}'s duration / ${t.other}'s (> 1x: ${t.other} is faster), from separate processes, with the widest interval the two medians' CIs allow.` }));
+      const paired = t.rows.filter((r) => (r.rule || "").startsWith("paired"));
+      const how = paired.length
+        ? `timed side by side in ${paired.length} of ${t.rows.length} row(s) (a pair: per round base / new, the median over rounds with its bootstrap 95% CI; slower when the interval lies below 0.95x)`
+        : "from separate processes, with the widest interval the two medians' CIs allow";
+      left.append(el("p", { class: "sub", "data-mode": t.mode, text: `${t.title}. ${t.other} vs ${t.base}: ${t.base}'s duration / ${t.other}'s (> 1x: ${t.other} is faster), ${how}.` }));
+      const slower = paired.filter((r) => r.rule !== "paired: unchanged" && r.rule !== "paired: faster");
+      if (slower.length) left.append(el("p", { class: "warn", text: `The pair's rule says: ${slower.map((r) => `${r.label} bs ${r.bs} ${r.rule.replace("paired: ", "")}`).join("; ")}.` }));
       comparisonChart(left, () => (modes.state.has(t.mode) ? horizontal(rowsShown(t.rows), [
         { name: `no compile: ${t.other} vs ${t.base}`, color: "#7f7f7f", get: (r) => r.eager_ratio },
         { name: `compile: ${t.other} vs ${t.base}`, color: buildColor(t.other), get: (r) => r.compiled_ratio },
