@@ -161,9 +161,10 @@ ACCURACY_STEP = Step(
 
 # The whole study, in the order it matters: a call runs the steps not done yet, in this order,
 # until its deadline (the cell in flight is lost, every finished one kept), and the next call goes
-# on from there. First the headline: the cross-check of the suite's timing on the GPU, then the
-# guide's reduce-overhead table at batch 1 model by model (each model's default and
-# reduce-overhead cell, each timing eager interleaved: a finished model is a whole row of it),
+# on from there. First the accuracy step (above), then the headline: the cross-check of the
+# suite's timing on the GPU, then the guide's reduce-overhead table at batch 1 model by model
+# (each model's default and reduce-overhead cell, each timing eager interleaved: a finished model
+# is a whole row of it),
 # then the other models at batch 1, then more. Every step has a run folder of its own: steps
 # sharing one, a later step's resume would move an earlier step's failed rows to superseded/
 # without running them again (it does not select them; seen in the tiny run).
@@ -225,7 +226,9 @@ STUDY: tuple[Step, ...] = (
     _run("cls-eager-bs16", "classification at batch 16, eager", ("ConvNeXT", "ResNet"), "16", "eager"),
     _run("ro-eager-bs4", "the reduce-overhead models at batch 4, eager alone", RO_MODELS, "4", "eager"),
 )
-TITLE = "the GPU study, from where it stands: the headline first (docs/gpu-study.md)"
+TITLE = (
+    "the GPU study, from where it stands: the accuracy rule's cells, then the headline (docs/gpu-study.md)"
+)
 
 
 def _check_run_ids(steps: Sequence[Step]) -> None:
