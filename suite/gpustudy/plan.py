@@ -67,6 +67,7 @@ class Step:
     rounds: int = 0  # crosscheck
     times: int = 0  # repeat
     extra: tuple[str, ...] = ()  # e.g. --compile-cost
+    profiles: tuple[str, str] = ()  # (gpu, tiny) profiles of its own, instead of PROFILE's
 
     def __post_init__(self) -> None:
         if self.verb not in ("run", "crosscheck", "repeat"):
@@ -78,7 +79,7 @@ class Step:
 
     def argv(self, variant: str, out: Path | str) -> list[str]:
         """`python -m suite` arguments of this step (what a human would type)."""
-        args = [self.verb, "--profile", PROFILE[variant], "--device", DEVICE[variant], *self.flags]
+        args = [self.verb, "--profile", self.profile(variant), "--device", DEVICE[variant], *self.flags]
         if self.iterations and variant == GPU:
             args += ["--iterations", str(self.iterations)]
         if self.rounds:
@@ -86,6 +87,10 @@ class Step:
         if self.times:
             args += ["--times", str(self.times)]
         return [*args, *self.extra, "--out", str(out), "--run-id", self.run_id]
+
+    def profile(self, variant: str) -> str:
+        """The matrix profile the step narrows: the study's, or the step's own."""
+        return self.profiles[VARIANTS.index(variant)] if self.profiles else PROFILE[variant]
 
     def filters(self, variant: str) -> Filters:
         """The step's selection as expand takes it (the flags above, parsed the CLI's way)."""
@@ -142,15 +147,29 @@ def _run(run_id: str, what: str, models: Sequence[str] | None, sizes: str, modes
 # The other models, in the matrix's order (a step's cells come in it: model, then batch, then mode)
 OTHERS = ("ViT", "BeiT", "Segformer", "Mask2former", "Maskformer", "OwlViT", "DETR", "Resnet-101")
 
+# The accuracy rule's first look at a GPU, before anything else (docs/accuracy.md): the six
+# float32 cells the H200 of 2026-11-28 failed under the old check, and their float16 twins, from
+# profiles of their own (matrix.yaml: gpu-study-accuracy). Their float32 cells come again in the
+# steps below, timed in full; a merge keeps the later row of a cell.
+ACCURACY_STEP = Step(
+    "run",
+    "accuracy",
+    "the accuracy rule first: the six cells the old check failed, float32 and float16",
+    (),
+    profiles=("gpu-study-accuracy", "gpu-study-accuracy-tiny"),
+)
+
 # The whole study, in the order it matters: a call runs the steps not done yet, in this order,
 # until its deadline (the cell in flight is lost, every finished one kept), and the next call goes
-# on from there. First the headline: the cross-check of the suite's timing on the GPU, then the
-# guide's reduce-overhead table at batch 1 model by model (each model's default and
-# reduce-overhead cell, each timing eager interleaved: a finished model is a whole row of it),
+# on from there. First the accuracy step (above), then the headline: the cross-check of the
+# suite's timing on the GPU, then the guide's reduce-overhead table at batch 1 model by model
+# (each model's default and reduce-overhead cell, each timing eager interleaved: a finished model
+# is a whole row of it),
 # then the other models at batch 1, then more. Every step has a run folder of its own: steps
 # sharing one, a later step's resume would move an earlier step's failed rows to superseded/
 # without running them again (it does not select them; seen in the tiny run).
 STUDY: tuple[Step, ...] = (
+    ACCURACY_STEP,
     _crosscheck("ResNet"),
     _run(
         "ro-bs1",
@@ -207,7 +226,9 @@ STUDY: tuple[Step, ...] = (
     _run("cls-eager-bs16", "classification at batch 16, eager", ("ConvNeXT", "ResNet"), "16", "eager"),
     _run("ro-eager-bs4", "the reduce-overhead models at batch 4, eager alone", RO_MODELS, "4", "eager"),
 )
-TITLE = "the GPU study, from where it stands: the headline first (docs/gpu-study.md)"
+TITLE = (
+    "the GPU study, from where it stands: the accuracy rule's cells, then the headline (docs/gpu-study.md)"
+)
 
 
 def _check_run_ids(steps: Sequence[Step]) -> None:
@@ -311,10 +332,10 @@ def plan_call(
     guide = guide_forward_ms(reference) if variant == GPU else {}
     out = []
     for step in call.steps:
-        cells = expand(matrix, PROFILE[variant], build, step.filters(variant))
+        cells = expand(matrix, step.profile(variant), build, step.filters(variant))
         if not cells:
             raise UsageError(
-                f"{matrix.path}: profiles.{PROFILE[variant]}", f"step {step.what!r} selects no cell"
+                f"{matrix.path}: profiles.{step.profile(variant)}", f"step {step.what!r} selects no cell"
             )
         each = tuple(cell_seconds(c, guide) for c in cells) if step.verb == "run" else ()
         out.append(PlannedStep(step, tuple(cells), step_seconds(step, cells, guide), each))

@@ -1,16 +1,16 @@
-"""Compiled outputs against eager: every floating-point tensor of an output, compared within
-`tolerance x max |eager|` (scale-relative: a tensor of small values is judged on its own scale).
+"""Outputs as tensors, and the scale-relative comparison of two of them: every floating-point
+tensor within `tolerance x max |eager|` (a tensor of small values judged on its own scale).
 
-A tensor whose largest finite |eager| value is below `VANISHING` cannot be judged: its values
-are float32 rounding of far larger intermediates (a random-weight MobileNet's outputs are
-~1e-25), so any difference or none says nothing about the compiled function. Such a tensor is
-checked only for NaN and infinities; when every output vanishes, the cell's accuracy is *not
-judgeable* (`judge` gives None, the row an empty `accuracy` and an `accuracy_note`)."""
+A compiled inference row's verdict is suite.measure.accuracy_rule's (the float64 rule,
+docs/accuracy.md). This comparison is what the other checks use: a training step's loss
+(suite.measure.scenarios.train), the mixed-resolution scenario's other sizes, the parity
+figures' max |diff|. A tensor whose largest finite |eager| value is below `VANISHING` cannot be
+judged on its own scale: it is checked only for NaN and infinities (`compare` then passes it).
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 VANISHING = 1e-6  # below this largest |eager| value a tensor is not judged (module docstring)
@@ -35,66 +35,51 @@ def snapshot(obj: Any) -> list[Any]:
     return [t.detach().float().clone() for t in flatten_tensors(obj)]
 
 
-@dataclass(frozen=True)
-class Judged:
-    """Compiled against eager: the max |diff| over every output, whether it is within the
-    tolerance (None: not judgeable, every output vanishes), and a note for the row."""
+def max_abs_diff(a: Any, b: Any) -> float:
+    """max |a - b| over two tensors of one shape: `nan` (or `inf`) where one side has a NaN (an
+    infinity) the other has not; values equal in both (NaN in both, the same infinity) differ by
+    nothing."""
+    import torch
 
-    max_diff: float
-    passed: bool | None
-    note: str = ""
+    if a.numel() == 0:
+        return 0.0
+    same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+    diff = torch.where(same, torch.zeros_like(a), (a - b).abs())
+    return float("nan") if bool(torch.isnan(diff).any()) else float(diff.max())
+
+
+def worse(current: float, value: float) -> float:
+    """The larger of two differences; a NaN, once seen, stays."""
+    return current if math.isnan(current) or value <= current else value
 
 
 def compare(ref: list[Any], out: list[Any], tolerance: float) -> tuple[float, bool]:
-    """(max abs diff, passed) as `judge` decides; an output that cannot be judged passes (the
-    train and dynamic-batch scenarios' checks, which have no note)."""
-    j = judge(ref, out, tolerance)
-    return j.max_diff, j.passed is not False
-
-
-def judge(ref: list[Any], out: list[Any], tolerance: float) -> Judged:
-    """Each tensor must be within tolerance * max finite |ref| (the module docstring).
-
-    A NaN (or an infinity) in the compiled output where eager has none is a difference the
-    tolerance cannot cover: the max abs diff is then `nan` (or `inf`) and the check fails; the
-    reason, which output and how many values, goes to the worker's log. Values equal in both
-    (NaN in both, the same infinity) differ by nothing."""
+    """(max abs diff, passed): each tensor within tolerance * max finite |ref| (the module
+    docstring). A NaN (or an infinity) in `out` where `ref` has none fails: the max abs diff is
+    then `nan` (or `inf`); which output and how many values go to the worker's log."""
     import torch
 
     if len(ref) != len(out) or any(a.shape != b.shape for a, b in zip(ref, out, strict=False)):
         shapes = [tuple(t.shape) for t in ref], [tuple(t.shape) for t in out]
         print(f"accuracy: the outputs differ in number or shape: eager {shapes[0]}, compiled {shapes[1]}")
-        return Judged(float("inf"), False)
-    worst, passed, judged, vanished, largest = 0.0, True, 0, 0, 0.0
+        return float("inf"), False
+    worst, passed = 0.0, True
     for i, (a, b) in enumerate(zip(ref, out, strict=False)):
-        if a.numel() == 0:
-            continue
-        same = (a == b) | (torch.isnan(a) & torch.isnan(b))
-        diff = torch.where(same, torch.zeros_like(a), (a - b).abs())  # NaN or inf where one side is
-        nan = bool(torch.isnan(diff).any())
-        d = float("nan") if nan else float(diff.max())
-        if nan or math.isinf(d):
-            print(f"accuracy: output {i + 1} of {len(ref)} {tuple(a.shape)}: {_nonfinite(a, b)}", flush=True)
+        d = max_abs_diff(a, b)
+        if not math.isfinite(d):
+            print(f"accuracy: output {i + 1} of {len(ref)} {tuple(a.shape)}: {nonfinite(a, b)}", flush=True)
+        worst = worse(worst, d)
         finite = a[torch.isfinite(a)].abs()
         scale = float(finite.max()) if finite.numel() else 0.0
-        largest = max(largest, scale)
-        if math.isnan(d) or (not math.isnan(worst) and d > worst):  # a NaN, once seen, stays
-            worst = d
         if scale < VANISHING:  # not judgeable: only a NaN or an infinity fails it
-            vanished += 1
             passed = passed and math.isfinite(d)
             continue
-        judged += 1
         passed = passed and d <= tolerance * scale  # False for NaN and inf
-    if judged == 0 and vanished:
-        note = f"not judgeable: every output vanishes (max |eager| {largest:.3g} < {VANISHING:g})"
-        return Judged(worst, None if passed else False, note)
-    note = f"{vanished} of {judged + vanished} outputs vanish (not judged)" if vanished else ""
-    return Judged(worst, passed, note)
+    return worst, passed
 
 
-def _nonfinite(a: Any, b: Any) -> str:
-    """How many NaN and infinite values each side has, in words (for the worker's log)."""
+def nonfinite(a: Any, b: Any) -> str:
+    """How many NaN and infinite values each side has, in words (`b`: compiled, `a`: eager)."""
     import torch
 
     def count(t: Any) -> str:

@@ -8,7 +8,10 @@ import os
 from typing import Any
 
 from suite.measure import inputs, models
+from suite.measure.accuracy_pass import strict
+from suite.measure.accuracy_rule import Verdict
 from suite.measure.aot import AOT_MODE, AotModel
+from suite.measure.random_init import calibrate
 from suite.spec.model import Cell
 from suite.spec.vocab import weights_dtype
 from suite.stats import Speedup, Summary, breakeven_calls
@@ -35,14 +38,13 @@ def compiled_fields(
     compiled: list[float],
     compile_ms: float,
     graphs: tuple[int, int, int],
-    accuracy: tuple[float, bool | None],
+    accuracy: Verdict,
 ) -> dict[str, Any]:
     """The columns only a compiled cell fills: paired speed-up (interleaved samples), compile
     time, dynamo's counts (graph breaks, graphs after the first call, graphs at the end) and
-    the accuracy check (max |diff|, within tolerance or None: not judgeable, `accuracy` empty)."""
+    the accuracy verdict's columns (suite.measure.accuracy_rule)."""
     speed = Speedup.of(eager, compiled)
     breaks, after_first, at_end = graphs
-    max_diff, passed = accuracy
     paired_eager = Summary.of(eager)
     eager_median, compiled_median = paired_eager.median, Summary.of(compiled).median
     compile_s = max(0.0, compile_ms) / 1000
@@ -57,8 +59,7 @@ def compiled_fields(
         "compile_s": compile_s,
         "graph_breaks": breaks,
         "recompiles": at_end - after_first,
-        "max_abs_diff": max_diff,
-        "accuracy": None if passed is None else "pass" if passed else "fail",
+        **accuracy.fields(),
     }
 
 
@@ -73,14 +74,16 @@ def compile_model(model: Any, mode: str, **options: Any) -> Any:
 
 
 def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """(model on device, input batch on device, facts for the row)."""
+    """(model on device, input batch on device, facts for the row). Random weights are seeded,
+    then scaled by one calibration pass in float32 on the device (suite.measure.random_init),
+    before the model takes the cell's dtype."""
     import torch
 
     torch.manual_seed(0)
     s = cell.settings
     loaded = models.load(cell.model, s)
     dtype = getattr(torch, weights_dtype(s.dtype))  # an autocast cell keeps float32 weights and inputs
-    model = loaded.model.to(device=device, dtype=dtype).eval()
+    model = loaded.model.to(device=device).eval()
     offline = s.weights == "random" or os.environ.get("HF_HUB_OFFLINE") == "1"
     image, source = inputs.load_image(s.image, offline=offline)
     text_cfg = getattr(model.config, "text_config", None)
@@ -92,8 +95,11 @@ def prepare(cell: Cell, device: str) -> tuple[Any, dict[str, Any], dict[str, Any
         text_offline=loaded.tokenizer_offline,
         vocab_size=getattr(text_cfg, "vocab_size", 49408),
     )
-    batch = {
-        k: v.to(device=device, dtype=dtype if v.is_floating_point() else v.dtype) for k, v in batch.items()
-    }
+    batch = {k: v.to(device=device) for k, v in batch.items()}
+    if s.weights == "random":
+        with strict(device, replays_graphs=False):  # the same weights in every process on the device
+            calibrate(model, batch)
+    model = model.to(dtype=dtype)
+    batch = {k: v.to(dtype=dtype) if v.is_floating_point() else v for k, v in batch.items()}
     facts = {"params_m": loaded.params_m, "input_source": source}
     return model, batch, facts

@@ -5,7 +5,10 @@ one run fails each model its own way); `SUITE_FAULT=slow:<factor>[:<model name>]
 makes every compiled call take `factor` times as long, so the regression gate can be shown to
 catch a real slow-down; `SUITE_FAULT=lowp[:<model name>]` plants a precision bug (a layer's
 output forced to two mantissa bits) in a `precision` cell's model, so the tests can show that
-the parity rule catches it. `SUITE_FAULT_CELL=<kind>:<cell label>` (raise, hang, abort, segfault)
+the parity rule catches it; `SUITE_FAULT=miscompile[:<model name>]` plants a miscompile: inductor's
+testing-only ReLU bug (its generated C++ and Triton code computes relu(x) as x + 1), so the
+tests can show that the accuracy rule fails the compiled rows whose graphs hold a ReLU, and only
+those. `SUITE_FAULT_CELL=<kind>:<cell label>` (raise, hang, abort, segfault)
 fails one cell only (`TinyViT bs=2 eager inference`), so the tests can show that a cell crashing
 a process shared with other cells costs that cell alone. Does nothing when the variables are unset.
 """
@@ -20,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 SLOW_MEASURED = "planted slow-down measured:"  # the log line a slowed worker ends with
-FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak", "slow", "lowp")
+FAULTS = ("raise", "oom", "hang", "abort", "segfault", "leak", "slow", "lowp", "miscompile")
 
 
 def _fault(model_name: str) -> tuple[str, str]:
@@ -53,10 +56,42 @@ def inject_fault(model_name: str) -> None:
         os.abort()
     if kind == "segfault":
         os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "miscompile":
+        plant_miscompile()
     if kind == "leak":  # a worker that spills secrets: print, raw fd 2, an exception message
         print(f"environment: {dict(os.environ)}", flush=True)
         os.write(2, f"HF_TOKEN on fd 2: {os.environ.get('HF_TOKEN', '')}\n".encode())
         raise RuntimeError(f"401 Unauthorized: token {os.environ.get('HF_TOKEN', '')} rejected")
+
+
+def plant_miscompile() -> None:
+    """Inductor's testing-only ReLU bug, for every compile from now on in this process: relu(x)
+    becomes x + 1 in the C++ (CPU) and Triton (GPU) code inductor generates; eager is untouched.
+    Where a torch's vectorised C++ relu ignores the switch (torch 2.0's), its C++ kernels are
+    made scalar, so that they carry it."""
+    import inspect
+
+    from torch._inductor import config
+
+    planted = False
+    for section in (config.cpp, config.triton):
+        if hasattr(section, "inject_relu_bug_TESTING_ONLY"):
+            section.inject_relu_bug_TESTING_ONLY = "accuracy"
+            planted = True
+    if not planted:
+        raise RuntimeError(
+            "SUITE_FAULT=miscompile: this torch's inductor has no inject_relu_bug_TESTING_ONLY"
+        )
+    from torch._inductor.codegen import cpp
+
+    vectorised = getattr(cpp, "CppVecOverrides", None)
+    try:
+        carries = vectorised is None or "inject_relu_bug" in inspect.getsource(vectorised.relu)
+    except (OSError, TypeError, AttributeError):  # no source to read: make it scalar to be sure
+        carries = False
+    if not carries:
+        config.cpp.simdlen = 1  # no vector ISA of one bit: scalar C++ kernels
+    print("injected fault: inductor's testing-only relu bug (relu(x) = x + 1 in compiled code)", flush=True)
 
 
 def slowed(fn: Callable[[], Any], model_name: str, sync: Callable[[], None]) -> Callable[[], Any]:

@@ -180,15 +180,10 @@ def diff_bound(s: Settings) -> float:
     return max(s.tolerance, s.parity_max_eps * EPS[compute_dtype(s.dtype)])
 
 
-def _worse(current: float, value: float) -> float:
-    """The larger of two differences; a NaN, once seen, stays."""
-    return current if math.isnan(current) or value <= current else value
-
-
 def scaled_diff(ref: list[Any], out: list[Any]) -> tuple[float, float]:
     """(max |diff|, max of |diff| / max(1, max finite |ref|)) over the outputs' tensors; a NaN
     where the reference has none is NaN, different shapes inf (suite.measure.accuracy)."""
-    from suite.measure.accuracy import compare
+    from suite.measure.accuracy import compare, worse
 
     worst, scaled = 0.0, 0.0
     if len(ref) != len(out):
@@ -197,7 +192,7 @@ def scaled_diff(ref: list[Any], out: list[Any]) -> tuple[float, float]:
         diff, _ = compare([a], [b], math.inf)
         finite = a[a.isfinite()].abs()
         scale = max(1.0, float(finite.max()) if finite.numel() else 0.0)
-        worst, scaled = _worse(worst, diff), _worse(scaled, diff / scale)
+        worst, scaled = worse(worst, diff), worse(scaled, diff / scale)
     return worst, scaled
 
 

@@ -5,11 +5,13 @@ standard library only.
 """
 
 from suite.results.columns import (
+    ACCURACY_WORDS,
     ALWAYS,
     BY_NAME,
     CELL_COLUMNS,
     COLUMNS,
     CONTRACT_COLUMNS,
+    DEGENERATE,
     DONE_STATUSES,
     ERROR,
     EXTRA_COLUMNS,
@@ -17,6 +19,7 @@ from suite.results.columns import (
     FAILED_STATUSES,
     INT,
     KEY_COLUMNS,
+    NONDETERMINISTIC,
     NONFINITE_COLUMNS,
     NONFINITE_WORDS,
     NUMBER,
@@ -24,6 +27,7 @@ from suite.results.columns import (
     OOM,
     PASS,
     SKIPPED,
+    SKIPPED_ACCURACY,
     STATUS_TABLE,
     STATUS_WORDS,
     STATUSES,
@@ -45,11 +49,13 @@ from suite.results.csvfile import (
 from suite.results.rows import format_cell, format_value, key_of, one_line, one_per_cell, raw_csv_name, slug
 
 __all__ = [
+    "ACCURACY_WORDS",
     "ALWAYS",
     "BY_NAME",
     "CELL_COLUMNS",
     "COLUMNS",
     "CONTRACT_COLUMNS",
+    "DEGENERATE",
     "DONE_STATUSES",
     "ERROR",
     "EXTRA_COLUMNS",
@@ -57,6 +63,7 @@ __all__ = [
     "FAILED_STATUSES",
     "INT",
     "KEY_COLUMNS",
+    "NONDETERMINISTIC",
     "NONFINITE_COLUMNS",
     "NONFINITE_WORDS",
     "NUMBER",
@@ -64,6 +71,7 @@ __all__ = [
     "OOM",
     "PASS",
     "SKIPPED",
+    "SKIPPED_ACCURACY",
     "STATUSES",
     "STATUS_TABLE",
     "STATUS_WORDS",

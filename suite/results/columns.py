@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 TEXT, INT, NUMBER = "text", "int", "number"
 ALWAYS, WHEN_OK = "always", "when ok"
-PASS, FAIL = "pass", "fail"  # the accuracy column: compiled output within the tolerance or not
+PASS, FAIL = "pass", "fail"  # the accuracy column: compiled output within the rule or not
+# the accuracy column's other words (suite.measure.accuracy_rule, docs/accuracy.md): outputs
+# too flat to show a wrong answer, eager disagreeing with itself, no check (accuracy_note: why)
+DEGENERATE, NONDETERMINISTIC, SKIPPED_ACCURACY = "degenerate", "eager-nondeterministic", "skipped"
+ACCURACY_WORDS: tuple[str, ...] = (PASS, FAIL, DEGENERATE, NONDETERMINISTIC, SKIPPED_ACCURACY)
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,12 @@ TABLE: tuple[Column, ...] = (
     Column("graph_breaks", INT, timing=True),
     Column("recompiles", INT, timing=True),
     Column("max_abs_diff", NUMBER, timing=True, nonfinite=True, doc="nan / inf: in compiled outputs only"),
-    Column("accuracy", timing=True, choices=(PASS, FAIL)),
+    Column(
+        "accuracy",
+        timing=True,
+        choices=ACCURACY_WORDS,
+        doc="compiled rows: the float64 rule's verdict (docs/accuracy.md); empty on eager rows",
+    ),
     Column("peak_mem_mb", NUMBER, "MB"),
     Column("params_m", NUMBER, "M"),
     Column("torch_version"),
@@ -599,8 +608,8 @@ TABLE: tuple[Column, ...] = (
     Column(
         "accuracy_note",
         contract=False,
-        doc="why accuracy is empty on an ok compiled row (outputs vanish: not judgeable), or which "
-        "outputs were left out",
+        doc="which output decided the accuracy verdict and by what, why it is degenerate, "
+        "eager-nondeterministic or skipped; a per-model tolerance's reason",
     ),
     # issue 40: why a serving search found no rate (docs/serving.md): the floor no rate goes below,
     # and the lowest rate tried with its p99
@@ -618,6 +627,46 @@ TABLE: tuple[Column, ...] = (
     ),
     *DEVICE_TIME_COLUMNS,
     *PAIR_COLUMNS,
+    # the accuracy rule's numbers (suite.measure.accuracy_rule, docs/accuracy.md): the deciding
+    # output tensor's, so a reader sees why a row passed or failed
+    _extra_timed("accuracy_rmse", "", "RMSE of the compiled output from the float64 answer", positive=False),
+    _extra_timed(
+        "accuracy_rmse_eager", "", "RMSE of the eager output from the float64 answer", positive=False
+    ),
+    _extra_timed(
+        "accuracy_multiplier",
+        "x",
+        "how many times accuracy_rmse_eager accuracy_rmse may be (+ tolerance / 10)",
+    ),
+    _extra_timed(
+        "accuracy_cosine", "", "cosine similarity of compiled and eager (no float64 answer)", positive=False
+    ),
+    _extra_timed(
+        "accuracy_spread",
+        "",
+        "standard deviation of the deciding output's reference values (degenerate below 10 x tolerance)",
+        positive=False,
+    ),
+    Column(
+        "accuracy_reference",
+        contract=False,
+        timing=True,
+        doc="what the reference ran as: float64 on the device or the CPU, or none (cosine) and why",
+    ),
+    Column(
+        "accuracy_context",
+        contract=False,
+        timing=True,
+        doc="the accuracy pass's settings (TF32, cuDNN determinism), apart from the timed calls'",
+    ),
+    Column(
+        "weights_init",
+        contract=False,
+        setting=True,
+        choices=("unit-variance",),
+        doc="random weights: how they were scaled after the config's init (docs/accuracy.md); "
+        "empty: a checkpoint's, or a run before the scaling",
+    ),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 

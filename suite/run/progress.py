@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TextIO
 
-from suite.results import FAIL, OK, format_cell
+from suite.results import DEGENERATE, FAIL, NONDETERMINISTIC, OK, format_cell
 from suite.spec.cost import ahead_timing_seconds, compile_process_seconds, estimate_seconds, format_duration
 from suite.spec.model import Cell
 from suite.spec.schedule import SERIAL, compiled_ahead, pool_size
 
 ACCURACY_FAIL = "ACCURACY FAIL"
+UNJUDGED = (DEGENERATE, NONDETERMINISTIC)  # a compiled row the accuracy rule could not judge
 
 
 def row_warnings(row: Mapping[str, Any]) -> dict[str, str]:
@@ -25,6 +26,8 @@ def row_warnings(row: Mapping[str, Any]) -> dict[str, str]:
     if row.get("status") == OK and row.get("accuracy") == FAIL:
         diff = format_cell("max_abs_diff", row.get("max_abs_diff")) or "?"
         warnings[ACCURACY_FAIL] = f"compiled output differs from eager, max |diff| {diff}"
+    if row.get("status") == OK and row.get("accuracy") in UNJUDGED:  # docs/accuracy.md
+        warnings[f"ACCURACY {str(row['accuracy']).upper()}"] = str(row.get("accuracy_note") or "")
     return warnings
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from suite.errors import UsageError
 from suite.measure.pairing import PAIR_ENV, ROLE_ENV, ROLES, pair_key
 from suite.measure.provenance import Environment
+from suite.measure.random_init import WEIGHTS_INIT
 from suite.results import TIMING_COLUMNS, RowWriter, health, key_of, samples
 from suite.results.rows import stop_rule_text
 from suite.results.samples import samples_path
@@ -95,6 +96,7 @@ def build_row(
         "wall_s": round(wall, 3),
         "warmup": fields.get("warmup"),  # the calls that ran (suite.measure.timing), not the setting
         "tolerance": s.tolerance,
+        "weights_init": WEIGHTS_INIT if s.weights == "random" else None,  # suite.measure.random_init
         "compile_cache": s.compile_cache,
         "stop_rule": stop_rule_text(
             s.stop_rule, s.iterations, s.min_iterations, s.ci_target_pct, s.max_timing_s

@@ -194,7 +194,8 @@ def forwards(cell: Cell) -> int:
     if cell.mode == "eager":
         return eager_warmup + timed_calls(cell)
     compiled_warmup = warmup_calls(s.warmup, compiled=True)
-    return eager_warmup + compiled_warmup + 2 * timed_calls(cell) + 4  # + eager, first compiled, 2 accuracy
+    # + eager, first compiled, and the accuracy pass: eager twice, compiled, float64 (docs/accuracy.md)
+    return eager_warmup + compiled_warmup + 2 * timed_calls(cell) + 6
 
 
 def _forward_s(size: float, batch_size: int, rates: Rates) -> float:

@@ -161,6 +161,8 @@ def expand(
                 continue
             spec = outside.get(model_name) or matrix.models[model_name]
             cell_settings = replace(settings, weights="random") if spec.base else settings
+            if spec.tolerance is not None:  # the model's own, with its reason (docs/accuracy.md)
+                cell_settings = replace(cell_settings, tolerance=spec.tolerance)
             scenarios = filters.scenarios if filters.scenarios is not None else sel.scenarios
             for scenario in scenarios:
                 for key, cell in _scenario_cells(plan, model_name, spec, sel, cell_settings, scenario):

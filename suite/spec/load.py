@@ -42,6 +42,7 @@ def _read_model(r: Reader, name: str) -> ModelSpec:
     if not isinstance(queries, list) or not all(isinstance(q, str) and q for q in queries):
         r.fail("must be a list of non-empty strings", "text_queries")
     params = r.float("params_m", maximum=limits.MAX_PARAMS_M) if r.has("params_m") else None
+    tolerance, reason = _read_tolerance(r) if r.has("tolerance") else (None, "")
     smoke = r.mapping("smoke")
     for key in smoke:
         if key not in ("config", "processor"):
@@ -65,7 +66,19 @@ def _read_model(r: Reader, name: str) -> ModelSpec:
         text_queries=tuple(queries),
         published_params_m=params,
         smoke=smoke,
+        tolerance=tolerance,
+        tolerance_reason=reason,
     )
+
+
+def _read_tolerance(r: Reader) -> tuple[float, str]:
+    """A model's own accuracy tolerance (`tolerance: {value: 0.004, reason: ...}`): it replaces
+    the settings' for the model's cells, and must say why (docs/accuracy.md)."""
+    t = r.sub("tolerance")
+    value = t.float("value", maximum=limits.MAX_TOLERANCE)
+    reason = t.str("reason")
+    t.done()
+    return value, reason
 
 
 def _check_ranges(r: Reader, key: str, values: Mapping[str, Any]) -> None:

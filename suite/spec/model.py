@@ -35,6 +35,14 @@ class ModelSpec:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # a custom configuration's own changes
     # a hub id or a local folder named with --models, not in matrix.yaml (suite.spec.outside)
     outside: bool = False
+    # the model's own accuracy tolerance, replacing the settings' for its cells, and why
+    # (matrix.yaml's `tolerance: {value, reason}`, docs/accuracy.md)
+    tolerance: float | None = None
+    tolerance_reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.tolerance is not None and not self.tolerance_reason.strip():
+            raise SettingError(("tolerance",), f"{self.name}'s own tolerance needs its reason")
 
     @property
     def auto_class(self) -> str:

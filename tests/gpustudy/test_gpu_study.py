@@ -44,6 +44,17 @@ def _planned(matrix, variant):
 @pytest.mark.parametrize("variant", study.VARIANTS)
 def test_the_study_has_every_cell_once_the_headline_first(matrix, variant):
     planned = _planned(matrix, variant)
+    # first of all, the accuracy rule on the six cells the old check failed on the H200, float32
+    # then float16 (they come again, timed in full, in the steps after it: not counted below)
+    first, planned = planned[0], planned[1:]
+    assert first.step is study.ACCURACY_STEP
+    six = [("Conditional-DETR", 1, "default"), ("Conditional-DETR", 1, "reduce-overhead"),
+           ("Conditional-DETR", 4, "reduce-overhead"), ("DETR", 1, "default"), ("Mask2former", 1, "default"),
+           ("Resnet-101", 1, "default")]  # fmt: skip
+    assert [(c.model.name, c.batch_size, c.mode, c.settings.dtype) for c in first.cells] == [
+        *((*cell, "float32") for cell in six),
+        *((*cell, "float16") for cell in six),
+    ]
     runs = [
         (c.model.name, c.batch_size, c.mode, c.scenario, c.dynamic)
         for p in planned
@@ -104,7 +115,7 @@ def test_the_first_call_fits_a_lent_session(matrix, capsys):
     first = study.cut_into_calls(_planned(matrix, "gpu"), budget)[0]
     assert first.seconds <= budget
     reached = [(p.step.run_id, len(cells)) for p, cells in first.steps]
-    assert reached[0] == ("crosscheck-resnet", 1) and reached[1][0] == "ro-bs1" and reached[1][1] >= 6
+    assert reached[0][0] == "accuracy" and reached[0][1] >= 6, "the six float32 cells, at least"
     written = [f for f in study.CALL_FILES] + [
         w for w in study_cli.FIRST_CALL.split() if w.startswith("$OUT/")
     ]
@@ -112,9 +123,7 @@ def test_the_first_call_fits_a_lent_session(matrix, capsys):
     assert main(["gpu-study", "plan", "--deadline-s", str(deadline)]) == 0
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("  call 1: "))
-    assert line.startswith(
-        f"  call 1: {format_duration(first.seconds)}: crosscheck-resnet (1 of 1); ro-bs1 ("
-    )
+    assert line.startswith(f"  call 1: {format_duration(first.seconds)}: accuracy (")
     assert f"run(timeout_s={study_cli.FIRST_CALL_TIMEOUT_S}, " in out and "(5, at most 6)" in out
 
 

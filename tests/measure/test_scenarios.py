@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 from support import stub_environment
 
+from suite.measure.accuracy_rule import Verdict
 from suite.measure.scenarios import SCENARIOS, base
 from suite.measure.timing import SETTLE_MS, TimingLoop
+from suite.results import PASS
 from suite.run.runner import build_row
 from suite.spec import Cell, expand, load_matrix
 
@@ -69,9 +71,9 @@ class FakeScenario(base.Scenario):
 
         return compiled
 
-    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool]:
+    def accuracy(self, compiled: Callable[[], Any]) -> Verdict:
         self.rec.note("accuracy")
-        return 0.5, True
+        return Verdict(PASS, 0.5)
 
 
 class FakeMemory:

@@ -211,9 +211,14 @@ def test_column_groups_come_from_the_one_table() -> None:
         for name in ("latency", "throughput", "eager_latency", "eager_throughput", "speedup")
         for end in ("", "_ci95_low", "_ci95_high")
     ), "pair_compile_time_ratio")  # fmt: skip
+    # the accuracy rule's numbers, what its reference and its pass ran with (docs/accuracy.md)
+    accuracy_rule = (
+        "accuracy_rmse", "accuracy_rmse_eager", "accuracy_multiplier", "accuracy_cosine", "accuracy_spread",
+        "accuracy_reference", "accuracy_context",
+    )  # fmt: skip
     assert tuple(results.TIMING_COLUMNS) == (
         *contract, *compile_cost, *issue_29, *issue_28, *issue_27, *issue_40, *issue_38, *serving_why,
-        *device_time, *pair,
+        *device_time, *pair, *accuracy_rule,
     )  # fmt: skip
     # a dynamic-batch cell owes one row per (setting, batch size): `dynamic` is in both keys
     assert results.KEY_COLUMNS == (
@@ -227,7 +232,7 @@ def test_column_groups_come_from_the_one_table() -> None:
     )  # fmt: skip
     assert COLUMNS[len(CONTRACT_COLUMNS) :] == results.EXTRA_COLUMNS
     extras = set(compile_cost) | set(issue_29) | set(issue_28) | set(issue_27) | set(issue_40) | set(issue_38)
-    extras |= set(serving_why) | set(device_time) | set(pair)
+    extras |= set(serving_why) | set(device_time) | set(pair) | set(accuracy_rule)
     assert set(results.TIMING_COLUMNS) - extras <= set(CONTRACT_COLUMNS)
     ranks = sorted(c.cell for c in results.TABLE if c.cell)
     assert ranks == list(range(1, len(ranks) + 1)), "cell ranks: 1, 2, ... once each"

@@ -116,6 +116,23 @@ def test_minimal_matrix_loads_and_expands(tmp_path: Path) -> None:
             "'serve' is not a scenario",
         ),
         (lambda d: d.update(extra=1), "extra", "unknown key"),
+        # a model's own accuracy tolerance must say why (docs/accuracy.md)
+        (
+            lambda d: d["models"]["ViT"].update(tolerance={"value": 0.004}),
+            "models.ViT.tolerance.reason",
+            "is required",
+        ),
+        (
+            lambda d: d["models"]["ViT"].update(tolerance={"value": 0, "reason": "x"}),
+            "models.ViT.tolerance.value",
+            "must be > 0",
+        ),
+        (lambda d: d["models"]["ViT"].update(tolerance=0.004), "models.ViT.tolerance", "must be a mapping"),
+        (
+            lambda d: d["models"]["ViT"].update(tolerance={"value": 0.004, "reason": "r", "why": "w"}),
+            "models.ViT.tolerance.why",
+            "unknown key",
+        ),
     ],
 )
 def test_bad_fields_are_named(tmp_path: Path, edit, field: str, message: str) -> None:
@@ -232,3 +249,16 @@ def test_every_verb_has_help(capsys) -> None:
             main([verb, "--help"])
         assert info.value.code == 0
         assert "usage: suite " + verb in capsys.readouterr().out
+
+
+def test_a_models_own_tolerance_judges_its_cells_and_carries_its_reason(tmp_path: Path) -> None:
+    """It replaces the settings' tolerance for the model's cells, survives the worker's JSON, and
+    its reason goes to the rows (suite.measure.accuracy_pass)."""
+    from suite.spec import Cell
+
+    reason = "measured: its box head's outputs carry 4x float32's rounding"
+    path = mutate(tmp_path, lambda d: d["models"]["ViT"].update(tolerance={"value": 0.004, "reason": reason}))
+    cells = expand(load_matrix(path), "smoke", "stable")
+    assert {c.settings.tolerance for c in cells} == {0.004}
+    again = Cell.from_json(cells[1].to_json())
+    assert (again.model.tolerance, again.model.tolerance_reason) == (0.004, reason)

@@ -16,6 +16,7 @@ from typing import Any
 
 from suite.measure import cell as parts
 from suite.measure import cudagraphs, devicetime, gate
+from suite.measure.accuracy_rule import Verdict
 from suite.measure.compile_cost import FirstCall, first_results, seconds_since_spawn
 from suite.measure.counters import cudagraph_skips, dynamo_counts
 from suite.measure.energy import COMPILED, EAGER, Energy
@@ -41,7 +42,6 @@ class Scenario:
     scenario's `Unsupported`): the cell is then recorded with that status, nothing timed."""
 
     eager: Callable[[], Any]
-    accuracy_note = ""  # what the accuracy check could not judge (suite.measure.accuracy.judge)
 
     def __init__(self, cell: Cell, model: Any, batch: dict[str, Any]) -> None:
         self.cell, self.model, self.batch = cell, model, batch
@@ -65,9 +65,9 @@ class Scenario:
         ms, _ = loop.call(compiled)
         return ms
 
-    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool | None]:
-        """(max |diff|, within tolerance, or None: not judgeable) of compiled against eager, asked
-        for after the compiled warm-up; a scenario may leave a note in `accuracy_note`."""
+    def accuracy(self, compiled: Callable[[], Any]) -> Verdict:
+        """Compiled against eager (suite.measure.accuracy_rule's verdict: pass, fail, degenerate,
+        eager-nondeterministic, or skipped with why), asked for after the compiled warm-up."""
         raise NotImplementedError
 
     def extra_fields(self, loop: TimingLoop, compiled: Callable[[], Any] | None) -> dict[str, Any]:
@@ -204,7 +204,6 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
-    row["accuracy_note"] = scenario.accuracy_note or None
     row.update(health.fields(), **timed.fields(), **timed.throughput_fields(), **extra, **pair)
     row[SAMPLES] = {"eager": eager_samples, "compiled": samples}
     calls = Calls(first_ms, eager_call_ms, row["median_ms"])  # what names the phases' remainder

@@ -26,9 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from suite.measure import accuracy_pass, cudagraphs
 from suite.measure import cell as parts
-from suite.measure import cudagraphs
-from suite.measure.accuracy import compare, snapshot
 from suite.measure.counters import dynamo_counts, guard_failures
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.faults import inject_fault
@@ -138,7 +137,7 @@ class _Sequence:
         with PeakMemory(self.device) as mem:
             warmup = self.loop.warm_up(compiled, compiled=True)
         ledger.warm_up_done()  # CUDA graphs recorded at this size: in the calls after the first
-        accuracy = compare(snapshot(eager()), snapshot(compiled()), self.cell.settings.tolerance)
+        accuracy, _ = accuracy_pass.verdict(self.cell, self.model, self.batch(size), (eager, compiled))
         _, graphs_timed_from = dynamo_counts()
         eager_samples, samples = self.loop.interleaved([eager, compiled], self.cell.settings.iterations)
         _, graphs_end = dynamo_counts()

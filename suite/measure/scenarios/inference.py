@@ -6,16 +6,20 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from suite.measure import aot
-from suite.measure.accuracy import judge, snapshot
+from suite.measure import accuracy_pass, aot, models, parity
+from suite.measure.accuracy_rule import Verdict
 from suite.measure.cell import compile_model
 from suite.measure.scenarios.base import Scenario
+from suite.results import one_line
 from suite.spec.model import Cell
 
 
 class Inference(Scenario):
-    """One forward of the batch; accuracy: one more call of each function after the compiled
-    warm-up, every floating-point output compared (so CUDA-graph replays are what is checked)."""
+    """One forward of the batch; accuracy: the float64 rule's pass after the compiled warm-up
+    (suite.measure.accuracy_pass: so CUDA-graph replays are what is checked), and the task's
+    answers of compiled against eager on the same input (`parity_*`, suite.measure.parity)."""
+
+    task_agreement = True  # the precision scenario's parity (against float32 eager) replaces it
 
     def __init__(self, cell: Cell, model: Any, batch: dict[str, Any]) -> None:
         super().__init__(cell, model, batch)
@@ -26,6 +30,7 @@ class Inference(Scenario):
             return model(**batch)
 
         self.eager = eager
+        self.agreement: dict[str, Any] = {}
 
     def grad_mode(self) -> contextlib.AbstractContextManager[Any]:
         import torch
@@ -44,12 +49,43 @@ class Inference(Scenario):
         return compiled
 
     def extra_fields(self, loop: Any, compiled: Callable[[], Any] | None) -> dict[str, Any]:
-        """An aot-inductor cell's package figures (suite.measure.aot); none for the other modes."""
-        return aot.fields(self.compiled_model)
+        """An aot-inductor cell's package figures (suite.measure.aot); none for the other modes;
+        a compiled row's task agreement (measured in its accuracy pass)."""
+        return {**aot.fields(self.compiled_model), **self.agreement}
 
-    def accuracy(self, compiled: Callable[[], Any]) -> tuple[float, bool | None]:
-        ref = snapshot(self.eager())
-        out = snapshot(compiled())
-        judged = judge(ref, out, self.cell.settings.tolerance)
-        self.accuracy_note = judged.note
-        return judged.max_diff, judged.passed
+    def accuracy(self, compiled: Callable[[], Any]) -> Verdict:
+        answers = self._answers() if self.task_agreement else None
+        verdict, ran = accuracy_pass.verdict(
+            self.cell, self.model, self.batch, (self.eager, compiled), answers
+        )
+        if answers is not None:
+            self.agreement = self._agreement(ran)
+        return verdict
+
+    def _answers(self) -> Callable[[Any], Any]:
+        """What the task returns for an output (suite.measure.parity.answers); an exception is
+        kept as the answer, so the row says why it has no agreement."""
+        processor, _ = models.build_processor(self.cell.model, self.cell.settings)
+        task = self.cell.model.task
+
+        def answers(out: Any) -> Any:
+            try:
+                return parity.answers(task, processor, out)
+            except Exception as exc:  # a processor without the task's post-processing
+                return exc
+
+        return answers
+
+    def _agreement(self, ran: accuracy_pass.Ran) -> dict[str, Any]:
+        """The parity columns: compiled's answers against eager's on the row's input."""
+        ref, out = ran.eager_kept, ran.compiled_kept
+        for kept in (ref, out):
+            if isinstance(kept, Exception):
+                return {"parity_note": one_line(f"no task answers: {type(kept).__name__}: {kept}", 200)}
+        diffs = parity.scaled_diff(ran.outputs.eager, ran.outputs.compiled)
+        fields = parity.agreement(self.cell.model.task, ref, out, diffs).fields(self.cell.settings)
+        images = len(ref)
+        fields["parity_note"] = (
+            f"compiled against eager ({self.cell.settings.dtype}) on the row's {images} image(s)"
+        )
+        return fields

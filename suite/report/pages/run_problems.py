@@ -13,8 +13,10 @@ from typing import Any
 from suite.report.measurement import Measurement
 from suite.report.study import EAGER, CellKey, Gpu, Setup, Study
 from suite.report.tables.cells import DAGGER, SECTION
-from suite.results import STATUS_WORDS
+from suite.results import DEGENERATE, NONDETERMINISTIC, STATUS_WORDS
 from suite.results.health import HEALTHY
+
+UNJUDGED = (DEGENERATE, NONDETERMINISTIC)  # a compiled row the accuracy rule could not judge
 
 
 def health_flags(m: Measurement | None) -> list[str]:
@@ -60,9 +62,9 @@ def _failed_and_suspect(study: Study) -> tuple[list[dict[str, Any]], list[dict[s
         if m.unhealthy:
             why.append(f"{SECTION} timed on an unhealthy machine: {', '.join(health_flags(m))}")
         if key.mode != EAGER and m.accuracy_failed:
-            why.append(
-                f"{DAGGER} accuracy check failed: compiled output differs from eager beyond the tolerance"
-            )
+            why.append(f"{DAGGER} accuracy check failed: compiled output differs from eager beyond the rule")
+        elif key.mode != EAGER and m.accuracy in UNJUDGED:
+            why.append(f"accuracy not judged: {m.accuracy} (docs/accuracy.md)")
         if why:
             suspect.append({**_where(study, key), "why": "; ".join(why)})
     return failed, suspect

@@ -53,7 +53,10 @@ COMPILE_NOTE = (
     "unless compile_cache: run). break-even (calls): calls after which compiling has paid for itself, "
     f"compile seconds / (eager - compiled median per call); {NEVER} where compiling is not faster."
 )
-DAGGER_NOTE = f"{DAGGER} compiled output differs from eager beyond the tolerance (accuracy check failed)."
+DAGGER_NOTE = (
+    f"{DAGGER} compiled output differs from eager beyond the accuracy rule (float64 reference, "
+    "docs/accuracy.md: accuracy check failed)."
+)
 STANDALONE_NOTE = (
     f"{DOUBLE_DAGGER} no paired eager median (the compiled cell failed, is missing, or its row has none): "
     "the eager cell's own median, from another process, so the % beside it is not their ratio."
