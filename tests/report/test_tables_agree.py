@@ -13,6 +13,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from suite.measure.accuracy_rule import Verdict
 from suite.measure.cell import compiled_fields, latency_fields
 from suite.report.load import load
 from suite.report.reference import Reference
@@ -20,7 +21,7 @@ from suite.report.study import Study
 from suite.report.tables.compile_vs_eager import compile_groups, compile_vs_eager
 from suite.report.tables.modes import compile_modes
 from suite.report.tables.stable_vs import stable_vs_others
-from suite.results import RowWriter
+from suite.results import PASS, RowWriter
 
 GPU = "NVIDIA A100-SXM4-80GB"
 
@@ -51,7 +52,7 @@ def _rows(seed: int, eager_ms: float, gains: tuple[float, float]) -> list[dict]:
         for mode, gain in zip(("default", "reduce-overhead"), gains, strict=True):
             e = _samples(rng, eager_ms)
             c = _samples(rng, eager_ms / gain)
-            fields = compiled_fields(e, c, 1000.0, (0, 1, 1), (0.0, True))
+            fields = compiled_fields(e, c, 1000.0, (0, 1, 1), Verdict(PASS, 0.0))
             rows.append(_row(build, "ViT", mode, {**fields, **latency_fields(c)}))
     return rows
 
