@@ -211,9 +211,16 @@ def add_schedule_args(p: argparse.ArgumentParser) -> None:
         "--process-start",
         choices=("fork", "spawn"),
         default="fork",
-        help="ahead on a CPU: fork each process from one that imported torch and transformers once "
-        "(its start-up paid once), or spawn each fresh; serial and GPU runs always spawn "
+        help="ahead: fork each process from one that imported torch and transformers once and never "
+        "touched CUDA (its start-up paid once; where CUDA was initialised by the imports it refuses, "
+        "in one line, and the processes are spawned), or spawn each fresh; serial always spawns "
         "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--overlap",
+        action="store_true",
+        help="ahead: while a wave is timed, the next one compiles on the cores the timed process is not "
+        "pinned to (default: off, compiles and timing apart; docs/measurement.md#compiles-beside-the-timing)",
     )
 
 
@@ -273,6 +280,8 @@ def request_of(args: argparse.Namespace) -> Request:
 
     if getattr(args, "compile_pool", None) is not None and getattr(args, "schedule", "ahead") == "serial":
         raise UsageError("--compile-pool", "applies to --schedule ahead only (serial compiles one at a time)")
+    if getattr(args, "overlap", False) and getattr(args, "schedule", "ahead") == "serial":
+        raise UsageError("--overlap", "applies to --schedule ahead only (serial compiles one at a time)")
     matrix = load_matrix(args.matrix)
     filters = filters_of(args)
     return Request(
