@@ -37,7 +37,7 @@ from suite.cli.values import compile_threshold, count, held_out, noise_z, run_no
 from suite.errors import UsageError
 from suite.gpustudy.cli import add_parser as add_gpu_study
 from suite.redact import RedactingStream
-from suite.run.crosscheck import DEFAULT_ROUNDS
+from suite.run.crosscheck import DEFAULT_BUDGET_S, DEFAULT_ROUNDS, MIN_ROUNDS
 
 
 def add_medians_only_flag(p: argparse.ArgumentParser) -> None:
@@ -93,8 +93,17 @@ def build_parser() -> Parser:
         "--rounds",
         type=count("--rounds"),
         default=DEFAULT_ROUNDS,
-        help="rounds of suite loop + independent timers, alternating (default: %(default)s); a round "
-        "times --iterations calls of each function (default: one block of the loop, 5)",
+        help="at most this many rounds of suite loop + independent timers, alternating (default: "
+        "%(default)s); a round times --iterations calls of each function (default: one block of the "
+        "loop, 5)",
+    )
+    p.add_argument(
+        "--budget-s",
+        type=values.crosscheck_budget,
+        default=DEFAULT_BUDGET_S,
+        help="rounds go on until they have taken this many seconds a timed function (at least "
+        f"{MIN_ROUNDS} rounds, at most --rounds), so a slow model ends in minutes and a fast one gets "
+        "its rounds; the report says how many rounds each took and why it stopped (default: %(default)s)",
     )
     p.set_defaults(func=cmd_crosscheck)
 
