@@ -33,7 +33,15 @@ from suite.cli.history_store import add_history_parser
 from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.repeat import cmd_coverage, cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
-from suite.cli.values import compile_threshold, count, held_out, noise_z, run_noise_pct, threshold
+from suite.cli.values import (
+    compile_threshold,
+    count,
+    crosscheck_budget,
+    held_out,
+    noise_z,
+    run_noise_pct,
+    threshold,
+)
 from suite.errors import UsageError
 from suite.gpustudy.cli import add_parser as add_gpu_study
 from suite.redact import RedactingStream
@@ -99,7 +107,7 @@ def build_parser() -> Parser:
     )
     p.add_argument(
         "--budget-s",
-        type=values.crosscheck_budget,
+        type=crosscheck_budget,
         default=DEFAULT_BUDGET_S,
         help="rounds go on until they have taken this many seconds a timed function (at least "
         f"{MIN_ROUNDS} rounds, at most --rounds), so a slow model ends in minutes and a fast one gets "
@@ -112,6 +120,7 @@ def build_parser() -> Parser:
     )
     add_selection_args(p)
     p.add_argument("--times", type=count("--times"), default=3, help="repetitions (default: %(default)s)")
+    add_schedule_args(p, default="serial")
     p.add_argument(
         "--hold-out",
         type=held_out,

@@ -188,13 +188,13 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-mig", action="store_true", help="time on a GPU in MIG mode (default: refused)")
 
 
-def add_schedule_args(p: argparse.ArgumentParser) -> None:
-    """`--schedule` and `--compile-pool` (run, plan) and, for plan, `--cores`: how the cells are
-    laid out in processes (docs/measurement.md#what-runs-where)."""
+def add_schedule_args(p: argparse.ArgumentParser, default: str = "ahead") -> None:
+    """`--schedule` and `--compile-pool` (run, plan, repeat) and, for plan, `--cores`: how the
+    cells are laid out in processes (docs/measurement.md#what-runs-where)."""
     p.add_argument(
         "--schedule",
         choices=("ahead", "serial"),
-        default="ahead",
+        default=default,
         help="ahead: each compiled cell's process compiles in a wave beside others, then times alone, "
         "its model's eager cells after it in the same process; serial: one process per cell "
         "(default: %(default)s)",

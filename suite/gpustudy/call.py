@@ -23,7 +23,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -45,8 +45,9 @@ from suite.gpustudy.callreport import (
     write_summary,
 )
 from suite.gpustudy.done import calibration, cell_counts, finished
+from suite.gpustudy.estimate import PlannedStep, Planner
 from suite.gpustudy.packing import pack, unpack
-from suite.gpustudy.plan import DEVICE, STEP_OVERHEAD_S, Call, PlannedStep
+from suite.gpustudy.plan import DEVICE, STEP_OVERHEAD_S, Call
 from suite.gpustudy.step import Packer, Tee, run_step, sigterm_as_interrupt
 from suite.spec.cost import format_duration
 
@@ -72,6 +73,7 @@ class Where:
     cwd: Path | None = None
     echo: TextIO | None = None
     command: str = ""
+    planner: Planner = field(default_factory=Planner)
 
 
 def run_call(
@@ -106,7 +108,7 @@ def run_call(
         steps=[
             StepOutcome(
                 p.step.what,
-                command_line(p.step.argv(variant, work)),
+                command_line(p.step.argv(variant, work), p.step.env()),
                 len(p.cells),
                 p.seconds,
                 status=NOT_STARTED,
@@ -120,7 +122,7 @@ def run_call(
         for line in plan_lines(call, variant, planned, budget_s, work):
             tee.line(line)
         restored = _restore(call, ids, work, resume_from, tee)
-        _calibrate(report, work, planned, tee)
+        _calibrate(report, where, planned, tee)
 
         in_flight: list[tuple[StepOutcome, float]] = []  # the step running now, and its start
 
@@ -148,7 +150,13 @@ def run_call(
                 in_flight[:] = [(outcome, began)]
                 try:
                     code, stopped, wall = run_step(
-                        p.step.argv(variant, work), tee, left, python, cwd, lambda: Packer(do_pack)
+                        p.step.argv(variant, work),
+                        tee,
+                        left,
+                        python,
+                        cwd,
+                        lambda: Packer(do_pack),
+                        p.step.env(),
                     )
                 except KeyboardInterrupt:
                     outcome.status = INTERRUPTED
@@ -179,13 +187,15 @@ def run_call(
     return report
 
 
-def _calibrate(report: CallReport, work: Path, planned: Sequence[PlannedStep], tee: Tee) -> None:
-    """The estimate of the steps left, scaled by how long the finished ones took (if any did)."""
-    found = calibration(work, planned)
+def _calibrate(report: CallReport, where: Where, planned: Sequence[PlannedStep], tee: Tee) -> None:
+    """Each finished step and cell against its estimate, and the estimate of the steps left scaled
+    by how long the finished ones took (if any did)."""
+    found = calibration(where.work, planned, where.planner)
     if found:
         ratio, said = found
-        left = sum(p.seconds for p in planned if not finished(work, p))
-        report.calibration = f"{said}; scaled so, the steps not done yet: {format_duration(left * ratio)}"
+        left = sum(p.seconds for p in planned if not finished(where.work, p))
+        left_s = format_duration(left * ratio)
+        report.calibration = f"{'; '.join(said)}; scaled by {ratio:.2f}, the steps not done yet: {left_s}"
         tee.line(f"calibration: {report.calibration}")
 
 

@@ -6,11 +6,15 @@ calls' files, with pandas, pyarrow and matplotlib (suite.gpustudy.finish)."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shlex
 import sys
 import tempfile
 from pathlib import Path
 
+from suite.errors import UsageError
+from suite.gpustudy.estimate import STUDY_CORES, Planner, budget_of, cut_into_calls, plan_call
 from suite.gpustudy.plan import (
     CALL_FILES,
     CALL_LIMIT_S,
@@ -22,13 +26,12 @@ from suite.gpustudy.plan import (
     RESERVE_S,
     STEP_OVERHEAD_S,
     TINY,
-    budget_of,
+    Step,
     call_of,
-    cut_into_calls,
-    plan_call,
 )
 from suite.spec import load_matrix
 from suite.spec.cost import format_duration
+from suite.spec.model import Matrix
 
 # Outside the checkout: every call of the device tool sends the checkout again (a carried folder
 # replaces what is there), while a warm machine keeps what its last call left outside it.
@@ -75,6 +78,22 @@ def add_parser(sub: argparse._SubParsersAction, parser_class: type) -> None:  # 
 
     q = verbs.add_parser("plan", help="the study's steps, cells and estimates, and what each call reaches")
     common(q)
+    q.add_argument(
+        "--cores",
+        type=int,
+        default=None,
+        help=f"the GPU machine's cores the schedule is estimated for (default: {STUDY_CORES}; with "
+        "--tiny: this machine's)",
+    )
+    q.add_argument(
+        "--against",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the files of calls that ran (callN.json, their tarballs): each step that ran to its end "
+        "against this commit's estimate of it, and each cell's compile and timing against theirs",
+    )
     q.set_defaults(func=cmd_plan)
     q = verbs.add_parser(
         "call", help="run the steps not done yet, until the deadline; outputs packed in --out"
@@ -130,7 +149,10 @@ def budget(args: argparse.Namespace) -> float:
 def cmd_plan(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     variant = _variant(args)
-    planned = plan_call(matrix, call_of(1), variant, DEFAULT_REFERENCE)
+    planner = Planner.of(variant, DEFAULT_REFERENCE, args.cores)
+    if args.against:
+        return _against(args.against, matrix, variant, planner)
+    planned = plan_call(matrix, call_of(1), variant, DEFAULT_REFERENCE, planner=planner)
     for i, p in enumerate(planned, 1):
         print(
             f"step {i}: {p.step.verb} {p.step.run_id}: {p.step.what}: {len(p.cells)} cell(s), "
@@ -141,7 +163,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     total = sum(p.seconds for p in planned)
     seconds = budget(args)
     print(
-        f"estimated {format_duration(total)} in all (suite/spec/cost.py"
+        f"estimated {format_duration(total)} in all on {planner.cores} cores (suite/gpustudy/estimate.py"
         + (", each forward call at least the guide's A100 eager time" if variant == GPU else "")
         + f"; {format_duration(STEP_OVERHEAD_S)} a step for its start-up)"
     )
@@ -164,6 +186,50 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _against(folders: list[Path], matrix: Matrix, variant: str, planner: Planner) -> int:
+    """`plan --against`: the calls' steps and cells against this commit's estimates."""
+    from suite.gpustudy import calibrate
+    from suite.gpustudy.packing import unpack
+
+    reports = calibrate.reports_in(folders)
+    if not reports:
+        raise UsageError("--against", f"no callN.json in {', '.join(map(str, folders))}")
+    pairs = calibrate.step_pairs(reports, calibrate.estimated_by(matrix, variant, planner))
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, archive in enumerate(sorted(p for f in folders for p in f.rglob("call*.tar.gz"))):
+            unpack(archive, Path(tmp) / str(i))  # the later archive's folders hold the earlier's rows
+        latest = sorted(Path(tmp).glob("*"), key=lambda p: int(p.name))
+        pairs += _cell_pairs(latest[-1] if latest else None, reports, matrix, variant, planner)
+    print("\n".join(calibrate.table(pairs)))
+    print("")
+    for line in calibrate.summary(pairs):
+        print(line)
+    return 0
+
+
+def _cell_pairs(
+    folder: Path | None, reports: list[dict], matrix: Matrix, variant: str, planner: Planner
+) -> list:
+    """Each ok cell's parts in the run folders of `folder` against this commit's estimates."""
+    from suite.gpustudy import calibrate
+    from suite.gpustudy.done import rows_in
+    from suite.gpustudy.estimate import plan_step
+
+    if folder is None:
+        return []
+    steps = {}
+    for report in reports:
+        for s in report["steps"]:
+            step = Step.from_argv(shlex.split(s["command"]), s.get("what", ""))
+            steps.setdefault(step.run_id, step)
+    pairs = []
+    for run_id, step in steps.items():
+        if step.verb == "run" and (folder / run_id).is_dir():
+            planned = plan_step(matrix, step, variant, planner)
+            pairs += calibrate.cell_pairs(rows_in(folder / run_id), planned, planner)
+    return pairs
+
+
 def next_number(work: Path) -> int:
     """One more than the calls whose summary is in `work` (a warm machine's earlier calls)."""
     numbers = [
@@ -182,12 +248,17 @@ def cmd_call(args: argparse.Namespace) -> int:
     number = args.number if args.number is not None else next_number(work)
     call = call_of(number)
     seconds = budget(args)
-    planned = plan_call(matrix, call, variant, DEFAULT_REFERENCE)
+    planner = Planner.of(variant, DEFAULT_REFERENCE, os.cpu_count())
+    planned = plan_call(matrix, call, variant, DEFAULT_REFERENCE, planner=planner)
     command = f"python -m suite gpu-study call {number}" + (" --tiny" if args.tiny else "")
     command += f" --budget-s {seconds:g}" + (f" --deadline-s {args.deadline_s:g}" if args.deadline_s else "")
     command += ' --out "$OUT"'
     report = run_call(
-        call, variant, planned, Where(work, args.out, args.resume_from, command=command), seconds
+        call,
+        variant,
+        planned,
+        Where(work, args.out, args.resume_from, command=command, planner=planner),
+        seconds,
     )
     problems = check_shape(args.out)
     if len([p for p in args.out.rglob("*") if p.is_file()]) > MAX_FILES:

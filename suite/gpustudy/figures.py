@@ -7,17 +7,20 @@ the rows and reports brought back.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from suite.gpustudy.plan import GPU, REFERENCE_GPU, TINY, call_of, cell_seconds, guide_forward_ms, plan_call
+from suite.gpustudy import calibrate
+from suite.gpustudy.estimate import Planner, plan_call, plan_step
+from suite.gpustudy.plan import GPU, REFERENCE_GPU, TINY, Step, call_of
 from suite.report.reference import Reference, normalize
 from suite.results import read_rows
 from suite.run import crosscheck as xcheck
 from suite.run import repeat
-from suite.spec import expand
-from suite.spec.cost import estimate_seconds, format_duration
+from suite.spec.cost import format_duration
 
 
 def num(value: object) -> float | None:
@@ -36,50 +39,68 @@ def md_table(header: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
     return lines + ["| " + " | ".join(row) + " |" for row in body]
 
 
-def _estimates(matrix: Any, reference_dir: Path, shrunk: bool) -> dict[tuple[str, ...], float]:
-    variant = TINY if shrunk else GPU
-    guide = guide_forward_ms(reference_dir) if variant == GPU else {}
-    out = {}
-    for planned in plan_call(matrix, call_of(1), variant, reference_dir):
-        for cell in planned.cells:
-            key = (cell.model.name, str(cell.batch_size), cell.mode, cell.scenario, cell.dynamic)
-            out[key] = cell_seconds(cell, guide)
-    return out
-
-
-def calibration_figures(
-    rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path
-) -> tuple[int, float, float]:
-    """(cells, measured s, estimated s) over every cell that ended ok, against this commit's cost model."""
+def _planner(rows: dict[str, list[dict[str, str]]], reference_dir: Path) -> tuple[str, Planner]:
+    """The variant the rows are of (shrunk: the tiny one) and its planner."""
     shrunk = any(r.get("variant") == "smoke" for rs in rows.values() for r in rs)
-    estimates = _estimates(matrix, reference_dir, shrunk)
-    count, measured, estimated = 0, 0.0, 0.0
-    for rs in rows.values():
-        for r in rs:
-            est = estimates.get((r["model"], r["batch_size"], r["mode"], r["scenario"], r.get("dynamic", "")))
-            wall = num(r.get("wall_s"))
-            if r["status"] == "ok" and est and wall is not None and not r.get("dynamic"):
-                count, measured, estimated = count + 1, measured + wall, estimated + est
-    return count, measured, estimated
+    variant = TINY if shrunk else GPU
+    return variant, Planner.of(variant, reference_dir)
 
 
-def calibration(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path) -> list[str]:
-    count, measured, estimated = calibration_figures(rows, matrix, reference_dir)
-    if not count:
-        return ["No cell ended ok: nothing to calibrate the cost model with."]
-    ratio = measured / estimated
-    full = expand(matrix, "full", "?")
-    full_s = sum(estimate_seconds(c) for c in full)
+def _steps_by_folder(reports: Sequence[dict[str, Any]]) -> dict[str, Step]:
+    """Each run folder's step, as the calls' commands ran it (a folder `ID-runN`: ID's)."""
+    steps: dict[str, Step] = {}
+    for report in reports:
+        for s in report.get("steps", []):
+            if s.get("command"):
+                step = Step.from_argv(shlex.split(s["command"]), s.get("what", ""))
+                steps.setdefault(step.run_id, step)
+    return steps
+
+
+def _step_of(folder: str, steps: dict[str, Step]) -> Step | None:
+    return steps.get(folder) or steps.get(re.sub(r"-run\d+$", "", folder))
+
+
+def calibration_pairs(
+    rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path, reports: Sequence[dict[str, Any]]
+) -> list[calibrate.Pair]:
+    """Each step that ran to its end and each ok cell's parts, against this commit's estimates."""
+    variant, planner = _planner(rows, reference_dir)
+    pairs = calibrate.step_pairs(reports, calibrate.estimated_by(matrix, variant, planner))
+    steps = _steps_by_folder(reports)
+    for folder, rs in rows.items():
+        step = _step_of(folder, steps)
+        if step is not None and step.verb == "run":
+            pairs += calibrate.cell_pairs(rs, plan_step(matrix, step, variant, planner), planner)
+    return pairs
+
+
+def calibration(
+    rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path, reports: Sequence[dict[str, Any]]
+) -> list[str]:
+    pairs = calibration_pairs(rows, matrix, reference_dir, reports)
+    ratio = calibrate.scale(pairs)
+    if ratio is None:
+        return ["No step or cell ended: nothing to calibrate the cost model with."]
+    variant, planner = _planner(rows, reference_dir)
+    study = plan_call(matrix, call_of(1), variant, reference_dir, planner=planner)
+    study_s = sum(p.seconds for p in study)
     return [
-        f"**Calibration** (the one ratio of this page): the {count} cell(s) that ended ok took "
-        f"{ratio:.2f} x the cost model's estimate of this commit (suite/spec/cost.py, each forward call "
-        f"at least the guide's {REFERENCE_GPU} eager time): {format_duration(measured)} for "
-        f"{format_duration(estimated)}. The guide's full study (`plan --profile full`: {len(full)} cells, "
-        f"{full[0].settings.iterations} iterations) is estimated at {format_duration(full_s)}; at that "
-        f"ratio, about {format_duration(full_s * ratio)} of cells on this machine (steps' start-ups aside).",
+        "**Calibration** (this commit's cost model, suite/spec/cost.py by the schedule that ran: "
+        "suite/gpustudy/calibrate.py): each step that ran to its end against its estimate, each ok "
+        "cell's compile and timing phases against theirs.",
         "",
-        "The GPU rates of suite/spec/cost.py were read off the H200 rows of 2026-11-26 "
-        "(results/2026-11-26-h200-torch2.11): on those rows the ratio checks the fit, not a forecast.",
+        *calibrate.table(pairs),
+        "",
+        *[f"- {line}." for line in calibrate.summary(pairs)],
+        "",
+        f"The study as `gpu-study plan` of this commit lays it out ({len(study)} steps) is estimated at "
+        f"{format_duration(study_s)} on {planner.cores} cores; scaled by {ratio:.2f}, "
+        f"{format_duration(study_s * ratio)}.",
+        "",
+        "The per-call times of the estimates are the GPU studies' committed rows "
+        "(suite/gpustudy/estimate.py), these included where they are committed: for cells measured "
+        "here the ratio checks the fit of the schedule's model, not a forecast.",
     ]
 
 
@@ -274,18 +295,22 @@ def repeatability(runs: dict[str, Path]) -> list[str]:
     return lines or ["No repeatability run came back."]
 
 
-def walls(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path) -> list[str]:
-    shrunk = any(r.get("variant") == "smoke" for rs in rows.values() for r in rs)
-    estimates = _estimates(matrix, reference_dir, shrunk)
+def walls(
+    rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path, reports: Sequence[dict[str, Any]]
+) -> list[str]:
+    pairs = calibration_pairs(rows, matrix, reference_dir, reports)
+    estimates: dict[str, float] = {}
+    for x in pairs:
+        if x.kind != calibrate.STEP:
+            estimates[x.what] = estimates.get(x.what, 0.0) + x.estimated
     body = []
     for run_id, rs in rows.items():
         for r in rs:
             wall = num(r.get("wall_s"))
-            key = (r["model"], r["batch_size"], r["mode"], r["scenario"], r.get("dynamic", ""))
             compile_s = sum(
                 num(r.get(c)) or 0.0 for c in ("compile_s", "compile_warm_s", "compile_megacache_s")
             )
-            est = estimates.get(key)
+            est = estimates.get(f"{r['model']} bs={r['batch_size']} {r['mode']} {r['scenario']}")
             body.append(
                 (
                     run_id,
@@ -313,9 +338,10 @@ def walls(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Pat
             body,
         ),
         "",
-        "wall s: the cell's processes, start to end; compiling s: its cold compile (+ the warm and "
-        "mega-cache compiles where it has them); estimate: the cost model of this commit (the "
-        "calibration above).",
+        "wall s: the cell's processes, start to end (under `ahead`: its process's active time for it, "
+        "the compile before its gate included in a compiled cell's); compiling s: its cold compile (+ "
+        "the warm and mega-cache compiles where it has them); estimate: the cost model of this commit "
+        "for the same part (the calibration above).",
     ]
 
 

@@ -15,15 +15,12 @@ models (Maskformer at 640 x 864: the guide's 76 ms against the model's 6 ms).
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.spec.cost import estimate_seconds, forwards
-from suite.spec.expand import Filters, expand
-from suite.spec.model import Cell, Matrix
+from suite.spec.expand import Filters
 
 GPU, TINY = "gpu", "tiny"
 VARIANTS: tuple[str, ...] = (GPU, TINY)
@@ -43,6 +40,7 @@ CALL_FILES = ("call{n}.tar.gz", "call{n}.log", "call{n}.md", "call{n}.json")
 MAX_CALLS = 99
 DEFAULT_DEADLINE_S = {GPU: CALL_LIMIT_S, TINY: 0.0}  # 0: no deadline (a CPU test waits for every cell)
 STEP_OVERHEAD_S = 16.0  # a step's own Python, the model check and the environment probe: 14-18 s on the H200
+ENERGY_ENV = "SUITE_ENERGY"  # suite.measure.energy.OFF_ENV: "off" skips the energy window
 DEFAULT_MATRIX = Path(__file__).resolve().parents[2] / "matrix.yaml"  # as suite.cli.args
 DEFAULT_REFERENCE = DEFAULT_MATRIX.parent / "results" / "reference"
 REFERENCE_GPU = "A100"  # the guide's figures the GPU estimate borrows per-call times from
@@ -64,9 +62,11 @@ class Step:
     what: str
     flags: tuple[str, ...]
     iterations: int | None = None
-    rounds: int = 0  # crosscheck
+    rounds: int = 0  # crosscheck: at most this many rounds
     times: int = 0  # repeat
-    extra: tuple[str, ...] = ()  # e.g. --compile-cost
+    extra: tuple[str, ...] = ()  # e.g. --compile-cost, --overlap
+    budget_s: float = 0.0  # crosscheck: the rounds' time budget a function (0: the CLI's default)
+    energy: bool = True  # False: the workers skip the energy window (SUITE_ENERGY=off)
 
     def __post_init__(self) -> None:
         if self.verb not in ("run", "crosscheck", "repeat"):
@@ -85,7 +85,52 @@ class Step:
             args += ["--rounds", str(self.rounds if variant == GPU else min(self.rounds, 3))]
         if self.times:
             args += ["--times", str(self.times)]
+        if self.budget_s:
+            args += ["--budget-s", f"{self.budget_s:g}"]
         return [*args, *self.extra, "--out", str(out), "--run-id", self.run_id]
+
+    def env(self) -> dict[str, str]:
+        """What the step's command runs with beyond the call's own environment."""
+        return {} if self.energy else {ENERGY_ENV: "off"}
+
+    @staticmethod
+    def from_argv(argv: Sequence[str], what: str = "") -> Step:
+        """The step a printed command ran (`python -m suite VERB ...`, as `argv` gives it, an
+        environment's VAR=value before it), for estimating a step of an earlier commit's plan."""
+        words = list(argv)
+        energy = f"{ENERGY_ENV}=off" not in words
+        words = [w for w in words if "=" not in w or w.startswith("-")]
+        if words[:3] == ["python", "-m", "suite"]:
+            words = words[3:]
+        verb, rest = words[0], words[1:]
+        flags: list[str] = []
+        extra: list[str] = []
+        numbers: dict[str, str] = {}
+        run_id, i = "", 0
+        while i < len(rest):
+            flag = rest[i]
+            value = rest[i + 1] if i + 1 < len(rest) and not rest[i + 1].startswith("--") else None
+            i += 1 if value is None else 2
+            if value is None:
+                extra.append(flag)
+            elif flag == "--run-id":
+                run_id = value
+            elif flag in ("--iterations", "--rounds", "--times", "--budget-s"):
+                numbers[flag] = value
+            elif flag not in ("--profile", "--device", "--out"):
+                flags += [flag, value]
+        return Step(
+            verb,
+            run_id,
+            what or run_id,
+            tuple(flags),
+            iterations=int(numbers["--iterations"]) if "--iterations" in numbers else None,
+            rounds=int(numbers.get("--rounds", 60 if verb == "crosscheck" else 0)),
+            times=int(numbers.get("--times", 3 if verb == "repeat" else 0)),
+            extra=tuple(extra),
+            budget_s=float(numbers.get("--budget-s", 0.0)),
+            energy=energy,
+        )
 
     def filters(self, variant: str) -> Filters:
         """The step's selection as expand takes it (the flags above, parsed the CLI's way)."""
@@ -231,143 +276,3 @@ def check_variant(variant: str) -> str:
     if variant not in VARIANTS:
         raise UsageError("--variant", f"{variant!r} is not one of: {', '.join(VARIANTS)}")
     return variant
-
-
-# ---------------------------------------------------------------------------------------------
-# Estimates
-
-
-def guide_forward_ms(reference: Path) -> dict[tuple[str, int], float]:
-    """{(model, batch size): the guide's eager milliseconds on its reference GPU} from the guide's
-    main tables (results/reference/guide_torch2.0.1.csv); empty where the file is missing."""
-    path = reference / "guide_torch2.0.1.csv"
-    out: dict[tuple[str, int], float] = {}
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            for row in csv.DictReader(fh):
-                if row.get("GPU") != REFERENCE_GPU or row.get("erratum"):
-                    continue
-                try:
-                    out[(row["model"], int(row["batch size"]))] = float(row["without torch.compile"])
-                except (KeyError, ValueError):  # OOM, a blank: no figure
-                    continue
-    except OSError:
-        return {}
-    return out
-
-
-def _timed_calls_s(cell: Cell) -> float:
-    """Seconds the cost model gives one more timed iteration of the cell (both functions of a
-    compiled cell, interleaved): its per-call figure, read off the model itself."""
-    more = replace(cell, settings=replace(cell.settings, iterations=cell.settings.iterations + 1))
-    return estimate_seconds(more) - estimate_seconds(cell)
-
-
-def cell_seconds(cell: Cell, guide: dict[tuple[str, int], float]) -> float:
-    """The cost model's estimate, every forward call at least as long as the guide's eager call on
-    its GPU where it has one (`guide`: empty for the tiny variant, whose models are shrunk)."""
-    seconds = estimate_seconds(cell)
-    ms = guide.get((cell.model.name, cell.batch_size))
-    if ms is None or cell.settings.shrink or cell.dynamic:
-        return seconds
-    per_forward = _timed_calls_s(cell) / (1 if cell.mode == "eager" else 2)
-    return seconds + max(0.0, ms / 1000.0 - per_forward) * forwards(cell)
-
-
-def _timed_seconds(cell: Cell, guide: dict[tuple[str, int], float]) -> float:
-    """The estimate's seconds of the cell's timed iterations: the model is linear in them, so their
-    number times one more's (a cell of no iterations is no valid cell: Settings' rules)."""
-    more = replace(cell, settings=replace(cell.settings, iterations=cell.settings.iterations + 1))
-    return cell.settings.iterations * (cell_seconds(more, guide) - cell_seconds(cell, guide))
-
-
-def step_seconds(step: Step, cells: Sequence[Cell], guide: dict[tuple[str, int], float]) -> float:
-    """A step's estimate: its cells (a repeat: each repetition; a cross-check: its rounds, each
-    the suite's half and the independent half of the same length, plus CUDA events), plus its own
-    start-up."""
-    seconds = sum(cell_seconds(c, guide) for c in cells)
-    if step.verb == "repeat":
-        seconds *= step.times
-    elif step.verb == "crosscheck":
-        for cell in cells:
-            timed = _timed_seconds(cell, guide)
-            seconds += (step.rounds - 1) * timed + step.rounds * 2 * timed
-    return seconds + STEP_OVERHEAD_S
-
-
-@dataclass(frozen=True)
-class PlannedStep:
-    step: Step
-    cells: tuple[Cell, ...]
-    seconds: float
-    each: tuple[float, ...] = ()  # a run step's cells' own estimates (its start-up aside)
-
-
-def plan_call(
-    matrix: Matrix, call: Call, variant: str, reference: Path, build: str = "?"
-) -> list[PlannedStep]:
-    """Each step of a call with its cells and estimate (`build`: the label the rows will carry, as
-    `run` resolves it on the machine; only the cells' identity depends on it)."""
-    guide = guide_forward_ms(reference) if variant == GPU else {}
-    out = []
-    for step in call.steps:
-        cells = expand(matrix, PROFILE[variant], build, step.filters(variant))
-        if not cells:
-            raise UsageError(
-                f"{matrix.path}: profiles.{PROFILE[variant]}", f"step {step.what!r} selects no cell"
-            )
-        each = tuple(cell_seconds(c, guide) for c in cells) if step.verb == "run" else ()
-        out.append(PlannedStep(step, tuple(cells), step_seconds(step, cells, guide), each))
-    return out
-
-
-def budget_of(deadline_s: float) -> float:
-    """The steps' budget in a call given `deadline_s` seconds in all (0: none): what is left once a
-    stopped step's grace and the last pack are kept back."""
-    return max(0.0, deadline_s - RESERVE_S) if deadline_s else 0.0
-
-
-@dataclass(frozen=True)
-class CallPlan:
-    """What the cost model expects call N of a fresh study to finish: each step it reaches, with
-    the cells it ends (a run step cut by the deadline goes on in the next call), and its seconds."""
-
-    number: int
-    steps: tuple[tuple[PlannedStep, tuple[Cell, ...]], ...]
-    seconds: float
-
-
-def cut_into_calls(planned: Sequence[PlannedStep], budget_s: float) -> list[CallPlan]:
-    """The study's steps cut into calls of `budget_s` seconds each, by the cost model: a run step
-    cell by cell (its start-up again in each call it spans), a cross-check or a repeat whole."""
-    calls: list[CallPlan] = []
-    items: list[tuple[PlannedStep, tuple[Cell, ...]]] = []
-    used = 0.0
-
-    def close() -> None:
-        nonlocal items, used
-        if items:
-            calls.append(CallPlan(len(calls) + 1, tuple(items), used))
-        items, used = [], 0.0
-
-    for p in planned:
-        if p.step.verb != "run" or not p.each:
-            if items and budget_s and used + p.seconds > budget_s:
-                close()
-            items.append((p, p.cells))
-            used += p.seconds
-            continue
-        if items and budget_s and used + STEP_OVERHEAD_S + p.each[0] > budget_s:
-            close()
-        done: list[Cell] = []
-        used += STEP_OVERHEAD_S
-        for cell, seconds in zip(p.cells, p.each, strict=True):
-            if done and budget_s and used + seconds > budget_s:
-                items.append((p, tuple(done)))
-                close()
-                done, used = [], STEP_OVERHEAD_S
-            done.append(cell)
-            used += seconds
-        items.append((p, tuple(done)))
-    close()
-    return calls

@@ -95,7 +95,7 @@ def render_readme(src: Sources, inputs: Sequence[Path], analysis: str | None) ->
         "",
         *_calls(tried),
         "",
-        *calibration(rows, matrix, src.reference),
+        *calibration(rows, matrix, src.reference, [summary for _, summary, _ in tried]),
         "",
         "## The cells",
         "",
@@ -119,7 +119,7 @@ def render_readme(src: Sources, inputs: Sequence[Path], analysis: str | None) ->
         "",
         "## Wall time per cell and the share spent compiling",
         "",
-        *walls(rows, matrix, src.reference),
+        *walls(rows, matrix, src.reference, [summary for _, summary, _ in tried]),
     ]
     lines += ["", "## Health while the cells were timed", "", *health(every)]
     lines += ["", "## The merge", "", *[f"- {line}" for line in src.merge_report]]

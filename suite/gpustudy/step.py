@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -45,13 +45,15 @@ def run_step(
     python: str,
     cwd: Path,
     while_running: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    extra_env: Mapping[str, str] | None = None,
 ) -> tuple[int, bool, float]:
     """(exit status, stopped at the deadline, wall seconds) of `python -m suite ARGV`; at the
     deadline the child gets SIGINT (its runner kills the cell in flight and exits with its rows
     written), then SIGKILL if it has not ended STOP_GRACE_S later. The child stays in our process
     group and gets SIGINT if we die (a tool that kills only us must not leave it running: it holds
-    its run's lock and the GPU). `while_running`: a context entered once the child has started."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    its run's lock and the GPU). `while_running`: a context entered once the child has started;
+    `extra_env`: what the step's command runs with beyond our environment."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cwd), env.get("PYTHONPATH", "")) if p)
     start = time.monotonic()
     proc = subprocess.Popen(

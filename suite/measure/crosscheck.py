@@ -104,7 +104,7 @@ class Rounds:
     least: int = 1
 
     def stop(self, done: int, elapsed_s: float, functions: int) -> str:
-        """"rounds" at the most, "budget" once the time is spent (after the least), else ""."""
+        """ "rounds" at the most, "budget" once the time is spent (after the least), else ""."""
         if done >= self.most:
             return "rounds"
         if done >= self.least and elapsed_s >= self.seconds * functions:

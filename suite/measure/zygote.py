@@ -15,8 +15,8 @@ it is not safe: CUDA initialised by the imports (a CUDA context, or a driver ini
 cuInit, does not survive a fork: torch.cuda.is_initialized(), and the driver itself asked,
 without initialising it, where its library is loaded) or an import failing. The zygote never
 touches CUDA; each forked worker initialises it itself, as a spawned one does (so a GPU run
-forks too). Nothing here starts a thread of its own; the idle threads some libraries start at import (OpenBLAS' pool)
-are rebuilt by their own fork handlers. The child's start-up for time-to-first-result
+forks too). Nothing here starts a thread of its own; the idle threads some libraries start at
+import (OpenBLAS' pool) are rebuilt by their own fork handlers. The child's start-up for time-to-first-result
 (suite.measure.compile_cost) is this process's measured start-up, handed down in its spawn
 time. Standard library at import; `PRELOAD` inside `main`.
 

@@ -53,7 +53,6 @@ from suite.spec.schedule import (
     Indexed,
     compiled_ahead,
     groups_of,
-    pool_size,
     processes_of,
     shareable,
     timing_cpus,

@@ -11,9 +11,10 @@ matrix data (never the running device), so every machine computes the same shard
     seconds = startup + load + compile + forwards * seconds per forward + energy window
 
 (where `CallTimes` knows a device's per-call time of the cell's functions, measured, that is
-used instead of the formula's per-forward figure), plus, with `processes: k`, k - 1 more processes (each: startup + a warm compile + the same
-calls), plus, with the `compile_cost` setting, the warm and mega-cache processes of a compiled cell
-(each: startup + load + a fraction of the compile + a few forwards), and for a dynamic-batch
+used instead of the formula's per-forward figure), plus, with `processes: k`, k - 1 more
+processes (each: startup + a warm compile + the same calls), plus, with the `compile_cost`
+setting, the warm and mega-cache processes of a compiled cell (each: startup + load + a
+fraction of the compile + a few forwards), and for a dynamic-batch
 cell the forwards at each batch size it serves and the compiles its `dynamic` setting makes.
 
 A sweep's estimate follows the schedule that runs it (`estimate_schedule`): `serial` the sum of
@@ -24,9 +25,9 @@ while this one is timed.
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Sequence
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from suite.spec.model import Cell
@@ -72,7 +73,9 @@ class Rates:
     def __post_init__(self) -> None:
         if min(self.startup_s, self.compile_base_s, self.forward_s_per_m_params_image) <= 0:
             raise ValueError(f"{self}: every rate must be positive")
-        measured = (s for _, s in (*self.compile_by_model, *self.shrunk_compile_by_model, *self.compile_factor))
+        measured = (
+            s for _, s in (*self.compile_by_model, *self.shrunk_compile_by_model, *self.compile_factor)
+        )
         fixed = (self.compile_s_per_m_params, self.energy_s, self.energy_idle_s, self.cell_s)
         if min(*fixed, self.preload_s, self.exit_s, *measured) < 0:
             raise ValueError(f"{self}: no rate may be negative")
@@ -450,18 +453,71 @@ class Machine:
         return self.cores if self.cores is not None else (os.cpu_count() or 1)
 
 
+@dataclass(frozen=True)
+class CellPhases:
+    """One cell's part of its `ahead` process: before its gate (`compile_s`: the process's start
+    and, for a compiled-ahead cell, its compile; nothing for a cell that follows another), its
+    timing after the gate (what its row's wall_s has beyond compile_ahead_s), and the process's
+    exit after it where it is the last (which the next timing waits for, unless `overlap`)."""
+
+    cell: Cell
+    compile_s: float
+    timing_s: float
+    exit_s: float = 0.0
+
+
+def owner_of(cell: Cell) -> tuple[object, ...]:
+    """What an energy figure is of (suite.measure.energy's owner): model, batch size, dtype."""
+    return (cell.model.name, cell.variant, cell.batch_size, cell.settings.dtype, cell.scenario)
+
+
+def process_phases(proc: Sequence[tuple[int, Cell]], m: Machine) -> list[CellPhases]:
+    """Each cell's phases in one `ahead` process (suite.spec.schedule.processes_of): the first
+    cell pays the start (less the imports a fork skips) and its compile; a cell after it reads no
+    idle power and, an eager one after its compiled sibling, runs no energy blocks (its figure is
+    the sibling's: suite.measure.energy)."""
+    rates = rates_of(m.device_type, m.energy)
+    out: list[CellPhases] = []
+    compiled: set[tuple[object, ...]] = set()
+    for i, (_, cell) in enumerate(proc):
+        timing = ahead_timing_seconds(cell, m.device_type, m.energy, m.times)
+        start = 0.0
+        if i == 0:
+            ahead = compiled_ahead(cell)
+            start = compile_process_seconds(cell, m.device_type, m.times) if ahead else rates.startup_s
+            start -= rates.preload_s if m.fork else 0.0
+            timing -= rates.exit_s if ahead else 0.0  # ahead_timing_seconds counts the exit with it
+            start -= 0.0 if ahead else rates.exit_s
+        else:
+            timing -= rates.energy_idle_s
+            if cell.mode == EAGER and owner_of(cell) in compiled:
+                timing -= _energy_s(cell, rates)
+        if cell.mode != EAGER:
+            compiled.add(owner_of(cell))
+        out.append(CellPhases(cell, start, timing, rates.exit_s if i == len(proc) - 1 else 0.0))
+    return out
+
+
 def _process_phases(proc: Sequence[tuple[int, Cell]], m: Machine) -> tuple[float, float]:
-    """(compile phase, timing phase) of one `ahead` process: its start (less the imports a fork
-    skips) and, for a compiled-ahead cell, its compile; then each cell's timing and the exit."""
-    rates = RATES[m.device_type]
-    first = proc[0][1]
-    if compiled_ahead(first):
-        compile_s = compile_process_seconds(first, m.device_type, m.times)
-    else:
-        compile_s = rates.startup_s - rates.exit_s
-    compile_s -= rates.preload_s if m.fork else 0.0
-    timing = sum(ahead_timing_seconds(c, m.device_type, m.energy, m.times) for _, c in proc)
-    return compile_s, timing + (0.0 if compiled_ahead(first) else rates.exit_s)
+    """(compile phase, timing phase) of one `ahead` process: its start and its first cell's
+    compile; then each cell's timing and the exit."""
+    phases = process_phases(proc, m)
+    return sum(p.compile_s for p in phases), sum(p.timing_s + p.exit_s for p in phases)
+
+
+def sweep_phases(cells: Sequence[Cell], m: Machine) -> list[CellPhases]:
+    """Every cell's phases as `ahead` runs the sweep (a cell that keeps its own process: its
+    whole estimate as its timing)."""
+    out: list[CellPhases] = []
+    for group in groups_of(list(enumerate(cells))):
+        if not shareable(group[0][1]):
+            out.append(
+                CellPhases(group[0][1], 0.0, estimate_seconds(group[0][1], m.device_type, m.energy, m.times))
+            )
+            continue
+        for proc in processes_of(group):
+            out += process_phases(proc, m)
+    return out
 
 
 def _crowding(pool: int, cores: int, machine: int) -> float:
@@ -479,15 +535,14 @@ def estimate_schedule(
     energy: bool = True,
     fork: bool = False,
     overlap: bool = False,
-    times: CallTimes = NO_TIMES,
 ) -> ScheduleEstimate:
     """A sweep's estimate under `schedule` on a machine with `cores`, its waves `pool` wide
     (default: suite.spec.schedule.pool_size of the cores); `energy`: see rates_of; `fork`: the
     shared processes forked from a zygote (suite.spec.schedule.forks), which pays the imports
     once and each process the rest of its start-up; `overlap`: each wave after the first compiles
     on the cores the timed process does not use while the wave before it is timed
-    (suite.spec.schedule.overlap_cores); `times`: the calls' measured times."""
-    m = Machine(device_type, cores, pool, energy, fork, overlap, times)
+    (suite.spec.schedule.overlap_cores). With the calls' measured times: estimate_on."""
+    m = Machine(device_type, cores, pool, energy, fork, overlap)
     return estimate_on(cells, m, schedule)
 
 
@@ -519,6 +574,6 @@ def estimate_on(cells: Sequence[Cell], m: Machine, schedule: str = AHEAD) -> Sch
     ]
     # the first wave compiles alone; each later one while the one before it is timed
     compile_s = phases[0][0] if phases else 0.0
-    exposed = sum(max(0.0, c - t) for (_, t), (c, _) in zip(phases, phases[1:], strict=False))
+    exposed = sum(max(0.0, c - t) for (_, t), (c, _) in itertools.pairwise(phases))
     timing = sum(t for _, t in phases)
     return ScheduleEstimate(AHEAD, compile_s + exposed + zygote, timing + alone, width, m.width, True)

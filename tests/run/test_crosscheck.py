@@ -76,7 +76,9 @@ def test_crosscheck_prints_both_medians_and_their_ratio(tmp_path: Path) -> None:
         assert cols[7] == f"{min(rounds):.2f}-{max(rounds):.2f} ({max(rounds) / min(rounds) - 1:.1%})"
         assert cols[11] in ("yes", "NO") and line in report
     assert "1-minute load" in report and "Like against like" in report
-    assert re.search(r"Rounds: ToyViT bs=1 eager inference: 3 rounds in \d+ s \(the most rounds asked\)", report)
+    assert re.search(
+        r"Rounds: ToyViT bs=1 eager inference: 3 rounds in \d+ s \(the most rounds asked\)", report
+    )
     assert item["stopped"] == "rounds" and item["rounds_s"] > 0
     assert item["vs_benchmark"]["ratio"] == item["ratios"][0]["ratio"] and item["vs_events"] is None
     assert (tmp_path / "out" / "r" / "logs").is_dir()
