@@ -24,7 +24,6 @@ from suite.errors import UsageError
 from suite.gpustudy.plan import (
     DEFAULT_MATRIX,
     GPU,
-    PROFILE,
     REFERENCE_GPU,
     RESERVE_S,
     STEP_OVERHEAD_S,
@@ -199,9 +198,10 @@ class PlannedStep:
 
 def plan_step(matrix: Matrix, step: Step, variant: str, planner: Planner, build: str = "?") -> PlannedStep:
     """One step with its cells and estimate."""
-    cells = expand(matrix, PROFILE[variant], build, step.filters(variant))
+    profile = step.profile_of(variant)
+    cells = expand(matrix, profile, build, step.filters(variant))
     if not cells:
-        raise UsageError(f"{matrix.path}: profiles.{PROFILE[variant]}", f"step {step.what!r} selects no cell")
+        raise UsageError(f"{matrix.path}: profiles.{profile}", f"step {step.what!r} selects no cell")
     each = tuple(planner.cell_seconds(c, step) for c in cells) if step.verb == "run" else ()
     return PlannedStep(step, tuple(cells), planner.step_seconds(step, cells), each)
 

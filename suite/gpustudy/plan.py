@@ -49,6 +49,9 @@ RO_MODELS = ("ConvNeXT", "ResNet", "Conditional-DETR", "MobileNet")  # the guide
 CLASSIFICATION = ("ViT", "BeiT", "ConvNeXT", "ResNet")
 CROSSCHECK_MODELS = ("ResNet", "ViT", "ConvNeXT")  # small, medium, large (25.6, 86.6, 198 M)
 REPEAT_MODELS = ("ResNet", "MobileNet")  # the two cheapest compiles of the twelve (cost model)
+# a cross-check's rounds a function: on the H200 a round of ResNet-50 took 0.15 s a function, so
+# 50 rounds took 14 s of the step's 61 (its process's start and compile the rest)
+CROSSCHECK_BUDGET_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Step:
     extra: tuple[str, ...] = ()  # e.g. --compile-cost, --overlap
     budget_s: float = 0.0  # crosscheck: the rounds' time budget a function (0: the CLI's default)
     energy: bool = True  # False: the workers skip the energy window (SUITE_ENERGY=off)
+    profile: str = ""  # a profile of its own (its tiny variant: the name + "-tiny"); "": the study's
 
     def __post_init__(self) -> None:
         if self.verb not in ("run", "crosscheck", "repeat"):
@@ -78,7 +82,7 @@ class Step:
 
     def argv(self, variant: str, out: Path | str) -> list[str]:
         """`python -m suite` arguments of this step (what a human would type)."""
-        args = [self.verb, "--profile", PROFILE[variant], "--device", DEVICE[variant], *self.flags]
+        args = [self.verb, "--profile", self.profile_of(variant), "--device", DEVICE[variant], *self.flags]
         if self.iterations and variant == GPU:
             args += ["--iterations", str(self.iterations)]
         if self.rounds:
@@ -88,6 +92,12 @@ class Step:
         if self.budget_s:
             args += ["--budget-s", f"{self.budget_s:g}"]
         return [*args, *self.extra, "--out", str(out), "--run-id", self.run_id]
+
+    def profile_of(self, variant: str) -> str:
+        """The matrix profile the step's command names."""
+        if not self.profile:
+            return PROFILE[variant]
+        return self.profile if variant == GPU else f"{self.profile}-tiny"
 
     def env(self) -> dict[str, str]:
         """What the step's command runs with beyond the call's own environment."""
@@ -106,7 +116,7 @@ class Step:
         flags: list[str] = []
         extra: list[str] = []
         numbers: dict[str, str] = {}
-        run_id, i = "", 0
+        run_id, profile, i = "", "", 0
         while i < len(rest):
             flag = rest[i]
             value = rest[i + 1] if i + 1 < len(rest) and not rest[i + 1].startswith("--") else None
@@ -115,6 +125,8 @@ class Step:
                 extra.append(flag)
             elif flag == "--run-id":
                 run_id = value
+            elif flag == "--profile":
+                profile = "" if value in PROFILE.values() else value.removesuffix("-tiny")
             elif flag in ("--iterations", "--rounds", "--times", "--budget-s"):
                 numbers[flag] = value
             elif flag not in ("--profile", "--device", "--out"):
@@ -130,6 +142,7 @@ class Step:
             extra=tuple(extra),
             budget_s=float(numbers.get("--budget-s", 0.0)),
             energy=energy,
+            profile=profile,
         )
 
     def filters(self, variant: str) -> Filters:
@@ -168,14 +181,15 @@ def _models(names: Sequence[str]) -> str:
     return ",".join(names)
 
 
-def _crosscheck(name: str) -> Step:
+def _crosscheck(*names: str) -> Step:
     return Step(
         "crosscheck",
-        f"crosscheck-{name.lower()}",
-        f"cross-check {name} (suite loop vs torch.utils.benchmark and CUDA events)",
-        ("--models", name, "--batch-sizes", "1", "--modes", "default"),
+        "crosscheck-" + "-".join(n.lower() for n in names),
+        f"cross-check {' and '.join(names)} (suite loop vs torch.utils.benchmark and CUDA events)",
+        ("--models", ",".join(names), "--batch-sizes", "1", "--modes", "default"),
         iterations=5,  # many short rounds: the first H200's host moved in steps of 0.2-1 s
-        rounds=50,
+        rounds=50,  # at most; as many as CROSSCHECK_BUDGET_S allows
+        budget_s=CROSSCHECK_BUDGET_S,
     )
 
 
@@ -187,71 +201,74 @@ def _run(run_id: str, what: str, models: Sequence[str] | None, sizes: str, modes
 # The other models, in the matrix's order (a step's cells come in it: model, then batch, then mode)
 OTHERS = ("ViT", "BeiT", "Segformer", "Mask2former", "Maskformer", "OwlViT", "DETR", "Resnet-101")
 
+# The GPU checks other topics ask of a window, run first, before the study: each a Step (its
+# own run id, a suite verb), in the order they matter. Add one here; `plan` and `call` take it
+# from there (its estimate, its place in the first call, passed over once done).
+CHECKS: tuple[Step, ...] = ()
+
 # The whole study, in the order it matters: a call runs the steps not done yet, in this order,
 # until its deadline (the cell in flight is lost, every finished one kept), and the next call goes
 # on from there. First the headline: the cross-check of the suite's timing on the GPU, then the
-# guide's reduce-overhead table at batch 1 model by model (each model's default and
-# reduce-overhead cell, each timing eager interleaved: a finished model is a whole row of it),
-# then the other models at batch 1, then more. Every step has a run folder of its own: steps
-# sharing one, a later step's resume would move an earlier step's failed rows to superseded/
-# without running them again (it does not select them; seen in the tiny run).
-STUDY: tuple[Step, ...] = (
+# guide's reduce-overhead table at batch 1 (each model's eager, default and reduce-overhead
+# cells: one wave of 8 compiles, each eager cell timed in its model's default process), the
+# other models at batch 1 (one more wave), then batch 4 and 16 in one run, the other
+# cross-checks, compile cost, a dynamic-batch cell, repeatability. Every step has a run folder of
+# its own: steps sharing one, a later step's resume would move an earlier step's failed rows to
+# superseded/ without running them again (it does not select them; seen in the tiny run). The
+# steps whose figures are not energy figures skip the energy window (SUITE_ENERGY=off): the
+# repetitions, the compile-cost and dynamic-batch cells (their cells' energy is the runs' above).
+STUDY_STEPS: tuple[Step, ...] = (
     _crosscheck("ResNet"),
     _run(
         "ro-bs1",
-        "the reduce-overhead table at batch 1: default and reduce-overhead, model by model",
+        "the reduce-overhead table at batch 1: eager, default and reduce-overhead, model by model",
         RO_MODELS,
         "1",
-        "default,reduce-overhead",
+        "eager,default,reduce-overhead",
     ),
-    _run("bs1-default", "the other models at batch 1, default", OTHERS, "1", "default"),
-    _run(
-        "ro-bs4",
-        "the reduce-overhead table at batch 4 (default: cls-default, compile-cost)",
-        RO_MODELS,
-        "4",
-        "reduce-overhead",
+    _run("bs1-others", "the other models at batch 1, eager and default", OTHERS, "1", "eager,default"),
+    Step(
+        "run",
+        "batches",
+        "batch 4 and 16: the reduce-overhead table at 4, classification at 4 and 16 (eager and compiled)",
+        (),
+        profile="gpu-study-batches",
     ),
-    _crosscheck("ViT"),
-    _run("bs1-eager", "every model at batch 1, eager alone (its memory and energy)", None, "1", "eager"),
-    _crosscheck("ConvNeXT"),
+    _crosscheck("ViT", "ConvNeXT"),
     Step(
         "run",
         "compile-cost",
         "ResNet at batch 4 and 16, default, with the compile-cost processes (warm, mega-cache)",
         ("--models", "ResNet", "--batch-sizes", "4,16", "--modes", "default"),
         extra=("--compile-cost",),
+        energy=False,
     ),
     Step(
         "run",
         "dynamic",
         "dynamic batch: one process serving 1, 4, 16, 1 (torch's default, auto)",
         ("--models", "ResNet", "--modes", "default", "--scenarios", "dynamic-batch", "--dynamic", "auto"),
+        energy=False,
     ),
     Step(
         "repeat",
         "repeat",
         "repeatability: 4 cells, 3 back-to-back runs",
-        ("--models", _models(REPEAT_MODELS), "--batch-sizes", "1", "--modes", "eager,default"),
+        (
+            "--models",
+            _models(REPEAT_MODELS),
+            "--batch-sizes",
+            "1",
+            "--modes",
+            "eager,default",
+            "--schedule",
+            "ahead",
+        ),
         times=3,
+        energy=False,
     ),
-    _run(
-        "cls-default",
-        "classification at batch 4 and 16, default",
-        ("ViT", "BeiT", "ConvNeXT"),
-        "4,16",
-        "default",
-    ),
-    _run(
-        "cls-eager-bs4-16",
-        "classification at batch 4 and 16, eager (ConvNeXT and ResNet at 4: ro-bs4)",
-        ("ViT", "BeiT"),
-        "4,16",
-        "eager",
-    ),
-    _run("cls-eager-bs16", "classification at batch 16, eager", ("ConvNeXT", "ResNet"), "16", "eager"),
-    _run("ro-eager-bs4", "the reduce-overhead models at batch 4, eager alone", RO_MODELS, "4", "eager"),
 )
+STUDY: tuple[Step, ...] = (*CHECKS, *STUDY_STEPS)
 TITLE = "the GPU study, from where it stands: the headline first (docs/gpu-study.md)"
 
 
