@@ -1,17 +1,18 @@
-"""Running one call of the GPU study (suite.gpustudy.plan) on a lent machine: the steps not done
-yet, each the suite's own CLI in a child process
-(`python -m suite run|crosscheck|repeat ... --run-id ID`), under
-a deadline, and its outputs packed where the device tool brings files back.
+"""Running one call of the GPU study (suite.gpustudy.plan) on a GPU held for a short window: the
+steps not done yet, each the suite's own CLI in a child process
+(`python -m suite run|crosscheck|repeat ... --run-id ID`), under a deadline, and its outputs packed
+in the folder whose files are brought back (`--out`).
 
-A lent machine's command is killed at its limit and only files under `$OUT` come back (at most 8,
-16 MiB each, 2 folders deep); a fresh machine is bare. So:
+A window ends at its deadline, a command given a limit is killed at it, and only a few small files
+are worth bringing back (suite.gpustudy.packing); a fresh machine is bare. So:
 - the call stops its own step at the deadline (SIGINT: the runner kills the cell in flight and
   exits with its rows safe), so a call cut short loses only the cell it was measuring;
 - what it measured is packed into `<out>/callN.tar.gz` after every step and every PACK_EVERY_S
   seconds while one runs (written whole, then renamed), beside `callN.log` (everything the steps
   printed), `callN.md` and `callN.json` (the plan, each step's estimate, wall time and outcome);
 - the same call again resumes: the run folders are where the last attempt left them (a machine
-  still warm), or are unpacked from the `callN.tar.gz` the caller brings back (`--resume-from`);
+  still held), or are unpacked from the `callN.tar.gz` the caller brings back (`--resume-from`,
+  on the next window's fresh machine);
   a finished cross-check is not run again. Standard library only.
 What a call finds done: suite.gpustudy.done; its report and files: suite.gpustudy.callreport.
 """
@@ -63,7 +64,7 @@ def run_ids(planned: Sequence[PlannedStep]) -> list[str]:
 @dataclass(frozen=True)
 class Where:
     """Where a call works and what it runs its steps with: the run folders (`work`), the files the
-    tool brings back (`out`), an earlier attempt's tarball to resume from, the Python and folder
+    window brings back (`out`), an earlier attempt's tarball to resume from, the Python and folder
     the steps run in, where their output is echoed, and the call's own command as run."""
 
     work: Path
@@ -225,7 +226,7 @@ def _latest_archive(folder: Path) -> Path:
 
 
 def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | None, tee: Tee) -> list[str]:
-    """Bring an earlier attempt's run folders back from its tarball, each one a warm machine does
+    """Bring an earlier attempt's run folders back from its tarball, each one a machine still held does
     not still have; the folders restored."""
     if resume_from is None:
         return []
@@ -239,7 +240,7 @@ def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | Non
     for name in unpack(archive, staging):
         if name not in ids:
             continue
-        if (work / name).exists():  # a warm machine: its folder is newer than any tarball
+        if (work / name).exists():  # a machine still held: its folder is newer than any tarball
             kept.append(name)
             continue
         shutil.move(str(staging / name), str(work / name))

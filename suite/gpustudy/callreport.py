@@ -1,6 +1,6 @@
 """A call's account: each step's outcome and the call's report (`CallReport`), the plan printed
 before anything runs, the closing line, `callN.md` and `callN.json` beside the tarball, and the
-call's log kept under its limit. Standard library only (it runs on the lent machine).
+call's log kept under its limit. Standard library only (it runs on the GPU machine).
 """
 
 from __future__ import annotations
@@ -81,7 +81,11 @@ def plan_lines(
         lines.append(f"    {command_line(p.step.argv(variant, out), p.step.env())}")
     lines.append(
         f"estimated {format_duration(total)} in all (suite/spec/cost.py"
-        + (", each forward call at least the guide's A100 eager time" if variant == "gpu" else "")
+        + (
+            ": per call the committed GPU studies' time, else at least the guide's A100 eager time"
+            if variant == "gpu"
+            else ""
+        )
         + f"; {format_duration(STEP_OVERHEAD_S)} a step for its start-up)"
     )
     if budget_s:

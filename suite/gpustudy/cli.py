@@ -1,4 +1,4 @@
-"""`python -m suite gpu-study plan | call [N] | finish`: the GPU study in calls of a lent GPU
+"""`python -m suite gpu-study plan | call [N] | finish`: the GPU study in calls of a GPU held for a short window
 machine (docs/gpu-study.md). `plan` and `call` run on the machine's own Python (the standard
 library, PyYAML, and the suite's verbs in children); `finish` runs on the host that fetched the
 calls' files, with pandas, pyarrow and matplotlib (suite.gpustudy.finish)."""
@@ -33,14 +33,15 @@ from suite.spec import load_matrix
 from suite.spec.cost import format_duration
 from suite.spec.model import Matrix
 
-# Outside the checkout: every call of the device tool sends the checkout again (a carried folder
-# replaces what is there), while a warm machine keeps what its last call left outside it.
+# Outside the checkout: a checkout copied afresh for each call replaces what is in it, while a
+# machine still held keeps what its last call left outside it.
 DEFAULT_WORK = Path(tempfile.gettempdir()) / "suite-gpu-study"
-# What a session with a lent GPU runs first (docs/gpu-study.md): one `run` call of the device tool.
+# What a window runs first (docs/gpu-study.md): one command, given FIRST_CALL_TIMEOUT_S seconds,
+# from the checkout's root, OUT the folder whose files are brought back.
 FIRST_CALL_TIMEOUT_S = 540
 FIRST_CALL = (
-    "nvidia-smi -q > $OUT/nvidia-smi.txt 2>&1; PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 "
-    f"python3 -m suite gpu-study call --deadline-s {FIRST_CALL_TIMEOUT_S - 10} --out $OUT"
+    'nvidia-smi -q > "$OUT/nvidia-smi.txt" 2>&1; PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 '
+    f'python3 -m suite gpu-study call --deadline-s {FIRST_CALL_TIMEOUT_S - 10} --out "$OUT"'
 )
 
 
@@ -52,7 +53,9 @@ def _deadline(text: str) -> float:
 
 
 def add_parser(sub: argparse._SubParsersAction, parser_class: type) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("gpu-study", help="the GPU study in calls of a lent machine (docs/gpu-study.md)")
+    p = sub.add_parser(
+        "gpu-study", help="the GPU study in calls of a GPU held for a short window (docs/gpu-study.md)"
+    )
     verbs = p.add_subparsers(dest="study_verb", required=True, parser_class=parser_class)
 
     def common(q: argparse.ArgumentParser) -> None:
@@ -66,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction, parser_class: type) -> None:  # 
             "--deadline-s",
             type=_deadline,
             default=None,
-            help=f"the seconds the call is given in all, the device tool's timeout_s (default: "
+            help=f"the seconds the call is given in all: the command's own limit in the window (default: "
             f"{CALL_LIMIT_S:g}; with --tiny: none); the steps stop {RESERVE_S:g} s before it",
         )
         q.add_argument(
@@ -107,7 +110,12 @@ def add_parser(sub: argparse._SubParsersAction, parser_class: type) -> None:  # 
         help="the call's number, its files' names (default: one more than the calls in --work)",
     )
     common(q)
-    q.add_argument("--out", type=Path, required=True, help="where the packed outputs go (the tool's $OUT)")
+    q.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="where the packed outputs go: the folder whose files are brought back",
+    )
     q.add_argument(
         "--work", type=Path, default=None, help=f"the run folders (default: {DEFAULT_WORK}/gpu, or /tiny)"
     )
@@ -130,6 +138,12 @@ def add_parser(sub: argparse._SubParsersAction, parser_class: type) -> None:  # 
     )
     q.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, help="matrix file (default: %(default)s)")
     q.add_argument("--analysis", type=Path, default=None, help="the README's hand-written section (Markdown)")
+    q.add_argument(
+        "--beside",
+        type=Path,
+        default=None,
+        help="an earlier study's results folder: the cells both measured, side by side, in the README",
+    )
     q.add_argument("--no-plots", action="store_true", help="tables only")
     q.set_defaults(func=cmd_finish)
 
@@ -164,7 +178,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     seconds = budget(args)
     print(
         f"estimated {format_duration(total)} in all on {planner.cores} cores (suite/gpustudy/estimate.py"
-        + (", each forward call at least the guide's A100 eager time" if variant == GPU else "")
+        + (
+            ": per call the committed GPU studies' time, else at least the guide's A100 eager time"
+            if variant == GPU
+            else ""
+        )
         + f"; {format_duration(STEP_OVERHEAD_S)} a step for its start-up)"
     )
     if not seconds:
@@ -180,8 +198,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     if variant == GPU:
         print(
-            "the first call, by the device tool: "
-            f'run(timeout_s={FIRST_CALL_TIMEOUT_S}, command="{FIRST_CALL}")'
+            f"the first call of a window, a command given {FIRST_CALL_TIMEOUT_S} s from the checkout's "
+            f"root (OUT: the folder whose files come back): {FIRST_CALL}"
         )
     return 0
 
@@ -231,7 +249,7 @@ def _cell_pairs(
 
 
 def next_number(work: Path) -> int:
-    """One more than the calls whose summary is in `work` (a warm machine's earlier calls)."""
+    """One more than the calls whose summary is in `work` (the earlier calls of a machine still held)."""
     numbers = [
         int(m.group(1)) for p in work.glob("call*.json") if (m := re.fullmatch(r"call(\d+)\.json", p.name))
     ]
@@ -273,7 +291,13 @@ def cmd_finish(args: argparse.Namespace) -> int:
 
     require_host(plots=not args.no_plots)  # before anything is written: one line, exit 2
     spec = FinishArgs(
-        tuple(args.inputs), args.out, args.reference, args.matrix, not args.no_plots, args.analysis
+        tuple(args.inputs),
+        args.out,
+        args.reference,
+        args.matrix,
+        not args.no_plots,
+        args.analysis,
+        args.beside,
     )
     folder = finish(spec)
     print(f"written to {folder} (README.md, tables/, plots/, calls/, the run folders)", file=sys.stderr)

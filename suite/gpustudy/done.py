@@ -1,6 +1,6 @@
 """What a call finds done already in its run folders: a run step whose every cell has its row
 (so it need not start), the rows by status, and the cost model's calibration against the cells
-that finished here. Standard library only (it runs on the lent machine).
+that finished here. Standard library only (it runs on the GPU machine).
 """
 
 from __future__ import annotations

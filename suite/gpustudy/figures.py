@@ -389,3 +389,70 @@ def rows_of(folder: Path) -> list[dict[str, str]]:
     for csv_path in sorted((folder / "raw").glob("*.csv")):
         rows += read_rows(csv_path).rows
     return rows
+
+
+def _latest(rows: Iterable[dict[str, str]]) -> dict[tuple[str, str, str], dict[str, str]]:
+    """Each inference cell's last ok row (by its start), keyed by model, batch size and mode."""
+    out: dict[tuple[str, str, str], dict[str, str]] = {}
+    for r in sorted(rows, key=lambda r: r.get("started_at", "")):
+        if r.get("status") == "ok" and r.get("scenario") == "inference" and not r.get("dynamic"):
+            out[(r["model"], r["batch_size"], r["mode"])] = r
+    return out
+
+
+def _interval(r: dict[str, str], column: str, low: str, high: str) -> tuple[float, float, float] | None:
+    values = (num(r.get(column)), num(r.get(low)), num(r.get(high)))
+    return None if None in values else values  # type: ignore[return-value]
+
+
+def _moved(a: tuple[float, float, float] | None, b: tuple[float, float, float] | None) -> str:
+    """ "held" where the two 95% intervals overlap, "moved" where they do not, "—" without both."""
+    if a is None or b is None:
+        return "—"
+    return "held" if a[1] <= b[2] and b[1] <= a[2] else "moved"
+
+
+def _ms(i: tuple[float, float, float] | None) -> str:
+    return "—" if i is None else f"{i[0]:.2f}"
+
+
+def beside(ours: Sequence[dict[str, str]], theirs: Sequence[dict[str, str]]) -> list[str]:
+    """Each compiled cell both studies measured ok (its last row in each), side by side: eager and
+    compiled medians and the speed-up with its 95% CI, then and now; a figure "held" where the two
+    intervals overlap and "moved" where they do not."""
+    now, then = _latest(ours), _latest(theirs)
+    body, moved = [], {"eager": 0, "compiled": 0, "speed-up": 0}
+    both = [k for k in now if k in then and k[2] != "eager"]
+    for key in sorted(both, key=lambda k: (k[2], int(k[1]), k[0])):
+        a, b = then[key], now[key]
+        figures = {
+            "eager": [
+                _interval(r, "eager_median_ms", "eager_ci95_low_ms", "eager_ci95_high_ms") for r in (a, b)
+            ],
+            "compiled": [_interval(r, "median_ms", "ci95_low_ms", "ci95_high_ms") for r in (a, b)],
+            "speed-up": [_interval(r, "speedup", "speedup_ci95_low", "speedup_ci95_high") for r in (a, b)],
+        }
+        said = {name: _moved(*pair) for name, pair in figures.items()}
+        for name, word in said.items():
+            moved[name] += word == "moved"
+        ratio = num(b.get("speedup")) and num(a.get("speedup"))
+        body.append(
+            (
+                f"{key[0]} bs={key[1]} {key[2]}",
+                *(f"{_ms(figures[n][0])} → {_ms(figures[n][1])} ({said[n]})" for n in ("eager", "compiled")),
+                f"{_speedup_cell(a, 'speedup')} → {_speedup_cell(b, 'speedup')} ({said['speed-up']})",
+                "—" if not ratio else f"{float(b['speedup']) / float(a['speedup']):.2f}",
+                f"{a.get('health') or '—'} → {b.get('health') or '—'}",
+            )
+        )
+    if not body:
+        return ["No compiled cell was measured ok in both."]
+    head = ("cell", "eager ms, then → now", "compiled ms", "speed-up [95% CI]", "now / then", "health")
+    return [
+        *md_table(head, body),
+        "",
+        f"{len(body)} compiled cell(s) in both; of their figures, moved beyond both 95% intervals: "
+        f"eager {moved['eager']}, compiled {moved['compiled']}, speed-up {moved['speed-up']} (each "
+        "row's last run in each study; a median's interval is its run's own sampling error, not the "
+        "between-run noise, so a machine whose host moved shows as moved).",
+    ]

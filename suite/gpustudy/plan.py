@@ -1,16 +1,14 @@
 """The GPU study as data: one ordered list of steps of the suite's own verbs (`run`, `crosscheck`,
-`repeat`) on the `gpu-study` profile, narrowed by flags, and how calls of a lent machine cut it.
+`repeat`) on the `gpu-study` profile, narrowed by flags, in the order they matter.
 
-A lent machine gives a session 15 minutes of device time, at most 10 minutes a command, and a
-fresh machine is bare: so each call runs the steps not done yet, in order, until its deadline, each
-step has a fixed run id (the same command again resumes it: the suite's own `--run-id` resume), and
-the `tiny` variant runs the very same steps on shrunk models on a CPU, which is how it is tested.
+A GPU held for a short window (a spot instance, a time-limited allocation) gives the study a few
+minutes at a time, each command under a limit, and the next window's machine is bare: so each
+call runs the steps not done yet, in order, until its deadline, each step has a fixed run id (the
+same command again resumes it: the suite's own `--run-id` resume), and the `tiny` variant runs the
+very same steps on shrunk models on a CPU, which is how it is tested. Leading check steps that
+other topics ask of a window go first (CHECKS).
 
-Only the matrix and the cost model are read here (no torch): `plan` prints the steps, their cells
-and estimates on any host. Estimates are suite.spec.cost's, with one correction for the GPU: where
-the guide published an eager time for the model and batch size (results/reference/, A100), a
-forward call costs at least that; the cost model's per-call figure is far lower for the big-input
-models (Maskformer at 640 x 864: the guide's 76 ms against the model's 6 ms).
+Only the matrix is read here (no torch); the steps' cells and estimates are suite.gpustudy.estimate's.
 """
 
 from __future__ import annotations
@@ -26,16 +24,15 @@ GPU, TINY = "gpu", "tiny"
 VARIANTS: tuple[str, ...] = (GPU, TINY)
 PROFILE = {GPU: "gpu-study", TINY: "gpu-study-tiny"}
 DEVICE = {GPU: "cuda", TINY: "cpu"}
-# A call of the device tool may run 600 s; the study stops its own steps before that, leaving time
-# to pack what it measured (suite.gpustudy.call) and for the transfers.
-# The device tool: a session has 15 minutes of device time in all (a fresh machine costs 1-2 of
-# them), at most 10 minutes a command, and at most 8 files come back from $OUT, 2 folders down.
-# The study's call keeps to 9 minutes (a rerun still fits after it) and to 6 files.
-CALL_LIMIT_S = 540.0  # the longest call (`--deadline-s`, the `run` call's timeout_s)
+# A call is one command under a limit (a window of 15 minutes, say, whose commands may run 10):
+# the study stops its own steps before the deadline it is given, leaving time to pack what it
+# measured (suite.gpustudy.call) and for the transfers. The study's call keeps to 9 minutes (a
+# rerun still fits after it in such a window) and to 6 files.
+CALL_LIMIT_S = 540.0  # the longest call (`--deadline-s`: the command's own limit)
 RESERVE_S = (
     70.0  # within the deadline, after the steps: a step's stop (SIGINT, SIGKILL 45 s on), the last pack
 )
-MAX_FILES = 6  # what a call may leave in $OUT: its 4 (CALL_FILES) and what the command adds (nvidia-smi)
+MAX_FILES = 6  # what a call may leave in --out: its 4 (CALL_FILES) and what the command adds (nvidia-smi)
 CALL_FILES = ("call{n}.tar.gz", "call{n}.log", "call{n}.md", "call{n}.json")
 MAX_CALLS = 99
 DEFAULT_DEADLINE_S = {GPU: CALL_LIMIT_S, TINY: 0.0}  # 0: no deadline (a CPU test waits for every cell)
@@ -170,7 +167,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Call:
-    """One call of the device tool: the study's steps not done yet, in order, until its deadline."""
+    """One call: the study's steps not done yet, in order, until its deadline."""
 
     number: int
     title: str
