@@ -1,5 +1,5 @@
-"""`python -m suite gpu-study plan | call [N] | finish`: the GPU study in calls of a GPU held for a short window
-machine (docs/gpu-study.md). `plan` and `call` run on the machine's own Python (the standard
+"""`python -m suite gpu-study plan | call [N] | finish`: the GPU study in calls of a GPU held for
+a short window (docs/gpu-study.md). `plan` and `call` run on the machine's own Python (the standard
 library, PyYAML, and the suite's verbs in children); `finish` runs on the host that fetched the
 calls' files, with pandas, pyarrow and matplotlib (suite.gpustudy.finish)."""
 

@@ -150,7 +150,8 @@ def _intro(
     ok = sum(r["status"] == "ok" for r in every)
     return [
         f"{len(tried)} attempt(s) of {len({s.get('call') for _, s, _ in tried})} call(s) of "
-        f"`python -m suite gpu-study` on one GPU machine held for short windows, from {starts[0] if starts else '?'} "
+        "`python -m suite gpu-study` on one GPU machine held for short windows, from "
+        f"{starts[0] if starts else '?'} "
         f"to {starts[-1] if starts else '?'} (start of the last); {ok} cell(s) ended ok. The steps that ran, "
         "whole or in part: " + "; ".join(ran) + ". Random weights built from each checkpoint's config, "
         "the repository's photo, offline. Every figure below is read from the files in this folder by "
