@@ -298,11 +298,11 @@ def repeatability(runs: dict[str, Path]) -> list[str]:
 def walls(
     rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path, reports: Sequence[dict[str, Any]]
 ) -> list[str]:
-    pairs = calibration_pairs(rows, matrix, reference_dir, reports)
-    estimates: dict[str, float] = {}
-    for x in pairs:
-        if x.kind != calibrate.STEP:
-            estimates[x.what] = estimates.get(x.what, 0.0) + x.estimated
+    estimates: dict[tuple[str, str], float] = {}  # (run folder, cell) -> its parts' estimates
+    for folder, rs in rows.items():
+        for x in calibration_pairs({folder: rs}, matrix, reference_dir, reports):
+            if x.kind != calibrate.STEP:
+                estimates[(folder, x.what)] = estimates.get((folder, x.what), 0.0) + x.estimated
     body = []
     for run_id, rs in rows.items():
         for r in rs:
@@ -310,7 +310,7 @@ def walls(
             compile_s = sum(
                 num(r.get(c)) or 0.0 for c in ("compile_s", "compile_warm_s", "compile_megacache_s")
             )
-            est = estimates.get(f"{r['model']} bs={r['batch_size']} {r['mode']} {r['scenario']}")
+            est = estimates.get((run_id, f"{r['model']} bs={r['batch_size']} {r['mode']} {r['scenario']}"))
             body.append(
                 (
                     run_id,
