@@ -137,8 +137,11 @@ def test_the_first_call_fits_a_held_window(matrix, capsys):
     assert main(["gpu-study", "plan", "--deadline-s", str(deadline)]) == 0
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("  call 1: "))
-    assert line.startswith(f"  call 1: {format_duration(first.seconds)}: crosscheck-resnet (1 of 1); ro-bs1 (")
-    assert f"run(timeout_s={study_cli.FIRST_CALL_TIMEOUT_S}, " in out and "(5, at most 6)" in out
+    assert line.startswith(
+        f"  call 1: {format_duration(first.seconds)}: crosscheck-resnet (1 of 1); ro-bs1 ("
+    )
+    assert f"a command given {study_cli.FIRST_CALL_TIMEOUT_S} s" in out and "(5, at most 6)" in out
+    assert "run(" not in out and "lent" not in out  # words of a window, not of one provider's tool
 
 
 def test_later_calls_go_on_where_the_last_stopped(matrix):
@@ -179,7 +182,10 @@ def test_the_gpu_estimate_takes_the_calls_seen_else_the_guides(matrix, tmp_path)
         writer.writeheader()
         writer.writerow(row)
     seen = estimate.seen_call_ms(results)
-    assert seen == {("Maskformer", 1, "float32", "default"): 20.0, ("Maskformer", 1, "float32", "eager"): 50.0}
+    assert seen == {
+        ("Maskformer", 1, "float32", "default"): 20.0,
+        ("Maskformer", 1, "float32", "eager"): 50.0,
+    }
     times = estimate.CallTimes(seen, guide)
     assert times.call_s(cell, "eager", 0.006) == 0.05  # seen beats the guide's floor
 
@@ -380,7 +386,9 @@ def test_calibration_compares_like_with_like_and_a_finished_step_is_not_started(
     assert run_study.finished(tmp_path, others)  # its 16 cells at batch 1 have their rows
     assert not run_study.finished(tmp_path, next(p for p in planned if p.step.run_id == "ro-bs1"))
     ratio, lines = run_study.calibration(tmp_path, planned, planner)
-    rows = [r for r in read_rows(SMOKE_CSV).rows if r["model"] in study.OTHERS and r["mode"] != "reduce-overhead"]
+    rows = [
+        r for r in read_rows(SMOKE_CSV).rows if r["model"] in study.OTHERS and r["mode"] != "reduce-overhead"
+    ]
     assert len(rows) == 16 and {r.get("schedule", "") for r in rows} <= {"", "serial"}  # measured whole
     wall = sum(float(r["wall_s"]) for r in rows)
     estimated = sum(estimate_seconds(c, "cpu") for c in others.cells)
@@ -395,7 +403,9 @@ def test_calibration_compares_like_with_like_and_a_finished_step_is_not_started(
     }
     (tmp_path / "call1.json").write_text(json.dumps(report))
     ratio, lines = run_study.calibration(tmp_path, planned, planner)
-    assert ratio == pytest.approx(40.0 / others.seconds) and lines[0].startswith("steps (each its wall): 1 took")
+    assert ratio == pytest.approx(40.0 / others.seconds) and lines[0].startswith(
+        "steps (each its wall): 1 took"
+    )
 
 
 def _command(p, work):
@@ -483,7 +493,7 @@ def _attempts(tmp_path):
     shutil.copy(SMOKE_CSV, work / "call1" / "raw" / "current__cpu.csv")
     (work / "call1" / "logs" / "b").mkdir(parents=True)
     (work / "call1" / "logs" / "b" / "099-lost.log").write_text(
-        "cell: Segformer bs=1 default inference | build b\n"
+        "cell: Segformer bs=4 default inference | build b\n"
         "/opt/py/lib/python3.12/site-packages/torch/x.py: warn\n"
     )
     xc = work / "call2-crosscheck-resnet"
@@ -542,9 +552,9 @@ def test_finish_takes_every_attempt_in_the_order_run(tmp_path):
         if path.is_file() and path.suffix in (".md", ".json", ".log", ".txt", ".csv", ".html"):
             text = path.read_text(errors="replace")
             assert "/machine/" not in text and "/opt/" not in text and f"{folder}/" not in text, path
-    assert "Segformer bs=1 default inference: begun, no row" in readme  # lost in flight
+    assert "Segformer bs=4 default inference: begun, no row" in readme  # lost in flight
     assert "3-call1: ViT bs=1 default inference: ok (median 5.00 ms, speed-up x1.10)" in readme
-    assert readme.count("x the cost model") == 1 and "Written by hand." in readme
+    assert readme.count("**Calibration**") == 1 and "Written by hand." in readme
     vit = next(r for r in rows if r["model"] == "ViT" and r["mode"] == "default")
     assert f"{float(vit['speedup']):.2f} [" in readme  # ours, read from the CSV
     assert "2.00-2.50 (25.0%)" in readme  # the cross-check's rounds, kept
@@ -707,8 +717,32 @@ def test_the_h200_readme_is_what_its_rows_say():
         assert figure in " ".join(excerpt.split()), figure
 
 
-def test_the_h200_analysis_cites_only_figures_of_its_page():
-    text = (H200 / "README.md").read_text()
+H200_SECOND = ROOT / "results" / "2026-11-28-h200-torch2.11"
+
+
+def test_the_second_h200_readme_is_what_its_rows_say():
+    """The second study's README: its calibration (each step within ±20% of its estimate), and
+    the first study's cells beside it, recomputed from the committed rows."""
+    from suite.gpustudy import figures, readme
+
+    text = (H200_SECOND / "README.md").read_text()
+    rows = readme.folder_rows(readme.run_folders(H200_SECOND))
+    every = [r for rs in rows.values() for r in rs]
+    assert len(every) == 20 and {r["gpu_name"] for r in every} == {"NVIDIA H200"}
+    reports = [summary for _, summary, _ in readme.attempts(H200_SECOND)]
+    lines = figures.calibration(rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE, reports)
+    assert "5 of 5 within ±20%" in "\n".join(lines)
+    for line in lines:
+        assert line in text, line
+    theirs = [r for rs in readme.folder_rows(readme.run_folders(H200)).values() for r in rs]
+    for line in figures.beside(every, theirs):
+        assert line in text, line
+    assert "| MobileNet bs=1 reduce-overhead | 10.17 → 4.83 (moved) |" in text
+
+
+@pytest.mark.parametrize("folder", [H200, H200_SECOND])
+def test_the_h200_analysis_cites_only_figures_of_its_page(folder):
+    text = (folder / "README.md").read_text()
     start = text.index("### Where and why they differ")
     end = text.index("## Cross-check")
     analysis, rest = text[start:end], text[:start] + text[end:]
@@ -716,7 +750,7 @@ def test_the_h200_analysis_cites_only_figures_of_its_page():
     assert len(cited) > 20
     missing = [n for n in cited if n not in rest and n not in ("2.0.1", "2.1.0", "2.11")]
     assert not missing, f"figures the tables do not hold: {missing}"
-    assert (H200 / "ANALYSIS.md").read_text().strip() in text
+    assert (folder / "ANALYSIS.md").read_text().strip() in text
 
 
 def test_the_h200_folder_names_no_path_of_a_machine():
