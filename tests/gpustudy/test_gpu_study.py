@@ -21,8 +21,7 @@ from suite.cli import build_parser, main
 from suite.cli.args import DEFAULT_MATRIX, DEFAULT_REFERENCE, filters_of
 from suite.errors import UsageError
 from suite.gpustudy import call as run_study
-from suite.gpustudy import packing
-from suite.gpustudy import estimate
+from suite.gpustudy import estimate, packing
 from suite.gpustudy import plan as study
 from suite.gpustudy import step as study_step
 from suite.gpustudy.call import Where as W

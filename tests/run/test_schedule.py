@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -80,9 +81,11 @@ def test_the_estimate_pays_start_up_once_per_process_and_compiles_in_waves() -> 
     crowded = cost.estimate_schedule(cells, "cuda", AHEAD, 16, pool=16)
     jobs = cost.estimate_schedule(cells, "cuda", AHEAD, 32, pool=16)
     assert crowded.pool == 16 and abs(crowded.compile_s - 1.3 * jobs.compile_s) < 1e-6
-    # one core: every cell's own work, less the start-up of the eager cells that share a process
+    # one core: every cell's own work, less what the eager cells that share a process do not do
+    # again: the start-up, the idle reading, the energy blocks (the compiled sibling's row has them)
     eager = [c for c in cells if c.mode == "eager"]
-    saved = len(eager) * cost.GPU_RATES.startup_s
+    rates = cost.GPU_RATES
+    saved = len(eager) * (rates.startup_s + rates.energy_idle_s + rates.energy_s)
     assert abs(one.total_s - (serial.total_s - saved)) < 1e-6
     assert many.total_s < serial.total_s
 
@@ -229,3 +232,46 @@ def test_the_gate_waits_for_its_go_and_hands_over_the_idle_processes(tmp_path: P
     assert other_processes({50, 51, 52}, 3, 1, frozenset({7, 9})) == 0  # in a container: by count
     monkeypatch.delenv(gate.GATE_ENV)
     assert gate.wait() == 0.0  # `serial`: no gate
+
+
+def test_overlap_hides_the_later_waves_compiles_behind_the_timing() -> None:
+    """`--overlap`: the first wave compiles alone, each later one while the one before it is timed
+    on the cores the timed process is not pinned to: only what the timing does not hide is added,
+    and the timing is what it was (the exits no longer waited for)."""
+    from suite.spec.schedule import overlap_cores, timing_cpus
+
+    cells = _full()
+    apart = cost.estimate_schedule(cells, "cuda", AHEAD, 16)
+    beside = cost.estimate_schedule(cells, "cuda", AHEAD, 16, overlap=True)
+    assert beside.overlap and beside.pool == pool_size(16 - overlap_cores(16)) == 7
+    assert beside.total_s < apart.total_s and beside.compile_s < apart.compile_s / 3
+    assert [overlap_cores(n) for n in (1, 2, 3, 4, 16)] == [0, 1, 1, 2, 2]
+    assert timing_cpus([3, 0, 1, 2]) == (frozenset({0, 1}), frozenset({2, 3}))
+    assert timing_cpus([5]) == (frozenset({5}), frozenset({5}))  # one CPU: shared
+
+
+def test_a_process_is_pinned_with_all_its_threads() -> None:
+    """The timed process moves to its CPUs before its gate opens: every thread it has."""
+    import subprocess
+    import sys
+
+    from suite.run import pinning
+
+    cpus = pinning.available()
+    assert cpus, "Linux gives every process an affinity"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start(); time.sleep(30)",
+        ]
+    )
+    try:
+        time.sleep(0.5)
+        assert pinning.pin(child.pid, {cpus[-1]})
+        tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+        assert len(tids) == 2 and all(os.sched_getaffinity(t) == {cpus[-1]} for t in tids)
+    finally:
+        child.kill()
+        child.wait()
+    assert not pinning.pin(child.pid, {cpus[0]})  # gone: nothing to pin
