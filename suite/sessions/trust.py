@@ -1,6 +1,7 @@
 """The sessions that check the suite's own figures (benchmarks, not part of `nox -s tests`):
 `crosscheck` (the timing loop against independent timers), `repeat` (the spread of medians
-over back-to-back runs) and `gate` (compare's false-positive and detection rates). Each runs
+over back-to-back runs), `gate` (compare's false-positive and detection rates) and
+`overlap-aa` (whether timing beside the next wave's compile moves the figures). Each runs
 in a build's pinned virtualenv (suite.sessions.venv; `--build B`, default `current`) on this
 machine's device, with defaults for the full-size ResNet-50 and ViT-B/16 at batch 1 (random
 weights: each checkpoint's own architecture, offline); arguments after `--` are added after
@@ -40,6 +41,14 @@ COVERAGE = [
     "--no-compile-cost",
 ]  # fmt: skip
 COVERAGE_TIMES = "11"
+# Compiles beside the timing (`run --overlap`) against phases apart: the same cells, runs of each
+# alternating, waves of one compile, so that every wave but the last is timed beside the next
+# one's compile (on a 2-core machine: the timed process on one core, the compile on the other).
+OVERLAP_AA = [
+    "--profile", "smoke", "--models", "ViT,ResNet,DETR,Segformer", "--iterations", "100",
+    "--no-compile-cost", "--compile-pool", "1",
+]  # fmt: skip
+OVERLAP_PAIRS = 3
 COVERAGE_HOLD_OUT = "1"
 COVERAGE_PROCESSES = (1, 3)
 
@@ -101,4 +110,29 @@ def gate(runner: Runner, posargs: Sequence[str], root: Path, host_python: str = 
     slow = sorted(str(p) for p in (out / slowed).glob("rep-*"))
     cmd = [host_python, "-m", "suite", "calibrate", "--aa", *aa, "--slowed", *slow, "-o", str(report)]
     run_suite(runner, cmd)
+    return report
+
+
+def overlap_aa(runner: Runner, posargs: Sequence[str], root: Path, host_python: str = sys.executable) -> Path:
+    """Runs with the phases apart and with `--overlap`, alternating (OVERLAP_PAIRS pairs, `--pairs
+    N`), then `calibrate` with the apart runs as its A/A and the overlap runs in the place of its
+    slowed ones: an overlap run's cells flagged against the apart runs no more often than the A/A's
+    own is what lets the overlap become the default. Returns the report."""
+    python, build, args = _python(runner, posargs, root)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    flags = take(args, values=["--run-id", "--out", "--pairs"])
+    run_id = flags["--run-id"] or f"overlap-aa-{stamp}"
+    out = Path(flags["--out"] or root / "results")
+    base = [python, "-m", "suite", "run", "--build", build, "--out", str(out), *OVERLAP_AA]
+    apart, beside = [], []
+    for i in range(1, int(flags["--pairs"] or OVERLAP_PAIRS) + 1):
+        for runs, extra in ((apart, []), (beside, ["--overlap"])):
+            one = f"{run_id}-{'overlap' if extra else 'apart'}-{i}"
+            run_suite(runner, [*base, *extra, "--run-id", one, *args])
+            runs.append(str(out / one))
+    report = out / f"{run_id}-calibration.md"
+    run_suite(
+        runner,
+        [host_python, "-m", "suite", "calibrate", "--aa", *apart, "--slowed", *beside, "-o", str(report)],
+    )
     return report
