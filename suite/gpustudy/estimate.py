@@ -118,11 +118,13 @@ class Planner:
     def machine(self, step: Step) -> Machine:
         """The schedule's estimate for this step's flags: forked processes (the default), its
         energy window, its compile pool, its overlap."""
-        extra = set(step.extra)
-        fork = "--process-start" not in step.flags or dict(_pairs(step.flags))["--process-start"] == "fork"
+        extra, flags = set(step.extra), dict(_pairs(step.flags))
+        fork = flags.get("--process-start", "fork") == "fork"
+        pool = int(flags["--compile-pool"]) if "--compile-pool" in flags else None
         return Machine(
             self.device_type,
             self.cores,
+            pool,
             energy=step.energy,
             fork=fork,
             overlap="--overlap" in extra,

@@ -201,7 +201,28 @@ OTHERS = ("ViT", "BeiT", "Segformer", "Mask2former", "Maskformer", "OwlViT", "DE
 # The GPU checks other topics ask of a window, run first, before the study: each a Step (its
 # own run id, a suite verb), in the order they matter. Add one here; `plan` and `call` take it
 # from there (its estimate, its place in the first call, passed over once done).
-CHECKS: tuple[Step, ...] = ()
+CHECKS: tuple[Step, ...] = (
+    # compiles beside the timing on the GPU: the same cells as ro-bs1's compiled ones, one compile
+    # a wave, each wave but the last timed while the next compiles (`run --overlap`); against
+    # ro-bs1's rows (phases apart, later, so the merged tables keep them): `python -m suite compare
+    # WORK/check-overlap WORK/ro-bs1` (docs/measurement.md#compiles-beside-the-timing)
+    Step(
+        "run",
+        "check-overlap",
+        "compiles beside the timing (--overlap) on this GPU: ResNet and MobileNet at batch 1, compiled",
+        (
+            "--models",
+            "ResNet,MobileNet",
+            "--batch-sizes",
+            "1",
+            "--modes",
+            "default,reduce-overhead",
+            "--compile-pool",
+            "1",
+        ),
+        extra=("--overlap",),
+    ),
+)
 
 # The whole study, in the order it matters: a call runs the steps not done yet, in this order,
 # until its deadline (the cell in flight is lost, every finished one kept), and the next call goes
