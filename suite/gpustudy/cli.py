@@ -11,10 +11,11 @@ import re
 import shlex
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.gpustudy.estimate import STUDY_CORES, Planner, budget_of, cut_into_calls, plan_call
+from suite.gpustudy.estimate import STUDY_CORES, Planner, budget_of, cut_into_calls, plan_call, plan_step
 from suite.gpustudy.plan import (
     CALL_FILES,
     CALL_LIMIT_S,
@@ -176,6 +177,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(f"    {cell.label}")
     total = sum(p.seconds for p in planned)
     seconds = budget(args)
+    overlapped = [
+        plan_step(matrix, replace(p.step, extra=(*p.step.extra, "--overlap")), variant, planner)
+        if p.step.verb == "run" and "--overlap" not in p.step.extra
+        else p
+        for p in planned
+    ]
     print(
         f"estimated {format_duration(total)} in all on {planner.cores} cores (suite/gpustudy/estimate.py"
         + (
@@ -184,6 +191,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
             else ""
         )
         + f"; {format_duration(STEP_OVERHEAD_S)} a step for its start-up)"
+    )
+    print(
+        f"with every run step under --overlap (the next wave compiling beside the timing; not the "
+        f"default until measured: docs/gpu-study.md): {format_duration(sum(p.seconds for p in overlapped))}"
     )
     if not seconds:
         print("no deadline: one call runs every step")

@@ -202,8 +202,8 @@ OTHERS = ("ViT", "BeiT", "Segformer", "Mask2former", "Maskformer", "OwlViT", "DE
 # own run id, a suite verb), in the order they matter. Add one here; `plan` and `call` take it
 # from there (its estimate, its place in the first call, passed over once done).
 CHECKS: tuple[Step, ...] = (
-    # compiles beside the timing on the GPU: the same cells as ro-bs1's compiled ones, one compile
-    # a wave, each wave but the last timed while the next compiles (`run --overlap`); against
+    # compiles beside the timing on the GPU: the same cells as ro-bs1's compiled ones, two compiles
+    # a wave, the first wave timed while the second compiles (`run --overlap`); against
     # ro-bs1's rows (phases apart, later, so the merged tables keep them): `python -m suite compare
     # WORK/check-overlap WORK/ro-bs1` (docs/measurement.md#compiles-beside-the-timing)
     Step(
@@ -218,7 +218,7 @@ CHECKS: tuple[Step, ...] = (
             "--modes",
             "default,reduce-overhead",
             "--compile-pool",
-            "1",
+            "2",
         ),
         extra=("--overlap",),
     ),
