@@ -46,8 +46,8 @@ RO_MODELS = ("ConvNeXT", "ResNet", "Conditional-DETR", "MobileNet")  # the guide
 CLASSIFICATION = ("ViT", "BeiT", "ConvNeXT", "ResNet")
 CROSSCHECK_MODELS = ("ResNet", "ViT", "ConvNeXT")  # small, medium, large (25.6, 86.6, 198 M)
 REPEAT_MODELS = ("ResNet", "MobileNet")  # the two cheapest compiles of the twelve (cost model)
-# a cross-check's rounds a function: on the H200 a round of ResNet-50 took 0.15 s a function, so
-# 50 rounds took 14 s of the step's 61 (its process's start and compile the rest)
+# a cross-check's rounds a function (at most `rounds`): on the H200 the ResNet cross-check's
+# process took 43 s of its step's 61, its start and compile included
 CROSSCHECK_BUDGET_S = 5.0
 
 
