@@ -13,6 +13,7 @@ README. Standard library only (it runs on the GPU machine).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -64,8 +65,27 @@ def _num(value: object) -> float | None:
         return None
 
 
-def cell_pairs(rows: Iterable[dict[str, str]], p: PlannedStep, planner: Planner) -> list[Pair]:
-    """A run step's ok rows against their cells' phases as the schedule the row says ran them."""
+# a cell's progress line under `ahead`: "[3/8] <label>: ok (...) in 6.8 s (+ 32.0 s compiling ahead)"
+_AHEAD_LINE = re.compile(r"^\[\s*\d+/\d+\] (.+?): \w+ .* in [\d.]+ s \(\+ ([\d.]+) s compiling ahead\)")
+
+
+def ahead_in_logs(texts: Iterable[str]) -> dict[str, float]:
+    """{cell label: its compile phase's seconds} from the calls' logs: what rows written before
+    `compile_ahead_s` existed say only in their progress lines."""
+    found: dict[str, float] = {}
+    for text in texts:
+        for line in text.splitlines():
+            m = _AHEAD_LINE.match(line)
+            if m:
+                found[m.group(1)] = float(m.group(2))
+    return found
+
+
+def cell_pairs(
+    rows: Iterable[dict[str, str]], p: PlannedStep, planner: Planner, logged: dict[str, float] | None = None
+) -> list[Pair]:
+    """A run step's ok rows against their cells' phases as the schedule the row says ran them
+    (`logged`: compile phases the calls' logs say, for rows without `compile_ahead_s`)."""
     phases = {_key(ph.cell): ph for ph in sweep_phases(p.cells, planner.machine(p.step))}
     out: list[Pair] = []
     for row in rows:
@@ -75,6 +95,8 @@ def cell_pairs(rows: Iterable[dict[str, str]], p: PlannedStep, planner: Planner)
         wall = _num(row.get("wall_s"))
         if ph is None or wall is None:
             continue
+        if _num(row.get("compile_ahead_s")) is None and (logged or {}).get(ph.cell.label) is not None:
+            row = {**row, "compile_ahead_s": str((logged or {})[ph.cell.label])}
         out += _row_pairs(row, ph, wall, planner, p.step)
     return out
 

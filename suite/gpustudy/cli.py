@@ -228,7 +228,12 @@ def _against(folders: list[Path], matrix: Matrix, variant: str, planner: Planner
         for i, archive in enumerate(sorted(p for f in folders for p in f.rglob("call*.tar.gz"))):
             unpack(archive, Path(tmp) / str(i))  # the later archive's folders hold the earlier's rows
         latest = sorted(Path(tmp).glob("*"), key=lambda p: int(p.name))
-        pairs += _cell_pairs(latest[-1] if latest else None, reports, matrix, variant, planner)
+        logs = [
+            p.read_text(encoding="utf-8", errors="replace") for f in folders for p in f.rglob("call*.log")
+        ]
+        # the run folders: the last tarball's, else beside the calls' files (a results folder)
+        roots = latest[-1:] or [f for folder in folders for f in (folder, folder.parent)]
+        pairs += _cell_pairs(roots, reports, matrix, variant, planner, logs)
     print("\n".join(calibrate.table(pairs)))
     print("")
     for line in calibrate.summary(pairs):
@@ -237,15 +242,14 @@ def _against(folders: list[Path], matrix: Matrix, variant: str, planner: Planner
 
 
 def _cell_pairs(
-    folder: Path | None, reports: list[dict], matrix: Matrix, variant: str, planner: Planner
+    roots: list[Path], reports: list[dict], matrix: Matrix, variant: str, planner: Planner, logs: list[str]
 ) -> list:
-    """Each ok cell's parts in the run folders of `folder` against this commit's estimates."""
+    """Each ok cell's parts in the run folders under the first of `roots` that has them, against
+    this commit's estimates."""
     from suite.gpustudy import calibrate
     from suite.gpustudy.done import rows_in
     from suite.gpustudy.estimate import plan_step
 
-    if folder is None:
-        return []
     steps = {}
     for report in reports:
         for s in report["steps"]:
@@ -253,9 +257,12 @@ def _cell_pairs(
             steps.setdefault(step.run_id, step)
     pairs = []
     for run_id, step in steps.items():
-        if step.verb == "run" and (folder / run_id).is_dir():
+        folder = next((root for root in roots if (root / run_id / "raw").is_dir()), None)
+        if step.verb == "run" and folder is not None:
             planned = plan_step(matrix, step, variant, planner)
-            pairs += calibrate.cell_pairs(rows_in(folder / run_id), planned, planner)
+            pairs += calibrate.cell_pairs(
+                rows_in(folder / run_id), planned, planner, calibrate.ahead_in_logs(logs)
+            )
     return pairs
 
 

@@ -62,23 +62,33 @@ def _step_of(folder: str, steps: dict[str, Step]) -> Step | None:
 
 
 def calibration_pairs(
-    rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path, reports: Sequence[dict[str, Any]]
+    rows: dict[str, list[dict[str, str]]],
+    matrix: Any,
+    reference_dir: Path,
+    reports: Sequence[dict[str, Any]],
+    logs: Sequence[str] = (),
 ) -> list[calibrate.Pair]:
-    """Each step that ran to its end and each ok cell's parts, against this commit's estimates."""
+    """Each step that ran to its end and each ok cell's parts, against this commit's estimates
+    (`logs`: the calls' logs, whose progress lines give the compile phase of rows without it)."""
     variant, planner = _planner(rows, reference_dir)
     pairs = calibrate.step_pairs(reports, calibrate.estimated_by(matrix, variant, planner))
     steps = _steps_by_folder(reports)
+    logged = calibrate.ahead_in_logs(logs)
     for folder, rs in rows.items():
         step = _step_of(folder, steps)
         if step is not None and step.verb == "run":
-            pairs += calibrate.cell_pairs(rs, plan_step(matrix, step, variant, planner), planner)
+            pairs += calibrate.cell_pairs(rs, plan_step(matrix, step, variant, planner), planner, logged)
     return pairs
 
 
 def calibration(
-    rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path, reports: Sequence[dict[str, Any]]
+    rows: dict[str, list[dict[str, str]]],
+    matrix: Any,
+    reference_dir: Path,
+    reports: Sequence[dict[str, Any]],
+    logs: Sequence[str] = (),
 ) -> list[str]:
-    pairs = calibration_pairs(rows, matrix, reference_dir, reports)
+    pairs = calibration_pairs(rows, matrix, reference_dir, reports, logs)
     ratio = calibrate.scale(pairs)
     if ratio is None:
         return ["No step or cell ended: nothing to calibrate the cost model with."]

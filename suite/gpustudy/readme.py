@@ -62,6 +62,13 @@ def folder_rows(runs: dict[str, Path]) -> dict[str, list[dict[str, str]]]:
     }
 
 
+def call_logs(folder: Path) -> list[str]:
+    """The text of every attempt's log, in the order run."""
+    return [
+        log.read_text(encoding="utf-8", errors="replace") for log in sorted(folder.glob("calls/*/call*.log"))
+    ]
+
+
 def attempts(folder: Path) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(label, summary, record) of every attempt, in the order they ran."""
     out = []
@@ -98,7 +105,7 @@ def render_readme(src: Sources, inputs: Sequence[Path], analysis: str | None) ->
         "",
         *_calls(tried),
         "",
-        *calibration(rows, matrix, src.reference, [summary for _, summary, _ in tried]),
+        *calibration(rows, matrix, src.reference, [summary for _, summary, _ in tried], call_logs(folder)),
         "",
         "## The cells",
         "",

@@ -424,6 +424,9 @@ def test_plan_against_the_calls_of_a_finished_study(capsys):
     steps = re.findall(r"^\| call \d: (\S+) \| (\S+) \| (\S+) \| ([\d.]+) \| (yes|NO) \|$", out, re.M)
     assert [s[0] for s in steps] == ["crosscheck-resnet", "ro-bs1", "bs1-default", "ro-bs4", "crosscheck-vit"]
     assert all(abs(float(s[3]) - 1) <= 0.25 for s in steps), out
+    # the rows before compile_ahead_s: each cell's compile phase from its progress line in the log
+    assert re.search(r"^compile phases \(a process before its gate\): 20 took", out, re.M), out
+    assert re.search(r"^timing phases \(a cell after its gate\): 20 took", out, re.M), out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -697,7 +700,8 @@ def test_the_h200_readme_is_what_its_rows_say():
         assert line in text, line
     # the calibration: each step and cell against this commit's cost model, like with like
     reports = [summary for _, summary, _ in readme.attempts(H200)]
-    lines = figures.calibration(rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE, reports)
+    logs = readme.call_logs(H200)
+    lines = figures.calibration(rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE, reports, logs)
     assert "cells measured whole: 9 took" in "\n".join(lines)
     for line in lines:
         assert line in text, line
@@ -728,8 +732,9 @@ def test_the_second_h200_readme_is_what_its_rows_say():
     every = [r for rs in rows.values() for r in rs]
     assert len(every) == 20 and {r["gpu_name"] for r in every} == {"NVIDIA H200"}
     reports = [summary for _, summary, _ in readme.attempts(H200_SECOND)]
-    lines = figures.calibration(rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE, reports)
-    assert "5 of 5 within ±20%" in "\n".join(lines)
+    logs = readme.call_logs(H200_SECOND)
+    lines = figures.calibration(rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE, reports, logs)
+    assert "5 of 5 within ±20%" in "\n".join(lines) and "compile phases" in "\n".join(lines)
     for line in lines:
         assert line in text, line
     theirs = [r for rs in readme.folder_rows(readme.run_folders(H200)).values() for r in rs]
