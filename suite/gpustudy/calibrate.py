@@ -129,6 +129,17 @@ def step_pairs(reports: Iterable[dict[str, Any]], estimate_of: Callable[[Step], 
     return out
 
 
+def steps_run(reports: Iterable[dict[str, Any]]) -> dict[str, Step]:
+    """Each run id's step, as the calls' reports show its command (the first seen)."""
+    steps: dict[str, Step] = {}
+    for report in reports:
+        for s in report.get("steps", []):
+            if s.get("command"):
+                step = Step.from_argv(shlex.split(s["command"]), s.get("what", ""))
+                steps.setdefault(step.run_id, step)
+    return steps
+
+
 def estimated_by(matrix: Matrix, variant: str, planner: Planner) -> Callable[[Step], float | None]:
     """This commit's estimate of any step (its cells expanded from the matrix)."""
     from suite.gpustudy.estimate import plan_step

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shlex
 import sys
 import tempfile
 from dataclasses import replace
@@ -27,7 +26,6 @@ from suite.gpustudy.plan import (
     RESERVE_S,
     STEP_OVERHEAD_S,
     TINY,
-    Step,
     call_of,
 )
 from suite.spec import load_matrix
@@ -250,13 +248,8 @@ def _cell_pairs(
     from suite.gpustudy.done import rows_in
     from suite.gpustudy.estimate import plan_step
 
-    steps = {}
-    for report in reports:
-        for s in report["steps"]:
-            step = Step.from_argv(shlex.split(s["command"]), s.get("what", ""))
-            steps.setdefault(step.run_id, step)
     pairs = []
-    for run_id, step in steps.items():
+    for run_id, step in calibrate.steps_run(reports).items():
         folder = next((root for root in roots if (root / run_id / "raw").is_dir()), None)
         if step.verb == "run" and folder is not None:
             planned = plan_step(matrix, step, variant, planner)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,17 +45,6 @@ def _planner(rows: dict[str, list[dict[str, str]]], reference_dir: Path) -> tupl
     return variant, Planner.of(variant, reference_dir)
 
 
-def _steps_by_folder(reports: Sequence[dict[str, Any]]) -> dict[str, Step]:
-    """Each run folder's step, as the calls' commands ran it (a folder `ID-runN`: ID's)."""
-    steps: dict[str, Step] = {}
-    for report in reports:
-        for s in report.get("steps", []):
-            if s.get("command"):
-                step = Step.from_argv(shlex.split(s["command"]), s.get("what", ""))
-                steps.setdefault(step.run_id, step)
-    return steps
-
-
 def _step_of(folder: str, steps: dict[str, Step]) -> Step | None:
     return steps.get(folder) or steps.get(re.sub(r"-run\d+$", "", folder))
 
@@ -72,7 +60,7 @@ def calibration_pairs(
     (`logs`: the calls' logs, whose progress lines give the compile phase of rows without it)."""
     variant, planner = _planner(rows, reference_dir)
     pairs = calibrate.step_pairs(reports, calibrate.estimated_by(matrix, variant, planner))
-    steps = _steps_by_folder(reports)
+    steps = calibrate.steps_run(reports)
     logged = calibrate.ahead_in_logs(logs)
     for folder, rs in rows.items():
         step = _step_of(folder, steps)
