@@ -219,7 +219,7 @@ CHECKS: tuple[Step, ...] = (
         "pair",
         "pair-aa",
         "an A/A pair (this build against itself, in alternating rounds): ResNet and ViT at batch 1",
-        ("--models", "ResNet,ViT", "--batch-sizes", "1", "--modes", "eager,default"),
+        ("--models", "ResNet,ViT", "--batch-sizes", "1", "--modes", "default"),
         extra=("--exit-zero",),
     ),
     # compiles beside the timing on the GPU: the same cells as ro-bs1's compiled ones, two compiles
