@@ -182,6 +182,14 @@ def pairs(session: nox.Session) -> None:
     glue.pairs(session, ROOT, MERGE_PACKAGES)
 
 
+@suite_session(name="overlap-aa", python=MERGE_PYTHON)
+def overlap_aa(session: nox.Session) -> None:
+    """Whether timing beside the next wave's compile (`run --overlap`) moves the figures: the same
+    smoke cells with the phases apart and with --overlap, alternating (3 pairs; `-- --pairs N
+    --models ...`), then `calibrate` with the overlap runs in the place of its slowed runs."""
+    glue.overlap_aa(session, ROOT, MERGE_PACKAGES)
+
+
 @suite_session(python=False)
 def lock(session: nox.Session) -> None:
     """Regenerate hash-locked requirements with pip-compile, on each build's own Python

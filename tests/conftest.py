@@ -2,7 +2,7 @@
 how the slow tests are grouped under pytest-xdist.
 
 The smoke run (`suite run --profile smoke`: in CI every architecture eager and four of them
-compiled, ResNet in reduce-overhead too, 17 cells; SUITE_SMOKE_E2E=full: the profile's 25, see
+compiled, ResNet in reduce-overhead too, 17 cells; SUITE_SMOKE_E2E=full: smoke-compiled's 25, see
 tests/support/__init__.py) is
 the costliest thing the tests do, so it runs once per session whoever asks for it:
 tests/e2e/test_smoke_e2e.py checks its rows and merges it. Under pytest-xdist (`nox -s tests`: `-n 3

@@ -34,11 +34,19 @@ from suite.cli.mark import add_mark_args, cmd_mark
 from suite.cli.pair import add_pair_args, cmd_pair
 from suite.cli.repeat import cmd_coverage, cmd_repeat
 from suite.cli.report import cmd_calibrate, cmd_compare, cmd_merge
-from suite.cli.values import compile_threshold, count, held_out, noise_z, run_noise_pct, threshold
+from suite.cli.values import (
+    compile_threshold,
+    count,
+    crosscheck_budget,
+    held_out,
+    noise_z,
+    run_noise_pct,
+    threshold,
+)
 from suite.errors import UsageError
 from suite.gpustudy.cli import add_parser as add_gpu_study
 from suite.redact import RedactingStream
-from suite.run.crosscheck import DEFAULT_ROUNDS
+from suite.run.crosscheck import DEFAULT_BUDGET_S, DEFAULT_ROUNDS, MIN_ROUNDS
 
 
 def add_medians_only_flag(p: argparse.ArgumentParser) -> None:
@@ -112,8 +120,17 @@ def build_parser() -> Parser:
         "--rounds",
         type=count("--rounds"),
         default=DEFAULT_ROUNDS,
-        help="rounds of suite loop + independent timers, alternating (default: %(default)s); a round "
-        "times --iterations calls of each function (default: one block of the loop, 5)",
+        help="at most this many rounds of suite loop + independent timers, alternating (default: "
+        "%(default)s); a round times --iterations calls of each function (default: one block of the "
+        "loop, 5)",
+    )
+    p.add_argument(
+        "--budget-s",
+        type=crosscheck_budget,
+        default=DEFAULT_BUDGET_S,
+        help="rounds go on until they have taken this many seconds a timed function (at least "
+        f"{MIN_ROUNDS} rounds, at most --rounds), so a slow model ends in minutes and a fast one gets "
+        "its rounds; the report says how many rounds each took and why it stopped (default: %(default)s)",
     )
     p.set_defaults(func=cmd_crosscheck)
 
@@ -122,6 +139,7 @@ def build_parser() -> Parser:
     )
     add_selection_args(p)
     p.add_argument("--times", type=count("--times"), default=3, help="repetitions (default: %(default)s)")
+    add_schedule_args(p, default="serial")
     p.add_argument(
         "--hold-out",
         type=held_out,

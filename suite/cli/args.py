@@ -188,13 +188,13 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-mig", action="store_true", help="time on a GPU in MIG mode (default: refused)")
 
 
-def add_schedule_args(p: argparse.ArgumentParser) -> None:
-    """`--schedule` and `--compile-pool` (run, plan) and, for plan, `--cores`: how the cells are
-    laid out in processes (docs/measurement.md#what-runs-where)."""
+def add_schedule_args(p: argparse.ArgumentParser, default: str = "ahead") -> None:
+    """`--schedule` and `--compile-pool` (run, plan, repeat) and, for plan, `--cores`: how the
+    cells are laid out in processes (docs/measurement.md#what-runs-where)."""
     p.add_argument(
         "--schedule",
         choices=("ahead", "serial"),
-        default="ahead",
+        default=default,
         help="ahead: each compiled cell's process compiles in a wave beside others, then times alone, "
         "its model's eager cells after it in the same process; serial: one process per cell "
         "(default: %(default)s)",
@@ -211,9 +211,16 @@ def add_schedule_args(p: argparse.ArgumentParser) -> None:
         "--process-start",
         choices=("fork", "spawn"),
         default="fork",
-        help="ahead on a CPU: fork each process from one that imported torch and transformers once "
-        "(its start-up paid once), or spawn each fresh; serial and GPU runs always spawn "
+        help="ahead: fork each process from one that imported torch and transformers once and never "
+        "touched CUDA (its start-up paid once; where CUDA was initialised by the imports it refuses, "
+        "in one line, and the processes are spawned), or spawn each fresh; serial always spawns "
         "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--overlap",
+        action="store_true",
+        help="ahead: while a wave is timed, the next one compiles on the cores the timed process is not "
+        "pinned to (default: off, compiles and timing apart; docs/measurement.md#compiles-beside-the-timing)",
     )
 
 
@@ -273,6 +280,8 @@ def request_of(args: argparse.Namespace) -> Request:
 
     if getattr(args, "compile_pool", None) is not None and getattr(args, "schedule", "ahead") == "serial":
         raise UsageError("--compile-pool", "applies to --schedule ahead only (serial compiles one at a time)")
+    if getattr(args, "overlap", False) and getattr(args, "schedule", "ahead") == "serial":
+        raise UsageError("--overlap", "applies to --schedule ahead only (serial compiles one at a time)")
     matrix = load_matrix(args.matrix)
     filters = filters_of(args)
     return Request(

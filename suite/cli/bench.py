@@ -13,11 +13,11 @@ from suite.cli.needs import TORCH, TORCH_HINT, needs
 from suite.errors import UsageError
 from suite.measure import provenance
 from suite.measure.energy import OFF_ENV
-from suite.run import preflight, runner
+from suite.run import pinning, preflight, runner
 from suite.run.nvidia_smi import no_nvidia_gpu
 from suite.spec.cost import STUDY_GOAL_S, estimate_schedule, estimate_seconds, format_duration
 from suite.spec.model import Cell
-from suite.spec.schedule import AHEAD, SERIAL, forks, pool_size
+from suite.spec.schedule import AHEAD, SERIAL, forks, overlap_cores, pool_size
 from suite.spec.shard import select, siblings
 from suite.spec.vocab import STOP_CI
 
@@ -102,11 +102,13 @@ def _print_schedule(
         return
     serial = estimate_schedule(cells, rates, SERIAL, energy=energy).total_s
     fork = forks(args.schedule, args.process_start, rates)
-    est = estimate_schedule(cells, rates, args.schedule, args.cores, args.compile_pool, energy, fork)
+    overlap = args.schedule == AHEAD and args.overlap
+    est = estimate_schedule(cells, rates, args.schedule, args.cores, args.compile_pool, energy, fork, overlap)
     if est.schedule == AHEAD:
         print(
             f"schedule ahead on {est.cores} core(s): compile {format_duration(est.compile_s)} (up to "
-            f"{est.pool} processes at once{', forked' if fork else ''}), then timing "
+            f"{est.pool} processes at once{', forked' if fork else ''}"
+            f"{', beside the timing after the first wave' if overlap else ''}), then timing "
             f"{format_duration(est.timing_s)}: "
             f"{format_duration(est.total_s)} in all, {est.total_s / serial:.2f} x serial's "
             f"{format_duration(serial)}"
@@ -130,6 +132,10 @@ def _schedule_label(args: argparse.Namespace) -> str:
     """`serial`, or `ahead (compile pool N)`: how many compile at once on this machine."""
     if args.schedule == SERIAL:
         return SERIAL
+    if args.overlap:
+        cores = len(pinning.available()) or 1
+        pool = pool_size(cores - overlap_cores(cores), args.compile_pool)
+        return f"{AHEAD} with --overlap (compile pool {pool}, beside the timing on its own cores)"
     return f"{AHEAD} (compile pool {pool_size(None, args.compile_pool)})"
 
 
@@ -187,6 +193,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         compile_pool=args.compile_pool,
         process_start=args.process_start,
         pair=runner.Pairing(args.pair, args.pair_role or "") if args.pair else None,
+        overlap=args.overlap,
         banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
         f"{f' (shard {shard})' if shard else ''}, schedule {_schedule_label(args)} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",

@@ -5,7 +5,8 @@ ratio with its spread against the target (±3% on a CPU, ±2% on CUDA).
 Many short rounds: each round's suite half is one block of the loop (BLOCK_CALLS calls per
 function) unless `--iterations` says more, not the profile's iterations. A ratio is only as good
 as the two halves of one round seeing the same machine, and a VM's speed moves within seconds
-(docs/trust.md)."""
+(docs/trust.md). How many rounds follows the model's speed: they go on until they have taken
+`--budget-s` seconds a timed function (at least MIN_ROUNDS, at most `--rounds`)."""
 
 from __future__ import annotations
 
@@ -44,11 +45,12 @@ def cmd_crosscheck(args: Any) -> int:
     run_id = request.run_id or "crosscheck-" + runner.new_run_id()
     paths = RunPaths.make(request.out, run_id, build, environment.device)
     before = os.getloadavg()[0]
-    results = crosscheck.run(cells, environment.device_type, paths, args.rounds)
+    budget = crosscheck.Budget(args.rounds, args.budget_s)
+    results = crosscheck.run(cells, environment.device_type, paths, budget)
     load = (before, os.getloadavg()[0])
     title = (
         f"Cross-check on {environment.gpu_name}, torch {environment.torch_version}, profile {profile}, "
-        f"{cells[0].settings.iterations} iterations per round"
+        f"{cells[0].settings.iterations} iterations per round, rounds for {budget.text()}"
     )
     text = "\n".join(crosscheck.render(results, environment.device_type, title, load))
     print(text)

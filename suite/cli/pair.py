@@ -27,6 +27,7 @@ OWN_FLAGS: dict[str, bool] = {
     "--new-env": True,
     "--timing-cpus": True,
     "--run-id": True,
+    "--exit-zero": False,
 }
 
 
@@ -52,6 +53,11 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         type=values.env_setting,
         help="KEY=VALUE for the new build's runner only (e.g. SUITE_FAULT=slow:1.05:ResNet, a planted "
         "slow-down that the pair must catch); repeatable",
+    )
+    p.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 whatever the verdicts (a check that reports, not a gate; default: 1 if one is slower)",
     )
     p.add_argument(
         "--timing-cpus",
@@ -109,7 +115,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
     if failed:
         print(f"pair: {'; '.join(failed)}", file=sys.stderr)
         return 3
-    return 1 if regressed else 0
+    return 1 if regressed and not args.exit_zero else 0
 
 
 def _summary(run_dir: Path, pair_id: str) -> int:

@@ -26,7 +26,18 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     before = os.getloadavg()[0]
     for i in range(1, args.times + 1):
         banner = f"repeat {run_id}: repetition {i} of {args.times}, {len(cells)} cell(s) of {profile}"
-        report = runner.run_cells(runner.Sweep(cells, environment, folder, repeat.rep_id(i), banner=banner))
+        sweep = runner.Sweep(
+            cells,
+            environment,
+            folder,
+            repeat.rep_id(i),
+            banner=banner,
+            schedule=args.schedule,
+            compile_pool=args.compile_pool,
+            process_start=args.process_start,
+            overlap=args.overlap,
+        )
+        report = runner.run_cells(sweep)
         counts = status_counts(report.statuses)
         print(f"repetition {i}: {counts}{report.health_note()} -> {report.csv}", file=sys.stderr)
     load = (before, os.getloadavg()[0])

@@ -141,6 +141,7 @@ threshold = bounded("--threshold", 0, 1, "a fraction in [0, 1), e.g. 0.05 for 5%
 compile_threshold = bounded("--compile-threshold", 0, 100, "a fraction >= 0, e.g. 0.25 for 25%")
 noise_z = bounded("--noise-z", 0, 100, "a number >= 0, e.g. 4 (0: no noise floor)")
 run_noise_pct = bounded("--run-noise-pct", 0, 100, "a percentage from 0 to 100, e.g. 5")
+crosscheck_budget = bounded("--budget-s", 0.1, 3600, "seconds from 0.1 to 3600 a timed function, e.g. 20")
 
 
 def held_out(text: str) -> int:

@@ -1,17 +1,18 @@
-"""Running one call of the GPU study (suite.gpustudy.plan) on a lent machine: the steps not done
-yet, each the suite's own CLI in a child process
-(`python -m suite run|crosscheck|repeat ... --run-id ID`), under
-a deadline, and its outputs packed where the device tool brings files back.
+"""Running one call of the GPU study (suite.gpustudy.plan) on a GPU held for a short window: the
+steps not done yet, each the suite's own CLI in a child process
+(`python -m suite run|crosscheck|repeat ... --run-id ID`), under a deadline, and its outputs packed
+in the folder whose files are brought back (`--out`).
 
-A lent machine's command is killed at its limit and only files under `$OUT` come back (at most 8,
-16 MiB each, 2 folders deep); a fresh machine is bare. So:
+A window ends at its deadline, a command given a limit is killed at it, and only a few small files
+are worth bringing back (suite.gpustudy.packing); a fresh machine is bare. So:
 - the call stops its own step at the deadline (SIGINT: the runner kills the cell in flight and
   exits with its rows safe), so a call cut short loses only the cell it was measuring;
 - what it measured is packed into `<out>/callN.tar.gz` after every step and every PACK_EVERY_S
   seconds while one runs (written whole, then renamed), beside `callN.log` (everything the steps
   printed), `callN.md` and `callN.json` (the plan, each step's estimate, wall time and outcome);
 - the same call again resumes: the run folders are where the last attempt left them (a machine
-  still warm), or are unpacked from the `callN.tar.gz` the caller brings back (`--resume-from`);
+  still held), or are unpacked from the `callN.tar.gz` the caller brings back (`--resume-from`,
+  on the next window's fresh machine);
   a finished cross-check is not run again. Standard library only.
 What a call finds done: suite.gpustudy.done; its report and files: suite.gpustudy.callreport.
 """
@@ -23,7 +24,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -45,8 +46,9 @@ from suite.gpustudy.callreport import (
     write_summary,
 )
 from suite.gpustudy.done import calibration, cell_counts, finished
+from suite.gpustudy.estimate import PlannedStep, Planner
 from suite.gpustudy.packing import pack, unpack
-from suite.gpustudy.plan import DEVICE, STEP_OVERHEAD_S, Call, PlannedStep
+from suite.gpustudy.plan import DEVICE, STEP_OVERHEAD_S, Call
 from suite.gpustudy.step import Packer, Tee, run_step, sigterm_as_interrupt
 from suite.spec.cost import format_duration
 
@@ -62,7 +64,7 @@ def run_ids(planned: Sequence[PlannedStep]) -> list[str]:
 @dataclass(frozen=True)
 class Where:
     """Where a call works and what it runs its steps with: the run folders (`work`), the files the
-    tool brings back (`out`), an earlier attempt's tarball to resume from, the Python and folder
+    window brings back (`out`), an earlier attempt's tarball to resume from, the Python and folder
     the steps run in, where their output is echoed, and the call's own command as run."""
 
     work: Path
@@ -72,6 +74,7 @@ class Where:
     cwd: Path | None = None
     echo: TextIO | None = None
     command: str = ""
+    planner: Planner = field(default_factory=Planner)
 
 
 def run_call(
@@ -106,7 +109,7 @@ def run_call(
         steps=[
             StepOutcome(
                 p.step.what,
-                command_line(p.step.argv(variant, work)),
+                command_line(p.step.argv(variant, work), p.step.env()),
                 len(p.cells),
                 p.seconds,
                 status=NOT_STARTED,
@@ -120,7 +123,7 @@ def run_call(
         for line in plan_lines(call, variant, planned, budget_s, work):
             tee.line(line)
         restored = _restore(call, ids, work, resume_from, tee)
-        _calibrate(report, work, planned, tee)
+        _calibrate(report, where, planned, tee)
 
         in_flight: list[tuple[StepOutcome, float]] = []  # the step running now, and its start
 
@@ -148,7 +151,13 @@ def run_call(
                 in_flight[:] = [(outcome, began)]
                 try:
                     code, stopped, wall = run_step(
-                        p.step.argv(variant, work), tee, left, python, cwd, lambda: Packer(do_pack)
+                        p.step.argv(variant, work),
+                        tee,
+                        left,
+                        python,
+                        cwd,
+                        lambda: Packer(do_pack),
+                        p.step.env(),
                     )
                 except KeyboardInterrupt:
                     outcome.status = INTERRUPTED
@@ -179,13 +188,15 @@ def run_call(
     return report
 
 
-def _calibrate(report: CallReport, work: Path, planned: Sequence[PlannedStep], tee: Tee) -> None:
-    """The estimate of the steps left, scaled by how long the finished ones took (if any did)."""
-    found = calibration(work, planned)
+def _calibrate(report: CallReport, where: Where, planned: Sequence[PlannedStep], tee: Tee) -> None:
+    """Each finished step and cell against its estimate, and the estimate of the steps left scaled
+    by how long the finished ones took (if any did)."""
+    found = calibration(where.work, planned, where.planner)
     if found:
         ratio, said = found
-        left = sum(p.seconds for p in planned if not finished(work, p))
-        report.calibration = f"{said}; scaled so, the steps not done yet: {format_duration(left * ratio)}"
+        left = sum(p.seconds for p in planned if not finished(where.work, p))
+        left_s = format_duration(left * ratio)
+        report.calibration = f"{'; '.join(said)}; scaled by {ratio:.2f}, the steps not done yet: {left_s}"
         tee.line(f"calibration: {report.calibration}")
 
 
@@ -215,7 +226,7 @@ def _latest_archive(folder: Path) -> Path:
 
 
 def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | None, tee: Tee) -> list[str]:
-    """Bring an earlier attempt's run folders back from its tarball, each one a warm machine does
+    """Bring an earlier attempt's run folders back from its tarball, each one a machine still held does
     not still have; the folders restored."""
     if resume_from is None:
         return []
@@ -229,7 +240,7 @@ def _restore(call: Call, ids: Sequence[str], work: Path, resume_from: Path | Non
     for name in unpack(archive, staging):
         if name not in ids:
             continue
-        if (work / name).exists():  # a warm machine: its folder is newer than any tarball
+        if (work / name).exists():  # a machine still held: its folder is newer than any tarball
             kept.append(name)
             continue
         shutil.move(str(staging / name), str(work / name))

@@ -1,16 +1,17 @@
 """A call's account: each step's outcome and the call's report (`CallReport`), the plan printed
 before anything runs, the closing line, `callN.md` and `callN.json` beside the tarball, and the
-call's log kept under its limit. Standard library only (it runs on the lent machine).
+call's log kept under its limit. Standard library only (it runs on the GPU machine).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from suite.gpustudy.plan import DEVICE, PROFILE, STEP_OVERHEAD_S, Call, PlannedStep
+from suite.gpustudy.estimate import PlannedStep
+from suite.gpustudy.plan import DEVICE, PROFILE, STEP_OVERHEAD_S, Call
 from suite.spec.cost import format_duration
 
 LOG_LIMIT_BYTES = 8 * 2**20  # the call's log: its last part, past this
@@ -57,10 +58,11 @@ class CallReport:
         return all(s.status in (DONE, ALREADY) for s in self.steps)
 
 
-def command_line(argv: Sequence[str]) -> str:
+def command_line(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
     import shlex
 
-    return "python -m suite " + " ".join(shlex.quote(a) for a in argv)
+    before = "".join(f"{k}={shlex.quote(v)} " for k, v in (env or {}).items())
+    return before + "python -m suite " + " ".join(shlex.quote(a) for a in argv)
 
 
 def plan_lines(
@@ -76,10 +78,14 @@ def plan_lines(
         lines.append(
             f"  step {i}: {p.step.what}: {len(p.cells)} cell(s), estimated {format_duration(p.seconds)}"
         )
-        lines.append(f"    {command_line(p.step.argv(variant, out))}")
+        lines.append(f"    {command_line(p.step.argv(variant, out), p.step.env())}")
     lines.append(
         f"estimated {format_duration(total)} in all (suite/spec/cost.py"
-        + (", each forward call at least the guide's A100 eager time" if variant == "gpu" else "")
+        + (
+            ": per call the committed GPU studies' time, else at least the guide's A100 eager time"
+            if variant == "gpu"
+            else ""
+        )
         + f"; {format_duration(STEP_OVERHEAD_S)} a step for its start-up)"
     )
     if budget_s:

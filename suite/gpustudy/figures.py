@@ -7,17 +7,19 @@ the rows and reports brought back.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from suite.gpustudy.plan import GPU, REFERENCE_GPU, TINY, call_of, cell_seconds, guide_forward_ms, plan_call
+from suite.gpustudy import calibrate
+from suite.gpustudy.estimate import Planner, plan_call, plan_step
+from suite.gpustudy.plan import GPU, REFERENCE_GPU, TINY, Step, call_of
 from suite.report.reference import Reference, normalize
 from suite.results import read_rows
 from suite.run import crosscheck as xcheck
 from suite.run import repeat
-from suite.spec import expand
-from suite.spec.cost import estimate_seconds, format_duration
+from suite.spec.cost import format_duration
 
 
 def num(value: object) -> float | None:
@@ -36,50 +38,67 @@ def md_table(header: Sequence[str], body: Iterable[Sequence[str]]) -> list[str]:
     return lines + ["| " + " | ".join(row) + " |" for row in body]
 
 
-def _estimates(matrix: Any, reference_dir: Path, shrunk: bool) -> dict[tuple[str, ...], float]:
-    variant = TINY if shrunk else GPU
-    guide = guide_forward_ms(reference_dir) if variant == GPU else {}
-    out = {}
-    for planned in plan_call(matrix, call_of(1), variant, reference_dir):
-        for cell in planned.cells:
-            key = (cell.model.name, str(cell.batch_size), cell.mode, cell.scenario, cell.dynamic)
-            out[key] = cell_seconds(cell, guide)
-    return out
-
-
-def calibration_figures(
-    rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path
-) -> tuple[int, float, float]:
-    """(cells, measured s, estimated s) over every cell that ended ok, against this commit's cost model."""
+def _planner(rows: dict[str, list[dict[str, str]]], reference_dir: Path) -> tuple[str, Planner]:
+    """The variant the rows are of (shrunk: the tiny one) and its planner."""
     shrunk = any(r.get("variant") == "smoke" for rs in rows.values() for r in rs)
-    estimates = _estimates(matrix, reference_dir, shrunk)
-    count, measured, estimated = 0, 0.0, 0.0
-    for rs in rows.values():
-        for r in rs:
-            est = estimates.get((r["model"], r["batch_size"], r["mode"], r["scenario"], r.get("dynamic", "")))
-            wall = num(r.get("wall_s"))
-            if r["status"] == "ok" and est and wall is not None and not r.get("dynamic"):
-                count, measured, estimated = count + 1, measured + wall, estimated + est
-    return count, measured, estimated
+    variant = TINY if shrunk else GPU
+    return variant, Planner.of(variant, reference_dir)
 
 
-def calibration(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path) -> list[str]:
-    count, measured, estimated = calibration_figures(rows, matrix, reference_dir)
-    if not count:
-        return ["No cell ended ok: nothing to calibrate the cost model with."]
-    ratio = measured / estimated
-    full = expand(matrix, "full", "?")
-    full_s = sum(estimate_seconds(c) for c in full)
+def _step_of(folder: str, steps: dict[str, Step]) -> Step | None:
+    return steps.get(folder) or steps.get(re.sub(r"-run\d+$", "", folder))
+
+
+def calibration_pairs(
+    rows: dict[str, list[dict[str, str]]],
+    matrix: Any,
+    reference_dir: Path,
+    reports: Sequence[dict[str, Any]],
+    logs: Sequence[str] = (),
+) -> list[calibrate.Pair]:
+    """Each step that ran to its end and each ok cell's parts, against this commit's estimates
+    (`logs`: the calls' logs, whose progress lines give the compile phase of rows without it)."""
+    variant, planner = _planner(rows, reference_dir)
+    pairs = calibrate.step_pairs(reports, calibrate.estimated_by(matrix, variant, planner))
+    steps = calibrate.steps_run(reports)
+    logged = calibrate.ahead_in_logs(logs)
+    for folder, rs in rows.items():
+        step = _step_of(folder, steps)
+        if step is not None and step.verb == "run":
+            pairs += calibrate.cell_pairs(rs, plan_step(matrix, step, variant, planner), planner, logged)
+    return pairs
+
+
+def calibration(
+    rows: dict[str, list[dict[str, str]]],
+    matrix: Any,
+    reference_dir: Path,
+    reports: Sequence[dict[str, Any]],
+    logs: Sequence[str] = (),
+) -> list[str]:
+    pairs = calibration_pairs(rows, matrix, reference_dir, reports, logs)
+    ratio = calibrate.scale(pairs)
+    if ratio is None:
+        return ["No step or cell ended: nothing to calibrate the cost model with."]
+    variant, planner = _planner(rows, reference_dir)
+    study = plan_call(matrix, call_of(1), variant, reference_dir, planner=planner)
+    study_s = sum(p.seconds for p in study)
     return [
-        f"**Calibration** (the one ratio of this page): the {count} cell(s) that ended ok took "
-        f"{ratio:.2f} x the cost model's estimate of this commit (suite/spec/cost.py, each forward call "
-        f"at least the guide's {REFERENCE_GPU} eager time): {format_duration(measured)} for "
-        f"{format_duration(estimated)}. The guide's full study (`plan --profile full`: {len(full)} cells, "
-        f"{full[0].settings.iterations} iterations) is estimated at {format_duration(full_s)}; at that "
-        f"ratio, about {format_duration(full_s * ratio)} of cells on this machine (steps' start-ups aside).",
+        "**Calibration** (this commit's cost model, suite/spec/cost.py by the schedule that ran: "
+        "suite/gpustudy/calibrate.py): each step that ran to its end against its estimate, each ok "
+        "cell's compile and timing phases against theirs.",
         "",
-        "The GPU rates of suite/spec/cost.py were read off the H200 rows of 2026-11-26 "
-        "(results/2026-11-26-h200-torch2.11): on those rows the ratio checks the fit, not a forecast.",
+        *calibrate.table(pairs),
+        "",
+        *[f"- {line}." for line in calibrate.summary(pairs)],
+        "",
+        f"The study as `gpu-study plan` of this commit lays it out ({len(study)} steps) is estimated at "
+        f"{format_duration(study_s)} on {planner.cores} cores; scaled by {ratio:.2f}, "
+        f"{format_duration(study_s * ratio)}.",
+        "",
+        "The per-call times of the estimates are the GPU studies' committed rows "
+        "(suite/gpustudy/estimate.py), these included where they are committed: for cells measured "
+        "here the ratio checks the fit of the schedule's model, not a forecast.",
     ]
 
 
@@ -274,18 +293,22 @@ def repeatability(runs: dict[str, Path]) -> list[str]:
     return lines or ["No repeatability run came back."]
 
 
-def walls(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path) -> list[str]:
-    shrunk = any(r.get("variant") == "smoke" for rs in rows.values() for r in rs)
-    estimates = _estimates(matrix, reference_dir, shrunk)
+def walls(
+    rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Path, reports: Sequence[dict[str, Any]]
+) -> list[str]:
+    estimates: dict[tuple[str, str], float] = {}  # (run folder, cell) -> its parts' estimates
+    for folder, rs in rows.items():
+        for x in calibration_pairs({folder: rs}, matrix, reference_dir, reports):
+            if x.kind != calibrate.STEP:
+                estimates[(folder, x.what)] = estimates.get((folder, x.what), 0.0) + x.estimated
     body = []
     for run_id, rs in rows.items():
         for r in rs:
             wall = num(r.get("wall_s"))
-            key = (r["model"], r["batch_size"], r["mode"], r["scenario"], r.get("dynamic", ""))
             compile_s = sum(
                 num(r.get(c)) or 0.0 for c in ("compile_s", "compile_warm_s", "compile_megacache_s")
             )
-            est = estimates.get(key)
+            est = estimates.get((run_id, f"{r['model']} bs={r['batch_size']} {r['mode']} {r['scenario']}"))
             body.append(
                 (
                     run_id,
@@ -313,9 +336,10 @@ def walls(rows: dict[str, list[dict[str, str]]], matrix: Any, reference_dir: Pat
             body,
         ),
         "",
-        "wall s: the cell's processes, start to end; compiling s: its cold compile (+ the warm and "
-        "mega-cache compiles where it has them); estimate: the cost model of this commit (the "
-        "calibration above).",
+        "wall s: the cell's processes, start to end (under `ahead`: its process's active time for it, "
+        "the compile before its gate included in a compiled cell's); compiling s: its cold compile (+ "
+        "the warm and mega-cache compiles where it has them); estimate: the cost model of this commit "
+        "for the same part (the calibration above).",
     ]
 
 
@@ -363,3 +387,70 @@ def rows_of(folder: Path) -> list[dict[str, str]]:
     for csv_path in sorted((folder / "raw").glob("*.csv")):
         rows += read_rows(csv_path).rows
     return rows
+
+
+def _latest(rows: Iterable[dict[str, str]]) -> dict[tuple[str, str, str], dict[str, str]]:
+    """Each inference cell's last ok row (by its start), keyed by model, batch size and mode."""
+    out: dict[tuple[str, str, str], dict[str, str]] = {}
+    for r in sorted(rows, key=lambda r: r.get("started_at", "")):
+        if r.get("status") == "ok" and r.get("scenario") == "inference" and not r.get("dynamic"):
+            out[(r["model"], r["batch_size"], r["mode"])] = r
+    return out
+
+
+def _interval(r: dict[str, str], column: str, low: str, high: str) -> tuple[float, float, float] | None:
+    values = (num(r.get(column)), num(r.get(low)), num(r.get(high)))
+    return None if None in values else values  # type: ignore[return-value]
+
+
+def _moved(a: tuple[float, float, float] | None, b: tuple[float, float, float] | None) -> str:
+    """ "held" where the two 95% intervals overlap, "moved" where they do not, "—" without both."""
+    if a is None or b is None:
+        return "—"
+    return "held" if a[1] <= b[2] and b[1] <= a[2] else "moved"
+
+
+def _ms(i: tuple[float, float, float] | None) -> str:
+    return "—" if i is None else f"{i[0]:.2f}"
+
+
+def beside(ours: Sequence[dict[str, str]], theirs: Sequence[dict[str, str]]) -> list[str]:
+    """Each compiled cell both studies measured ok (its last row in each), side by side: eager and
+    compiled medians and the speed-up with its 95% CI, then and now; a figure "held" where the two
+    intervals overlap and "moved" where they do not."""
+    now, then = _latest(ours), _latest(theirs)
+    body, moved = [], {"eager": 0, "compiled": 0, "speed-up": 0}
+    both = [k for k in now if k in then and k[2] != "eager"]
+    for key in sorted(both, key=lambda k: (k[2], int(k[1]), k[0])):
+        a, b = then[key], now[key]
+        figures = {
+            "eager": [
+                _interval(r, "eager_median_ms", "eager_ci95_low_ms", "eager_ci95_high_ms") for r in (a, b)
+            ],
+            "compiled": [_interval(r, "median_ms", "ci95_low_ms", "ci95_high_ms") for r in (a, b)],
+            "speed-up": [_interval(r, "speedup", "speedup_ci95_low", "speedup_ci95_high") for r in (a, b)],
+        }
+        said = {name: _moved(*pair) for name, pair in figures.items()}
+        for name, word in said.items():
+            moved[name] += word == "moved"
+        ratio = num(b.get("speedup")) and num(a.get("speedup"))
+        body.append(
+            (
+                f"{key[0]} bs={key[1]} {key[2]}",
+                *(f"{_ms(figures[n][0])} → {_ms(figures[n][1])} ({said[n]})" for n in ("eager", "compiled")),
+                f"{_speedup_cell(a, 'speedup')} → {_speedup_cell(b, 'speedup')} ({said['speed-up']})",
+                "—" if not ratio else f"{float(b['speedup']) / float(a['speedup']):.2f}",
+                f"{a.get('health') or '—'} → {b.get('health') or '—'}",
+            )
+        )
+    if not body:
+        return ["No compiled cell was measured ok in both."]
+    head = ("cell", "eager ms, then → now", "compiled ms", "speed-up [95% CI]", "now / then", "health")
+    return [
+        *md_table(head, body),
+        "",
+        f"{len(body)} compiled cell(s) in both; of their figures, moved beyond both 95% intervals: "
+        f"eager {moved['eager']}, compiled {moved['compiled']}, speed-up {moved['speed-up']} (each "
+        "row's last run in each study; a median's interval is its run's own sampling error, not the "
+        "between-run noise, so a machine whose host moved shows as moved).",
+    ]

@@ -1,11 +1,11 @@
-"""The host side of the GPU study: the files every call brought back from the lent machine (each
+"""The host side of the GPU study: the files every call brought back from the GPU machine (each
 attempt of each call, a tarball or not) into one results folder: the run folders as the calls left
 them, the calls' logs and summaries in the order they ran, the merged tables and plots
 (suite.report.publish), and a README whose every figure is read from those files
 (suite.gpustudy.readme).
 
 Nothing is written before the host is checked (pandas, pyarrow, matplotlib), and a `finish` that
-fails removes what it wrote: nothing half-written is left to block the next one. Paths of the lent
+fails removes what it wrote: nothing half-written is left to block the next one. Paths of the GPU
 machine (its checkout, its Python's site-packages)
 are taken out of every text file copied, so that the results say nothing of a machine nobody
 else has.
@@ -30,7 +30,7 @@ from suite.results import read_rows, slug
 
 HOST_PACKAGES = ("pandas", "pyarrow")  # the merge's tables and the samples' Parquet file
 PLOT_PACKAGES = ("matplotlib",)
-WORK = "WORK"  # what a lent machine's run-folder root reads as in the results
+WORK = "WORK"  # what the GPU machine's run-folder root reads as in the results
 _CALL_FILE = re.compile(r"^call(\d+)(?:\.attempt)?\.(json|log|md|tar\.gz)$")
 _SITE = re.compile(r"/[^\s'\"`()]*?/site-packages/")
 TEXT_SUFFIXES = (".log", ".md", ".json", ".txt")
@@ -53,7 +53,7 @@ def require_host(plots: bool = True) -> None:
 
 @dataclass
 class Attempt:
-    """One run of one call on the lent machine, as its files came back."""
+    """One run of one call on the GPU machine, as its files came back."""
 
     call: int
     summary: dict[str, Any]
@@ -93,7 +93,7 @@ def _files(inputs: Sequence[Path]) -> list[Path]:
 
 
 def attempts_of(inputs: Sequence[Path], staging: Path) -> list[Attempt]:
-    """Every attempt among the inputs (the files of one call in one folder, as the device tool's
+    """Every attempt among the inputs (the files of one call in one folder, as the window's
     `files_at` holds them), its tarball unpacked under `staging`, in the order they ran."""
     groups: dict[tuple[Path, int], list[Path]] = {}
     extras: dict[Path, list[Path]] = {}
@@ -144,7 +144,7 @@ def _row_keys(folder: Path) -> set[tuple[str, ...]]:
 
 def place_runs(attempts: Sequence[Attempt]) -> dict[str, Path]:
     """{folder name in the results: unpacked run folder}. An attempt that went on from an earlier
-    one on a warm machine brought back all of its rows and more: it replaces it. One that started
+    one on a machine still held brought back all of its rows and more: it replaces it. One that started
     afresh (a new machine) is kept beside it as `<run id>-run<k>`, its k-th attempt."""
     placed: dict[str, Path] = {}
     owner: dict[str, str] = {}  # run id -> the folder name that holds its latest superset
@@ -164,7 +164,7 @@ def place_runs(attempts: Sequence[Attempt]) -> dict[str, Path]:
 
 
 def machine_roots(attempts: Sequence[Attempt]) -> list[str]:
-    """The lent machine's run-folder roots, as the steps' commands name them (`--out DIR`)."""
+    """The GPU machine's run-folder roots, as the steps' commands name them (`--out DIR`)."""
     roots = set()
     for attempt in attempts:
         for step in attempt.summary.get("steps", []):
@@ -175,7 +175,7 @@ def machine_roots(attempts: Sequence[Attempt]) -> list[str]:
 
 
 def scrub(text: str, roots: Sequence[str]) -> str:
-    """The text without the lent machine's paths: its run-folder root reads WORK, its Python's
+    """The text without the GPU machine's paths: its run-folder root reads WORK, its Python's
     site-packages `<site-packages>`."""
     for root in roots:
         text = text.replace(root, WORK)
@@ -214,6 +214,7 @@ class FinishArgs:
     matrix: Path
     plots: bool = True
     analysis: Path | None = None  # the hand-written section, Markdown, put in the README as it is
+    beside: Path | None = None  # an earlier study's results folder, its cells set beside these
 
 
 def finish(args: FinishArgs) -> Path:
@@ -221,6 +222,8 @@ def finish(args: FinishArgs) -> Path:
     results folder."""
     if args.analysis is not None and not args.analysis.is_file():
         raise UsageError("--analysis", f"{args.analysis}: no such file")
+    if args.beside is not None and not (args.beside / "calls").is_dir():
+        raise UsageError("--beside", f"{args.beside}: not a results folder of `gpu-study finish` (no calls/)")
     with tempfile.TemporaryDirectory(prefix="gpu-study-") as tmp:
         attempts = attempts_of(args.inputs, Path(tmp))
         placed = place_runs(attempts)
@@ -271,5 +274,5 @@ def _build(args: FinishArgs, attempts: Sequence[Attempt], placed: dict[str, Path
         if clean != text:
             page.write_text(clean, encoding="utf-8")
     report = tuple(line.replace(here, "") for line in result.loaded.report())
-    sources = Sources(folder, args.matrix, args.reference, report)
+    sources = Sources(folder, args.matrix, args.reference, report, args.beside)
     (folder / "README.md").write_text(render_readme(sources, args.inputs, analysis), encoding="utf-8")

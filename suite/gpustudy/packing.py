@@ -1,6 +1,7 @@
-"""What a lent GPU machine's call brings back (the device tool: files under `$OUT` only, at most 8,
-16 MiB each, 2 folders down, plain names): a call's run folders as one tarball, written whole, its
-working files left out, and the checks that what is there would come back. Standard library only.
+"""What a call on the GPU machine leaves to bring back (in `--out`: a few files, at most 8 and each
+under 16 MiB, 2 folders down, plain names, so that a window's transfer, however limited, brings
+them back): a call's run folders as one tarball, written whole, its working files left out, and
+the checks that what is there keeps to that. Standard library only.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from suite.errors import UsageError
 
-MAX_FILE_BYTES = 16 * 2**20  # what the device tool brings back, per file
+MAX_FILE_BYTES = 16 * 2**20  # the most a file left to bring back may hold
 PACK_LIMIT_BYTES = 15 * 2**20  # the tarball's own limit, with room to spare
 LEFT_OUT = (".scratch", ".compile-cache")  # a run's working files, never results
 
@@ -75,7 +76,7 @@ def unpack(archive: Path, into: Path) -> list[str]:
 
 
 def check_shape(out: Path) -> list[str]:
-    """What the device tool would not bring back from `out`: more than 8 files, a file over
+    """What in `out` goes beyond what a call leaves to bring back: more than 8 files, a file over
     16 MiB, one more than 2 folders down, a name with other characters than letters, digits, '.',
     '_' and '-'. Empty: all of it comes back."""
     problems = []
@@ -89,5 +90,5 @@ def check_shape(out: Path) -> list[str]:
         if p.stat().st_size > MAX_FILE_BYTES:
             problems.append(f"{rel}: {p.stat().st_size} bytes, over 16 MiB")
         if any(not re.fullmatch(r"[A-Za-z0-9._-]+", part) for part in rel.parts):
-            problems.append(f"{rel}: a name the tool does not bring back")
+            problems.append(f"{rel}: a name a transfer may not bring back")
     return problems

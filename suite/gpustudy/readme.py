@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.gpustudy.figures import (
+    beside,
     calibration,
     cell_label,
     crosscheck,
@@ -32,6 +33,7 @@ from suite.spec.cost import format_duration
 TBW = "_To be written by whoever commits this run, from the figures above._"
 ANALYSIS_HEADING = "### Where and why they differ from the guide's"
 _CELL_LINE = re.compile(r"^\[\s*\d+/\d+\] (.+?): ok \((.+?)\) in ")
+_SECTION = re.compile(r"^=== cell: (.+?) \(\d+\) ===$")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Sources:
     matrix: Path
     reference: Path
     merge_report: tuple[str, ...]
+    beside: Path | None = None  # an earlier study's results folder
 
 
 def run_folders(folder: Path) -> dict[str, Path]:
@@ -57,6 +60,13 @@ def folder_rows(runs: dict[str, Path]) -> dict[str, list[dict[str, str]]]:
         for run_id, path in runs.items()
         if any(path.glob("raw/*.csv"))
     }
+
+
+def call_logs(folder: Path) -> list[str]:
+    """The text of every attempt's log, in the order run."""
+    return [
+        log.read_text(encoding="utf-8", errors="replace") for log in sorted(folder.glob("calls/*/call*.log"))
+    ]
 
 
 def attempts(folder: Path) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -85,7 +95,7 @@ def render_readme(src: Sources, inputs: Sequence[Path], analysis: str | None) ->
         "",
         "## How it was made",
         "",
-        *_commands(tried, folder, inputs),
+        *_commands(tried, folder, inputs, src.beside),
         "",
         "## The machine and its software",
         "",
@@ -95,7 +105,7 @@ def render_readme(src: Sources, inputs: Sequence[Path], analysis: str | None) ->
         "",
         *_calls(tried),
         "",
-        *calibration(rows, matrix, src.reference),
+        *calibration(rows, matrix, src.reference, [summary for _, summary, _ in tried], call_logs(folder)),
         "",
         "## The cells",
         "",
@@ -105,6 +115,11 @@ def render_readme(src: Sources, inputs: Sequence[Path], analysis: str | None) ->
         "",
         *speedups(every, Reference.load(src.reference)),
         "",
+    ]
+    if src.beside is not None:
+        theirs = [r for rs in folder_rows(run_folders(src.beside)).values() for r in rs]
+        lines += [f"## Beside {src.beside.name}: the cells both measured", "", *beside(every, theirs), ""]
+    lines += [
         ANALYSIS_HEADING,
         "",
         (analysis or TBW).strip(),
@@ -119,7 +134,7 @@ def render_readme(src: Sources, inputs: Sequence[Path], analysis: str | None) ->
         "",
         "## Wall time per cell and the share spent compiling",
         "",
-        *walls(rows, matrix, src.reference),
+        *walls(rows, matrix, src.reference, [summary for _, summary, _ in tried]),
     ]
     lines += ["", "## Health while the cells were timed", "", *health(every)]
     lines += ["", "## The merge", "", *[f"- {line}" for line in src.merge_report]]
@@ -142,7 +157,8 @@ def _intro(
     ok = sum(r["status"] == "ok" for r in every)
     return [
         f"{len(tried)} attempt(s) of {len({s.get('call') for _, s, _ in tried})} call(s) of "
-        f"`python -m suite gpu-study` on one lent machine, from {starts[0] if starts else '?'} "
+        "`python -m suite gpu-study` on one GPU machine held for short windows, from "
+        f"{starts[0] if starts else '?'} "
         f"to {starts[-1] if starts else '?'} (start of the last); {ok} cell(s) ended ok. The steps that ran, "
         "whole or in part: " + "; ".join(ran) + ". Random weights built from each checkpoint's config, "
         "the repository's photo, offline. Every figure below is read from the files in this folder by "
@@ -152,9 +168,12 @@ def _intro(
 
 
 def _commands(
-    tried: Sequence[tuple[str, dict[str, Any], dict[str, Any]]], folder: Path, inputs: Sequence[Path]
+    tried: Sequence[tuple[str, dict[str, Any], dict[str, Any]]],
+    folder: Path,
+    inputs: Sequence[Path],
+    beside: Path | None = None,
 ) -> list[str]:
-    lines = ["On the lent machine, in the order run (WORK: the run folders' root there):", "", "```bash"]
+    lines = ["On the GPU machine, in the order run (WORK: the run folders' root there):", "", "```bash"]
     for label, s, _ in tried:
         command = s.get("command") or (
             f"python -m suite gpu-study call {s.get('call')}"
@@ -167,7 +186,10 @@ def _commands(
         lines += [f"#   {step['command']}" for step in s.get("steps", []) if step.get("wall_s")]
     shown = " ".join(str(p) if not p.is_absolute() else p.name for p in inputs)
     lines += ["```", "", "Then on the host, with every call's files as they came back:", "", "```bash"]
-    lines.append(f"python -m suite gpu-study finish {shown} -o results/{folder.name} --analysis ANALYSIS.md")
+    more = f" --beside results/{beside.name}" if beside is not None else ""
+    lines.append(
+        f"python -m suite gpu-study finish {shown} -o results/{folder.name} --analysis ANALYSIS.md{more}"
+    )
     return [*lines, "```"]
 
 
@@ -236,20 +258,34 @@ def _calls(tried: Sequence[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[
     ]
 
 
+def _logged_cells(log: Path) -> list[str]:
+    """The cells a worker's log says it began: one `cell: <label> | ...` first line, or a shared
+    process's `=== cell: <label> (i) ===` sections."""
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    shared = [m.group(1) for line in lines if (m := _SECTION.match(line))]
+    if shared or (lines and lines[0].startswith("cells:")):
+        return shared
+    return [lines[0].split("|")[0].removeprefix("cell:").strip()] if lines else [log.stem]
+
+
 def lost_cells(runs: dict[str, Path], rows: dict[str, list[dict[str, str]]]) -> list[str]:
-    """Cells a run began (their log is there) that left no row: in flight when a deadline stopped it."""
+    """Cells a run began (their log is there) that left no row, in that attempt or a later one:
+    in flight when a deadline stopped it."""
     out = []
     for run_id, folder in runs.items():
         if (folder / "crosscheck.json").exists():  # a cross-check writes no row
             continue
         logged = {r.get("log_file", "") for r in rows.get(run_id, [])}
+        measured = {cell_label(r) for r in rows.get(run_id, [])}
         for log in sorted(folder.glob("logs/*/*.log")):
             if str(log.relative_to(folder)) in logged:
                 continue
-            first = log.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
-            cell = first[0].split("|")[0].removeprefix("cell:").strip() if first else log.stem
-            out.append(f"- {run_id}: {cell}: begun, no row (the cell in flight when its step was stopped)")
-    return out
+            for cell in _logged_cells(log):
+                if cell not in measured:
+                    out.append(
+                        f"- {run_id}: {cell}: begun, no row (the cell in flight when its step was stopped)"
+                    )
+    return list(dict.fromkeys(out))
 
 
 def _not_back(folder: Path, tried: Sequence[tuple[str, dict[str, Any], dict[str, Any]]]) -> list[str]:

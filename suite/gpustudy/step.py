@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -45,13 +45,15 @@ def run_step(
     python: str,
     cwd: Path,
     while_running: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    extra_env: Mapping[str, str] | None = None,
 ) -> tuple[int, bool, float]:
     """(exit status, stopped at the deadline, wall seconds) of `python -m suite ARGV`; at the
     deadline the child gets SIGINT (its runner kills the cell in flight and exits with its rows
     written), then SIGKILL if it has not ended STOP_GRACE_S later. The child stays in our process
-    group and gets SIGINT if we die (a tool that kills only us must not leave it running: it holds
-    its run's lock and the GPU). `while_running`: a context entered once the child has started."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    group and gets SIGINT if we die (a window's limit that kills only us must not leave it running: it holds
+    its run's lock and the GPU). `while_running`: a context entered once the child has started;
+    `extra_env`: what the step's command runs with beyond our environment."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(cwd), env.get("PYTHONPATH", "")) if p)
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -77,7 +79,7 @@ def run_step(
                     f"(SIGINT, then SIGKILL after {STOP_GRACE_S:g} s)"
                 )
                 _stop(proc)
-    except BaseException:  # our own interruption (SIGTERM from the tool, Ctrl-C): the child too
+    except BaseException:  # our own interruption (SIGTERM at a window's limit, Ctrl-C): the child too
         _stop(proc)
         raise
     finally:
@@ -112,7 +114,7 @@ def _interrupt_when_parent_dies() -> None:
 
 class Packer:
     """Packs the call's outputs now and then while a step runs, so that even a call killed from
-    outside (the tool's own limit) brings back all but its last half minute."""
+    outside (the window's own limit) brings back all but its last half minute."""
 
     def __init__(self, do_pack: Callable[[], None], every_s: float | None = None) -> None:
         self.do_pack, self.every_s = do_pack, PACK_EVERY_S if every_s is None else every_s
@@ -134,7 +136,7 @@ class Packer:
 
 
 def sigterm_as_interrupt() -> Callable[[], None]:
-    """The tool ends a command past its limit with SIGTERM: treat it as Ctrl-C (stop the step, pack
+    """A window ends a command past its limit with SIGTERM: treat it as Ctrl-C (stop the step, pack
     what was measured, exit). Returns the function that puts the old handler back."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None

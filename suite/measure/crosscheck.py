@@ -17,12 +17,15 @@ hits both alike. Like is checked against like (docs/trust.md):
   and as many blocks of the same size (`timeit(block_calls)`: throughput) as the suite made,
   after the function has settled as the suite's loop lets it settle after a switch (`settle`).
 Each round's medians of each timer are kept; the parent (suite.run.crosscheck) forms the ratios.
+The rounds go on until they have taken the parent's time budget a timed function (`Rounds`).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +94,30 @@ def benchmark_figures(fn: Callable[[], Any], threads: int, calls: int, block: in
     return median(single), median(blocks)
 
 
-def crosscheck_rounds(cell: Cell, device: str, rounds: int) -> dict[str, dict[str, list[float]]]:
-    """{function: {series (SERIES): [median per round]}}; the functions are "eager" and, for a
-    compiled cell, its mode. Series a device has no timer for (CUDA events on a CPU) stay empty."""
+@dataclass(frozen=True)
+class Rounds:
+    """How long the rounds go on: until they have taken `seconds` a timed function (both halves),
+    at least `least` of them, at most `most`."""
+
+    most: int
+    seconds: float = float("inf")
+    least: int = 1
+
+    def stop(self, done: int, elapsed_s: float, functions: int) -> str:
+        """ "rounds" at the most, "budget" once the time is spent (after the least), else ""."""
+        if done >= self.most:
+            return "rounds"
+        if done >= self.least and elapsed_s >= self.seconds * functions:
+            return "budget"
+        return ""
+
+
+def crosscheck_rounds(
+    cell: Cell, device: str, rounds: Rounds
+) -> tuple[dict[str, dict[str, list[float]]], float, str]:
+    """({function: {series (SERIES): [median per round]}}, the rounds' seconds, why they stopped);
+    the functions are "eager" and, for a compiled cell, its mode. Series a device has no timer for
+    (CUDA events on a CPU) stay empty."""
     import torch
 
     from suite.measure.cell import prepare
@@ -137,25 +161,32 @@ def crosscheck_rounds(cell: Cell, device: str, rounds: int) -> dict[str, dict[st
                 out[name][BENCHMARK_LATENCY].append(latency)
                 out[name][BENCHMARK_THROUGHPUT].append(throughput)
 
-        for r in range(rounds):
-            halves = (suite_half, independent_half) if r % 2 == 0 else (independent_half, suite_half)
+        began, done, stopped = time.monotonic(), 0, ""
+        while not stopped:
+            halves = (suite_half, independent_half) if done % 2 == 0 else (independent_half, suite_half)
             for half in halves:
                 half()
-    return out
+            done += 1
+            stopped = rounds.stop(done, time.monotonic() - began, len(names))
+    return out, time.monotonic() - began, stopped
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 4:
-        print("usage: python -m suite.measure.crosscheck CELL RESULT DEVICE ROUNDS", file=sys.stderr)
+    if len(argv) not in (4, 6):
+        print(
+            "usage: python -m suite.measure.crosscheck CELL RESULT DEVICE ROUNDS [SECONDS LEAST]",
+            file=sys.stderr,
+        )
         return 2
     lifeline.die_with_parent()  # never outlive the parent (it may be killed mid-cell)
     cell = Cell.from_json(Path(argv[0]).read_text())
-    device, rounds = argv[2], int(argv[3])
-    print(f"crosscheck: {cell.label} | build {cell.build} | device {device} | {rounds} rounds", flush=True)
+    device = argv[2]
+    rounds = Rounds(int(argv[3]), *((float(argv[4]), int(argv[5])) if len(argv) == 6 else ()))
+    print(f"crosscheck: {cell.label} | build {cell.build} | device {device} | {rounds}", flush=True)
     try:
-        timings = crosscheck_rounds(cell, device, rounds)
+        timings, seconds, stopped = crosscheck_rounds(cell, device, rounds)
         result: dict[str, Any] = {"status": "ok", "error": "", "timings": timings}
-        result["malloc"] = allocator.in_effect()
+        result.update(malloc=allocator.in_effect(), rounds_s=round(seconds, 3), stopped=stopped)
     except Exception as exc:  # the parent reports it in the cell's line
         import traceback
 

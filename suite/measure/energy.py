@@ -15,6 +15,12 @@ are long enough for its resolution and the order spreads drift over both. J/imag
 a function's blocks took / the images they processed. The counter is the whole device's (the
 whole GPU; on a CPU every process on the packages counts): the note says so.
 
+In a process that serves several cells (the `ahead` schedule), a function is measured once
+(`Process`): an eager cell after its compiled sibling (the same model, batch size and dtype) has
+its eager figure in that sibling's row already, and its own blocks would measure the very same
+function again; so it runs none, and its note names the row that has the figure. Likewise the
+idle power is read once, by the process's first cell: only then is it before any work.
+
 Every source is optional: without one the columns stay empty and `energy_note` says why;
 SUITE_ENERGY=off turns the measurement off (its blocks cost IDLE_S + 2 x ROUNDS x BLOCK_S
 seconds of a compiled cell). Standard library only; NVML through suite.measure.health's loader.
@@ -176,6 +182,19 @@ class Pace:
 
 
 @dataclass
+class Process:
+    """What this process has measured already: whether a cell has started (its idle reading was
+    the one before any work), and the eager function's energy by owner, with the row that has it
+    (`who`)."""
+
+    started: bool = False
+    measured: dict[tuple[Any, str], str] = field(default_factory=dict)
+
+
+PROCESS = Process()
+
+
+@dataclass
 class Tally:
     joules: float = 0.0
     images: int = 0
@@ -196,8 +215,14 @@ class Energy:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         pace: Pace = Pace(),
+        owner: Any = None,
     ) -> None:
+        """`owner`: what a function's energy is a figure of (a cell's model, batch size, dtype):
+        the eager function measured under the same owner in this process (PROCESS) is not
+        measured again (the module docstring); None: every function is measured."""
         self.device, self.images_per_call, self.sync = device, images_per_call, sync
+        self.owner, self.process = owner, PROCESS
+        self.elsewhere: dict[str, str] = {}  # a label measured already -> the row that has it
         self.opener, self.clock, self.sleep = opener, clock, sleep
         self.idle_s, self.block_s, self.rounds = pace.idle_s, pace.block_s, pace.rounds
         self.counter: Counter | None = None
@@ -225,7 +250,10 @@ class Energy:
             self.counter, self.why = self.opener(self.device)
         except Exception as exc:  # a source that fails to open is a missing source, not a failed cell
             self.counter, self.why = None, f"energy counter unavailable ({type(exc).__name__}: {exc})"
-        if self.counter is not None:
+        first, self.process.started = not self.process.started, True
+        if self.counter is not None and self.owner is not None and not first:
+            self.idle_when = "read by this process's first cell only (this one's would not be idle)"
+        elif self.counter is not None:
             if not before_work:
                 self.sync()
             self.idle_when = "before any work" if before_work else "after the model was loaded (warm)"
@@ -239,11 +267,23 @@ class Energy:
         if self.counter is not None:
             self.counter.close()
 
-    def blocks(self, functions: Sequence[tuple[str, Callable[[], Any]]]) -> None:
-        """Each (label, function) in blocks of at least `block_s` seconds, in alternating order."""
+    def blocks(self, functions: Sequence[tuple[str, Callable[[], Any]]], who: str = "") -> None:
+        """Each (label, function) in blocks of at least `block_s` seconds, in alternating order;
+        a function this process measured already for the same owner is left out (`who`: the row
+        this cell's figures go to, which a later cell's note names)."""
         if self.counter is None:
             return
-        order = list(functions)
+        order = []
+        for label, fn in functions:
+            # the eager function is one per owner; each compiled cell's is its own (its mode's)
+            key = (self.owner, label) if self.owner is not None and label == EAGER else None
+            done = self.process.measured.get(key) if key is not None else None
+            if done is not None:
+                self.elsewhere[label] = done
+                continue
+            order.append((label, fn))
+            if key is not None:
+                self.process.measured[key] = who
         try:
             for r in range(self.rounds):
                 for label, fn in order if r % 2 == 0 else reversed(order):
@@ -278,6 +318,7 @@ class Energy:
             out["energy_note"] = self.why
             return out
         notes = [self.counter.note] + ([f"idle power {self.idle_when}"] if self.idle_when else [])
+        notes += [f"{label}: measured in this process's {who} row" for label, who in self.elsewhere.items()]
         out["energy_source"] = self.counter.source
         out["idle_power_w"] = None if self.idle_w is None else round(self.idle_w, 3)
         eager, compiled = self.per_image(EAGER), self.per_image(COMPILED)
@@ -288,7 +329,7 @@ class Energy:
         stalled = [label for label, t in self.tally.items() if t.joules <= 0]
         if stalled:
             notes.append(f"the counter did not advance over the {', '.join(stalled)} blocks: no figure")
-        if self.idle_w is None:
+        if self.idle_w is None and not self.idle_when.startswith("read by"):
             notes.append("idle power: the counter did not advance while idle")
         out["energy_note"] = "; ".join(notes)
         return out

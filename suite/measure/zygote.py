@@ -10,10 +10,13 @@ process a fresh spawn would have been, its caches empty (nothing here ever compi
 model), its crash its own. The runner hears the child's pid and, once this process reaps it,
 its exit status.
 
-Forking is refused (the runner spawns fresh processes instead) where it is not safe: CUDA's
-driver loaded (a CUDA context does not survive a fork) or an import failing. Nothing here
-starts a thread of its own; the idle threads some libraries start at import (OpenBLAS' pool)
-are rebuilt by their own fork handlers. The child's start-up for time-to-first-result
+Forking is refused (the runner spawns fresh processes instead, and says why in one line) where
+it is not safe: CUDA initialised by the imports (a CUDA context, or a driver initialised by
+cuInit, does not survive a fork: torch.cuda.is_initialized(), and the driver itself asked,
+without initialising it, where its library is loaded) or an import failing. The zygote never
+touches CUDA; each forked worker initialises it itself, as a spawned one does (so a GPU run
+forks too). Nothing here starts a thread of its own; the idle threads some libraries start at
+import (OpenBLAS' pool) are rebuilt by their own fork handlers. The child's start-up for time-to-first-result
 (suite.measure.compile_cost) is this process's measured start-up, handed down in its spawn
 time. Standard library at import; `PRELOAD` inside `main`.
 
@@ -36,6 +39,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from suite.measure.lifeline import die_with_parent  # the one suite module here: children import the rest
@@ -49,16 +53,59 @@ def send(sock: socket.socket, **message: Any) -> None:
     sock.send(json.dumps(message).encode())
 
 
-def unsafe_to_fork(maps: str | None = None) -> str:
-    """Why a fork of this process would not be the process a spawn gives, or "" when it would."""
-    if maps is None:
+CUDA_NOT_INITIALIZED = 3  # CUDA_ERROR_NOT_INITIALIZED: what the driver answers before cuInit
+
+
+def _maps() -> str | None:
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _torch_initialised() -> bool:
+    """torch.cuda.is_initialized(), where the imports brought torch in (False otherwise)."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    return bool(cuda is not None and cuda.is_initialized())
+
+
+def _driver_initialised(maps: str) -> bool:
+    """Whether CUDA's driver, loaded in this process, was initialised (cuInit called, by torch's
+    device count or any other import): asked through the library already loaded (RTLD_NOLOAD:
+    nothing loaded, nothing initialised by asking), cuDeviceGetCount answers
+    CUDA_ERROR_NOT_INITIALIZED until cuInit."""
+    import ctypes
+
+    names = {line.rsplit("/", 1)[-1] for line in maps.splitlines() if "libcuda.so" in line}
+    for name in sorted(names):
         try:
-            with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-                maps = f.read()
+            driver = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
         except OSError:
-            return "cannot read /proc/self/maps (not Linux?)"
-    if "libcuda.so" in maps:
-        return "CUDA's driver is loaded (a CUDA context does not survive a fork)"
+            continue
+        count = ctypes.c_int(0)
+        if driver.cuDeviceGetCount(ctypes.byref(count)) != CUDA_NOT_INITIALIZED:
+            return True
+    return False
+
+
+def unsafe_to_fork(
+    maps: str | None = None,
+    torch_initialised: Callable[[], bool] | None = None,
+    driver_initialised: Callable[[str], bool] | None = None,
+) -> str:
+    """Why a fork of this process would not be the process a spawn gives, or "" when it would
+    (`maps`: /proc/self/maps; the two checks are parameters so that a test can fake them)."""
+    torch_initialised = torch_initialised or _torch_initialised
+    driver_initialised = driver_initialised or _driver_initialised
+    if torch_initialised():
+        return "torch initialised CUDA at import (torch.cuda.is_initialized() is True)"
+    maps = _maps() if maps is None else maps
+    if maps is None:
+        return "cannot read /proc/self/maps (not Linux?)"
+    if "libcuda.so" in maps and driver_initialised(maps):
+        return "CUDA's driver was initialised at import (a CUDA context does not survive a fork)"
     return ""
 
 

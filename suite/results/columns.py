@@ -517,9 +517,10 @@ TABLE: tuple[Column, ...] = (
     Column(
         "schedule",
         contract=False,
-        choices=("serial", "ahead"),
+        choices=("serial", "ahead", "overlap"),
         doc="serial: the cell's own process compiled and timed it; ahead: the same process compiled it "
-        "in a wave beside others, then timed it alone, its model's eager cells after it",
+        "in a wave beside others, then timed it alone, its model's eager cells after it; overlap: as "
+        "ahead, pinned to its own cores while the next wave compiled on the others",
     ),
     Column(
         "compile_wave",
@@ -533,6 +534,14 @@ TABLE: tuple[Column, ...] = (
         choices=("spawn", "fork"),
         doc="spawn: a fresh `python -m suite.measure.worker`; fork: forked from the run's zygote, a "
         "process that had imported torch and transformers once (its start-up counted as the zygote's)",
+    ),
+    Column(
+        "compile_ahead_s",
+        NUMBER,
+        "s",
+        contract=False,
+        doc="of wall_s, what its process spent before its gate under ahead or overlap: start, model, "
+        "the compile, warm-up and accuracy check (the rest is its timing); empty otherwise",
     ),
     # issue 36: which wheels ran (the image's, as resolved for the run; torch_git is torch's own)
     Column("nightly_date", contract=False, doc="the torch nightly's date (YYYYMMDD); empty for a release"),

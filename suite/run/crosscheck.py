@@ -23,10 +23,33 @@ from suite.spec.model import Cell
 from suite.stats import median
 
 CHILD = "suite.measure.crosscheck"
-DEFAULT_ROUNDS = 60
+DEFAULT_ROUNDS = 60  # at most
+# Rounds go on until they have taken this many seconds a timed function, at least MIN_ROUNDS:
+# full-size ResNet-50 on a 2-core CPU (42 ms a call, about 30 calls a function a round) gets
+# about 15 rounds, on an H200 (3.5 ms) the 60 rounds of DEFAULT_ROUNDS in a few seconds.
+DEFAULT_BUDGET_S = 20.0
+MIN_ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long a cell's rounds go on: until they have taken `seconds` a timed function, at least
+    MIN_ROUNDS and at most `rounds` of them."""
+
+    rounds: int = DEFAULT_ROUNDS
+    seconds: float = DEFAULT_BUDGET_S
+
+    def __post_init__(self) -> None:
+        if self.rounds < 2 or not self.seconds > 0:
+            raise ValueError(f"a cross-check needs at least 2 rounds and a positive budget, got {self}")
+
+    def text(self) -> str:
+        return f"{self.seconds:g} s a function ({min(MIN_ROUNDS, self.rounds)} to {self.rounds})"
+
+
 # How far the suite's median may be from an independent timer's (issue 13): an idle CPU, CUDA.
 TARGETS: dict[str, float] = {"cpu": 0.03, "cuda": 0.02}
-KEEP = ("status", "error", "timings", "malloc")  # the child's result fields
+KEEP = ("status", "error", "timings", "malloc", "rounds_s", "stopped")  # the child's result fields
 LATENCY, THROUGHPUT = "latency", "throughput"
 
 
@@ -82,6 +105,8 @@ class Timed:
     figures: dict[str, tuple[float, ...]] = field(default_factory=dict)
     error: str = ""
     malloc: str = ""  # the child's C allocator (suite.measure.allocator)
+    seconds: float = 0.0  # the cell's rounds, both halves, every function
+    stopped: str = ""  # why the rounds ended: "budget" or "rounds" (the maximum)
 
     def median_of(self, series: str) -> float | None:
         xs = self.figures.get(series) or ()
@@ -97,9 +122,22 @@ class Timed:
         return f"{lo:.2f}-{hi:.2f} ({hi / lo - 1:.1%})"
 
     @staticmethod
-    def of(cell: Cell, timed: str, t: dict[str, list[float]], malloc: str = "") -> Timed:
+    def of(cell: Cell, timed: str, t: dict[str, list[float]], fields: dict[str, Any]) -> Timed:
         figures = {k: tuple(float(x) for x in v) for k, v in t.items() if v}
-        return Timed(cell, timed, len(t.get("suite_latency") or ()), figures, malloc=malloc)
+        return Timed(
+            cell,
+            timed,
+            len(t.get("suite_latency") or ()),
+            figures,
+            malloc=str(fields.get("malloc") or ""),
+            seconds=float(fields.get("rounds_s") or 0.0),
+            stopped=str(fields.get("stopped") or ""),
+        )
+
+    def rounds_text(self) -> str:
+        """How many rounds the cell took and why they stopped."""
+        why = {"budget": "its time budget", "rounds": "the most rounds asked"}.get(self.stopped, "")
+        return f"{self.rounds} rounds in {self.seconds:.0f} s" + (f" ({why})" if why else "")
 
     def ratio(self, pair: Pair) -> Ratio | None:
         return Ratio.of(self.figures.get(pair.suite) or (), self.figures.get(pair.other) or ())
@@ -115,24 +153,31 @@ class Timed:
 
 
 def run(
-    cells: Sequence[Cell], device_type: str, paths: RunPaths, rounds: int, python: str = sys.executable
+    cells: Sequence[Cell], device_type: str, paths: RunPaths, budget: Budget, python: str = sys.executable
 ) -> list[Timed]:
     """Cross-check each cell in its own child process; one `Timed` per function timed."""
     out: list[Timed] = []
     for index, cell in enumerate(cells):
-        print(f"[{index + 1}/{len(cells)}] {cell.label}: {rounds} rounds ...", file=sys.stderr, flush=True)
-        job = launch.WorkerJob(
-            cell, device_type, paths, index, python, module=CHILD, args=(str(rounds),), keep=KEEP
+        print(
+            f"[{index + 1}/{len(cells)}] {cell.label}: rounds for {budget.text()} ...",
+            file=sys.stderr,
+            flush=True,
         )
+        argv = (str(budget.rounds), repr(budget.seconds), str(MIN_ROUNDS))
+        job = launch.WorkerJob(cell, device_type, paths, index, python, module=CHILD, args=argv, keep=KEEP)
         result = launch.run_worker(job)
         fields, wall, log = result.fields, result.wall_s, result.log_file
+        said = ""
         if fields["status"] != "ok":
             out.append(Timed(cell, cell.mode, error=f"{fields['status']}: {fields.get('error', '')} ({log})"))
         else:
-            timings: dict[str, Any] = fields["timings"]
-            malloc = str(fields.get("malloc") or "")
-            out.extend(Timed.of(cell, name, t, malloc) for name, t in timings.items())
-        print(f"[{index + 1}/{len(cells)}] {cell.label}: {fields['status']} in {wall:.0f} s", file=sys.stderr)
+            timed = [Timed.of(cell, name, t, fields) for name, t in fields["timings"].items()]
+            out.extend(timed)
+            said = f": {timed[0].rounds_text()}" if timed else ""
+        print(
+            f"[{index + 1}/{len(cells)}] {cell.label}: {fields['status']} in {wall:.0f} s{said}",
+            file=sys.stderr,
+        )
     return out
 
 
@@ -167,8 +212,15 @@ def render(results: Sequence[Timed], device_type: str, title: str, load: tuple[f
                 f"{pair.against} | {_ms(t.median_of(pair.other))} | {r.text()} | {'yes' if ok else 'NO'} |"
             )
     mallocs = sorted({t.malloc for t in results if t.malloc})
+    seen: set[str] = set()
+    rounds = []
+    for t in results:
+        if not t.error and t.cell.label not in seen:
+            seen.add(t.cell.label)
+            rounds.append(f"{t.cell.label}: {t.rounds_text()}")
     lines += [
         "",
+        "Rounds: " + ("; ".join(rounds) or "none") + ".",
         f"{met} of {total} ratio(s) within ±{target:.0%} (the target on {device_type}); 1-minute load "
         f"{load[0]:.2f} before, {load[1]:.2f} after, on {os.cpu_count()} core(s); the children's C "
         f"allocator: {', '.join(mallocs) or 'not reported'} (malloc setting).",
@@ -204,6 +256,8 @@ def as_json(results: Sequence[Timed]) -> list[dict[str, Any]]:
             "suite_throughput_ms": t.median_of("suite_throughput"),
             "error": t.error,
             "malloc": t.malloc,
+            "rounds_s": t.seconds,
+            "stopped": t.stopped,
             "ratios": [
                 {
                     "figure": p.figure,

@@ -26,7 +26,7 @@ from suite.measure.random_init import WEIGHTS_INIT
 from suite.results import TIMING_COLUMNS, RowWriter, health, key_of, samples
 from suite.results.rows import stop_rule_text
 from suite.results.samples import samples_path
-from suite.run import cell_path, preflight, resume, tidy
+from suite.run import cell_path, pinning, preflight, resume, tidy
 from suite.run import schedule as schedule_mod
 from suite.run.launch import SAMPLES, RunPaths, WorkerJob, WorkerResult
 from suite.run.lock import RunLock
@@ -153,6 +153,7 @@ class Sweep:
     compile_pool: int | None = None  # `ahead`: compiles at once (None: suite.spec.schedule.pool_size)
     process_start: str = plan_mod.SPAWN  # `ahead`: FORK its processes from a zygote where it can
     pair: Pairing | None = None  # one side of a pair (suite.run.pair): `serial`, the device shared
+    overlap: bool = False  # `ahead`: the next wave compiles while one is timed (suite.run.pinning)
 
     def __post_init__(self) -> None:
         if not self.cells:
@@ -165,6 +166,8 @@ class Sweep:
             raise UsageError(
                 "--schedule", f"must be one of {', '.join(plan_mod.SCHEDULES)}, got {self.schedule!r}"
             )
+        if self.overlap and not pinning.available():
+            raise UsageError("--overlap", "this system cannot pin a process to CPUs (no sched_setaffinity)")
 
     @property
     def forks(self) -> bool:
@@ -221,6 +224,7 @@ def run_cells(sweep: Sweep) -> RunReport:
                     record,
                     pool=sweep.compile_pool,
                     fork=sweep.forks,
+                    overlap=sweep.overlap,
                 )
                 schedule_mod.run_ahead(ahead, todo)
         tidy.tidy(paths, sweep.keep_compile_cache)

@@ -39,7 +39,7 @@ from suite.measure import allocator
 from suite.measure.gate import GATE_ENV, READY, open_gate
 from suite.measure.lifeline import PARENT_ENV
 from suite.results import one_line
-from suite.run import cell_path, launch, rerun
+from suite.run import cell_path, launch, pinning, rerun
 from suite.run.launch import RunPaths, WorkerJob, WorkerResult
 from suite.run.zygotes import Forked, Zygotes
 from suite.spec.cost import compile_process_seconds, estimate_schedule, format_duration
@@ -47,14 +47,15 @@ from suite.spec.model import Cell
 from suite.spec.schedule import (
     AHEAD,
     FORK,
+    OVERLAP,
     SERIAL,
     SPAWN,
     Indexed,
     compiled_ahead,
     groups_of,
-    pool_size,
     processes_of,
     shareable,
+    timing_cpus,
     waves,
 )
 
@@ -107,12 +108,13 @@ class Ahead:
     pool: int | None = None  # processes compiling at once (None: pool_size of the cores)
     stream: Any = field(default_factory=lambda: sys.stderr)
     fork: bool = False  # the shared processes forked from a zygote (suite.run.zygotes), where it can
+    overlap: bool = False  # the next wave compiles while this one is timed (suite.run.pinning)
 
 
 RUNNING, WAITING, DONE = "running", "waiting", "done"
 
 
-@dataclass
+@dataclass(eq=False)
 class Held:
     """One process of a wave: its cells, where it writes, and where it stands (the cell it is on,
     the gate it waits at, the seconds it was active for the cell: waits at its gate excluded)."""
@@ -140,27 +142,33 @@ class Held:
 
 
 def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
-    """The shareable cells in waves of processes (compile at once, then time one at a time),
-    then every other cell on its own path, as in `serial`."""
+    """The shareable cells in waves of processes (compile at once, then time one at a time; with
+    `overlap`, the next wave compiling meanwhile), then every other cell on its own path, as in
+    `serial`."""
     groups = groups_of(cells)
     device = ahead.device_type if ahead.device_type in ("cuda", "cpu") else "cuda"
     jobs = [proc for g in groups if shareable(g[0][1]) for proc in processes_of(g)]
-    plan = estimate_schedule([c for _, c in cells], device, AHEAD, ahead.cores, ahead.pool, fork=ahead.fork)
-    width = pool_size(ahead.cores, ahead.pool)
+    plan = estimate_schedule(
+        [c for _, c in cells], device, AHEAD, ahead.cores, ahead.pool, fork=ahead.fork, overlap=ahead.overlap
+    )
     estimate = {id(j): _compile_estimate(j, device) for j in jobs}
-    state = PoolState(len(jobs), width, sum(estimate.values()), plan.timing_s)
-    pending = waves(jobs, width, key=lambda j: estimate[id(j)])
+    state = PoolState(len(jobs), plan.pool, sum(estimate.values()), plan.timing_s)
+    pending = waves(jobs, plan.pool, key=lambda j: estimate[id(j)])
     zygotes = Zygotes(ahead.python, ahead.paths.logs, lambda line: _say(ahead, line)) if ahead.fork else None
+    sweep = _Waves(ahead, state, estimate, zygotes)
     try:
-        while pending:
-            wave = pending.pop(0)
-            _say(ahead, state.line(f"next: a wave of {len(wave)} process(es) at once"))
-            again = _run_wave(ahead, wave, state, estimate, zygotes)
+        current = sweep.start(pending.pop(0)) if pending else []
+        while current:
+            sweep.compiled(current)
+            following = sweep.start(pending.pop(0)) if pending and ahead.overlap else []
+            again = sweep.time(current, following)
             for job in again:  # after a crash: the cells left, in a fresh process
                 estimate[id(job)] = _compile_estimate(job, device)
                 state.total += 1
                 pending.append([job])
+            current = following or (sweep.start(pending.pop(0)) if pending else [])
     finally:
+        sweep.end_all()
         if zygotes is not None:
             zygotes.close()
     for group in groups:
@@ -179,43 +187,86 @@ def _compile_estimate(job: list[Indexed], device: str) -> float:
     return compile_process_seconds(first, device) if compiled_ahead(first) else 0.0
 
 
-def _run_wave(
-    ahead: Ahead,
-    wave: list[list[Indexed]],
-    state: PoolState,
-    estimate: dict[int, float],
-    zygotes: Zygotes | None = None,
-) -> list[list[Indexed]]:
-    """Start the wave's processes; once each waits at its gate (or has ended), let them time one
-    after the other. Returns the cells a crash or hang left untimed, one list per process."""
-    held = [_start(ahead, job, zygotes) for job in wave]
-    for h in held:
-        h.wave = len(held)
-    try:
-        compiling = list(zip(held, wave, strict=True))
-        while compiling:
-            for h, job in list(compiling):
-                if _poll(ahead, h) != RUNNING:
-                    compiling.remove((h, job))
-                    h.compile_s = time.monotonic() - h.since - h.waited
-                    state.ended(estimate[id(job)], h.compile_s)
-                    label = job[0][1].label
-                    did = "ready to time" if h.state == WAITING else "ended"
-                    print(state.line(f"last: {label} {did}"), file=ahead.stream, flush=True)
-            if compiling:
+@dataclass
+class _Waves:
+    """The waves of one sweep as they run: each started, watched until every process waits at
+    its gate (or has ended), then timed one process after the other. With `overlap` the next
+    wave is started before this one is timed, on the compiles' CPUs, and watched meanwhile, and
+    the process let through is pinned to the timing's CPUs (suite.spec.schedule.timing_cpus)."""
+
+    ahead: Ahead
+    state: PoolState
+    estimate: dict[int, float]
+    zygotes: Zygotes | None
+    live: list[Held] = field(default_factory=list)
+    jobs: dict[int, list[Indexed]] = field(default_factory=dict)  # id(held) -> its job
+    compiling: list[Held] = field(default_factory=list)
+
+    def cpus(self) -> tuple[frozenset[int], frozenset[int]]:
+        return timing_cpus(pinning.available())
+
+    def start(self, wave: list[list[Indexed]]) -> list[Held]:
+        ahead = self.ahead
+        _say(ahead, self.state.line(f"next: a wave of {len(wave)} process(es) at once"))
+        held = [_start(ahead, job, self.zygotes) for job in wave]
+        for h, job in zip(held, wave, strict=True):
+            h.wave = len(held)
+            self.jobs[id(h)] = job
+            if ahead.overlap:
+                pinning.pin(h.proc.pid, self.cpus()[1])
+        self.live += held
+        self.compiling += held
+        return held
+
+    def watch(self) -> None:
+        """Poll the processes still compiling: each one that reached its gate (or ended) has its
+        compile phase's seconds, and a progress line says so."""
+        for h in list(self.compiling):
+            if _poll(self.ahead, h) == RUNNING:
+                continue
+            self.compiling.remove(h)
+            h.compile_s = time.monotonic() - h.since - h.waited
+            job = self.jobs[id(h)]
+            self.state.ended(self.estimate[id(job)], h.compile_s)
+            did = "ready to time" if h.state == WAITING else "ended"
+            _say(self.ahead, self.state.line(f"last: {job[0][1].label} {did}"))
+
+    def compiled(self, wave: list[Held]) -> None:
+        """Wait until every process of `wave` waits at its gate or has ended."""
+        while any(h in self.compiling for h in wave):
+            self.watch()
+            if any(h in self.compiling for h in wave):
                 time.sleep(POLL_S)
-        for h in held:
-            while _poll(ahead, h) != DONE:
-                if h.state == WAITING:
-                    idle = [o.proc.pid for o in held if o is not h and o.state != DONE]
-                    _let_through(ahead, h, idle)
-                else:
-                    time.sleep(POLL_S)
-            _settle(h)
-    finally:
-        for h in held:
+
+    def time(self, wave: list[Held], following: list[Held]) -> list[list[Indexed]]:
+        """Let the wave's processes time one after the other (each waits for the one before it
+        to exit, unless a wave compiles beside it anyway); the cells a crash or hang left."""
+        try:
+            for h in wave:
+                if self.ahead.overlap:
+                    pinning.pin(h.proc.pid, self.cpus()[0])
+                while _poll(self.ahead, h) != DONE:
+                    self.watch()
+                    if h.state == WAITING:
+                        named = [o.proc.pid for o in (*wave, *following) if o is not h and o.state != DONE]
+                        _let_through(self.ahead, h, named)
+                    else:
+                        time.sleep(POLL_S)
+                if not self.ahead.overlap:
+                    _settle(h)
+        finally:
+            for h in wave:
+                self.end(h)
+        return [h.leftover for h in wave if h.leftover]
+
+    def end(self, h: Held) -> None:
+        if h in self.live:
+            self.live.remove(h)
             _end(h)
-    return [h.leftover for h in held if h.leftover]
+
+    def end_all(self) -> None:
+        for h in list(self.live):
+            self.end(h)
 
 
 def _start(ahead: Ahead, cells: list[Indexed], zygotes: Zygotes | None = None) -> Held:
@@ -321,7 +372,8 @@ def _emit(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
     if h.served == 0 and compiled_ahead(cell):
         result.ahead_s, wave = h.compile_s, h.wave
     h.since, h.waited, h.served = now, 0.0, h.served + 1
-    ahead.emit(index, cell, tagged(finish_rows(result, cell, ahead.device_type), AHEAD, wave, h.start))
+    schedule = OVERLAP if ahead.overlap else AHEAD
+    ahead.emit(index, cell, tagged(finish_rows(result, cell, ahead.device_type), schedule, wave, h.start))
     if h.served == len(h.cells):
         h.state = DONE
 
@@ -342,6 +394,8 @@ def tagged(result: WorkerResult, schedule: str, wave: int = 1, start: str = SPAW
         row["process_start"] = start
         if row.get("compile_s") not in (None, ""):
             row["compile_wave"] = wave
+        if result.ahead_s:
+            row["compile_ahead_s"] = round(result.ahead_s, 3)
     return result
 
 

@@ -153,6 +153,13 @@ def pairs(session: Any, root: Path, packages: Sequence[str]) -> None:
         session.log(f"pairs: {report}")
 
 
+def overlap_aa(session: Any, root: Path, packages: Sequence[str]) -> None:
+    """`nox -s overlap-aa`: phases apart and `--overlap` alternating, then `calibrate`."""
+    session.install(*packages)
+    report = trust.overlap_aa(runner(session), session.posargs, root, host_python=host_python(session))
+    session.log(f"overlap A/A: {report} (the overlap runs in the place of its slowed runs)")
+
+
 def bisect(session: Any, root: Path) -> None:
     """`nox -s bisect`: the first bad nightly of one cell (suite.sessions.bisect)."""
     session.install(*HISTORY_PACKAGES)

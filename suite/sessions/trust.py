@@ -1,6 +1,7 @@
 """The sessions that check the suite's own figures (benchmarks, not part of `nox -s tests`):
 `crosscheck` (the timing loop against independent timers), `repeat` (the spread of medians
-over back-to-back runs) and `gate` (compare's false-positive and detection rates). Each runs
+over back-to-back runs), `gate` (compare's false-positive and detection rates) and
+`overlap-aa` (whether timing beside the next wave's compile moves the figures). Each runs
 in a build's pinned virtualenv (suite.sessions.venv; `--build B`, default `current`) on this
 machine's device, with defaults for the full-size ResNet-50 and ViT-B/16 at batch 1 (random
 weights: each checkpoint's own architecture, offline); arguments after `--` are added after
@@ -22,12 +23,13 @@ DEFAULT_BUILD = "current"
 FULL_SIZE = ["--profile", "full", "--weights", "random", "--models", "ResNet,ViT", "--batch-sizes", "1"]
 CROSSCHECK = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "5", "--rounds", "50"]
 REPEAT = [*FULL_SIZE, "--modes", "eager,default", "--iterations", "100", "--times", "3"]
-# The gate's rates: A/A runs of the smoke cells, and runs whose compiled calls are 20% slower;
+# The gate's rates: A/A runs of the smoke cells (every architecture compiled: smoke-compiled), and
+# runs whose compiled calls are 20% slower;
 # 100 timed calls a cell instead of the profile's 10 (nearly free: compiling is the cost), so
 # that a cell's CI is narrow enough for a 20% slow-down to show. Without the compile-cost
 # processes (compare judges compile_s, which the cell's own process measures, not their figures):
 # they would triple the compiled cells' time.
-GATE = ["--profile", "smoke", "--iterations", "100", "--no-compile-cost"]
+GATE = ["--profile", "smoke-compiled", "--iterations", "100", "--no-compile-cost"]
 GATE_AA = [*GATE, "--times", "3"]
 GATE_SLOWED = [*GATE, "--times", "2"]
 SLOW_FAULT = "slow:1.2"
@@ -40,6 +42,14 @@ COVERAGE = [
     "--no-compile-cost",
 ]  # fmt: skip
 COVERAGE_TIMES = "11"
+# Compiles beside the timing (`run --overlap`) against phases apart: the same cells, runs of each
+# alternating, waves of one compile, so that every wave but the last is timed beside the next
+# one's compile (on a 2-core machine: the timed process on one core, the compile on the other).
+OVERLAP_AA = [
+    "--profile", "smoke", "--models", "ViT,ResNet,DETR,Segformer", "--iterations", "100",
+    "--no-compile-cost", "--compile-pool", "1",
+]  # fmt: skip
+OVERLAP_PAIRS = 3
 COVERAGE_HOLD_OUT = "1"
 COVERAGE_PROCESSES = (1, 3)
 
@@ -160,3 +170,28 @@ def _run_allowing_regressions(runner: Runner, cmd: list[str]) -> None:
     code = subprocess.run(cmd, env=child_env(), check=False).returncode
     if code not in (0, 1):
         raise SystemExit(code)
+
+
+def overlap_aa(runner: Runner, posargs: Sequence[str], root: Path, host_python: str = sys.executable) -> Path:
+    """Runs with the phases apart and with `--overlap`, alternating (OVERLAP_PAIRS pairs, `--pairs
+    N`), then `calibrate` with the apart runs as its A/A and the overlap runs in the place of its
+    slowed ones: an overlap run's cells flagged against the apart runs no more often than the A/A's
+    own is what lets the overlap become the default. Returns the report."""
+    python, build, args = _python(runner, posargs, root)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    flags = take(args, values=["--run-id", "--out", "--pairs"])
+    run_id = flags["--run-id"] or f"overlap-aa-{stamp}"
+    out = Path(flags["--out"] or root / "results")
+    base = [python, "-m", "suite", "run", "--build", build, "--out", str(out), *OVERLAP_AA]
+    apart, beside = [], []
+    for i in range(1, int(flags["--pairs"] or OVERLAP_PAIRS) + 1):
+        for runs, extra in ((apart, []), (beside, ["--overlap"])):
+            one = f"{run_id}-{'overlap' if extra else 'apart'}-{i}"
+            run_suite(runner, [*base, *extra, "--run-id", one, *args])
+            runs.append(str(out / one))
+    report = out / f"{run_id}-calibration.md"
+    run_suite(
+        runner,
+        [host_python, "-m", "suite", "calibrate", "--aa", *apart, "--slowed", *beside, "-o", str(report)],
+    )
+    return report

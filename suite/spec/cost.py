@@ -10,17 +10,25 @@ matrix data (never the running device), so every machine computes the same shard
 
     seconds = startup + load + compile + forwards * seconds per forward + energy window
 
-plus, with `processes: k`, k - 1 more processes (each: startup + a warm compile + the same
-calls), plus, with the `compile_cost` setting, the warm and mega-cache processes of a compiled cell
-(each: startup + load + a fraction of the compile + a few forwards), and for a dynamic-batch
+(where `CallTimes` knows a device's per-call time of the cell's functions, measured, that is
+used instead of the formula's per-forward figure), plus, with `processes: k`, k - 1 more
+processes (each: startup + a warm compile + the same calls), plus, with the `compile_cost`
+setting, the warm and mega-cache processes of a compiled cell (each: startup + load + a
+fraction of the compile + a few forwards), and for a dynamic-batch
 cell the forwards at each batch size it serves and the compiles its `dynamic` setting makes.
+
+A sweep's estimate follows the schedule that runs it (`estimate_schedule`): `serial` the sum of
+its cells; `ahead` each wave's longest compile process, then every process's timing one after
+the other and its exit, which the next timing waits for; with `overlap`, the next wave compiles
+while this one is timed.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from suite.spec.model import Cell
 from suite.spec.schedule import (
@@ -29,13 +37,14 @@ from suite.spec.schedule import (
     SERIAL,
     compiled_ahead,
     groups_of,
+    overlap_cores,
     pool_size,
     processes_of,
     shareable,
     waves,
 )
 from suite.spec.vocab import DYNAMIC_BATCH, STOP_CI
-from suite.spec.warmup import settle_seconds, warmup_calls
+from suite.spec.warmup import calls_made, settle_seconds, warmup_calls
 
 
 @dataclass(frozen=True)
@@ -46,7 +55,10 @@ class Rates:
     compile_base_s: float  # a cold compile of the smallest graph
     forward_s_per_m_params_image: float  # compute of one forward, per million parameters and image
     compile_s_per_m_params: float = 0.3  # bigger models have more layers, so bigger graphs
-    energy_s: float = 0.0  # the energy window after the timed calls (suite.measure.energy)
+    # the energy window (suite.measure.energy): blocks of each function after the timed calls
+    # (`energy_s` a function), and the idle reading before any work (`energy_idle_s`)
+    energy_s: float = 0.0
+    energy_idle_s: float = 0.0
     # a cold default-mode compile measured per model (display name -> seconds): used instead of
     # compile_base_s + compile_s_per_m_params where known; `shrunk_compile_by_model` the same
     # for the shrunk models of a `shrink` profile (smoke)
@@ -54,13 +66,21 @@ class Rates:
     shrunk_compile_by_model: tuple[tuple[str, float], ...] = ()
     cell_s: float = 0.0  # a cell's own fixed work beyond its calls (warm-up, statistics, health)
     preload_s: float = 0.0  # of startup_s, the imports a forked process skips (suite.measure.zygote)
+    exit_s: float = 0.0  # of startup_s, a process's end after its last result (`ahead` waits for it)
+    # a mode's compile against default's where this device's differs from COMPILE_FACTOR's
+    compile_factor: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if min(self.startup_s, self.compile_base_s, self.forward_s_per_m_params_image) <= 0:
             raise ValueError(f"{self}: every rate must be positive")
-        measured = (s for _, s in (*self.compile_by_model, *self.shrunk_compile_by_model))
-        if min(self.compile_s_per_m_params, self.energy_s, self.cell_s, self.preload_s, *measured) < 0:
+        measured = (
+            s for _, s in (*self.compile_by_model, *self.shrunk_compile_by_model, *self.compile_factor)
+        )
+        fixed = (self.compile_s_per_m_params, self.energy_s, self.energy_idle_s, self.cell_s)
+        if min(*fixed, self.preload_s, self.exit_s, *measured) < 0:
             raise ValueError(f"{self}: no rate may be negative")
+        if self.preload_s + self.exit_s > self.startup_s:
+            raise ValueError(f"{self}: preload_s and exit_s are parts of startup_s")
 
     def compile_s(self, model: str, size_m: float, shrunk: bool = False) -> float:
         """A cold default-mode compile of `model` (`size_m` million parameters; `shrunk`: the
@@ -70,26 +90,45 @@ class Rates:
             measured if measured is not None else self.compile_base_s + self.compile_s_per_m_params * size_m
         )
 
+    def mode_factor(self, mode: str) -> float:
+        """A mode's compile against default's on this device (COMPILE_FACTOR unless measured)."""
+        return dict(self.compile_factor).get(mode, COMPILE_FACTOR.get(mode, 1.0))
 
-# One NVIDIA H200 (16 cores, torch 2.11, the GPU study of 2026-11-26, results/2026-11-26-h200-torch2.11):
-# compiled cells at batch 1 took 36-54 s where the rates before these estimated 54-129 s. Start-up
-# (the eager first result, model load included) 11-18 s, and 5-7 s after the timed calls beside the
-# 5 s energy window (NVML); a cold compile 12-27 s that does not follow the parameter count
-# (MobileNet, 2.5 M: 21 s; ConvNeXT-large, 198 M: 16.5 s): the models measured keep their own
-# figure (the mean of their runs), the others 18 s + 0.1 s per million parameters.
+
+# One NVIDIA H200 (16 cores, torch 2.11), the GPU study's rows of 2026-11-26 and 2026-11-28
+# (results/2026-11-26-h200-torch2.11, results/2026-11-28-h200-torch2.11; the second under `ahead`,
+# 8 compiles at once, each compile process's seconds before its gate read off its progress line).
+# A cold compile (`compile_s`) takes each model's own time, not following the parameter count
+# (MobileNet, 2.5 M: 15-21 s; ConvNeXT-large, 198 M: 14-17 s; Mask2former 71 s): each model
+# measured keeps the mean of its rows, the others 18 s + 0.1 s per million parameters; a
+# reduce-overhead compile took what default's did (0.92-1.08 x, the CUDA graphs recorded in the
+# warm-up). A compile process spent 15-20 s beside its compile_s (start, model, eager first
+# result, warm-up, accuracy; Maskformer 30 s); the timed part of a cell was its calls (`timed_s`),
+# then 4 s of energy blocks (2 s a function) and, after a process's last cell, 2-4 s until it had
+# exited (the gaps between one cell's end and the next one's start under `ahead`).
 GPU_RATES = Rates(
     startup_s=19.0,
+    exit_s=3.0,
     compile_base_s=18.0,
     forward_s_per_m_params_image=2e-5,  # compute: ViT-base (86 M) x 16 images ~ 28 ms
     compile_s_per_m_params=0.1,
-    energy_s=5.0,
+    energy_s=2.0,
+    energy_idle_s=1.0,
     compile_by_model=(
-        ("ViT", 14.0),
-        ("BeiT", 25.0),
-        ("ConvNeXT", 16.5),
-        ("ResNet", 15.5),
-        ("MobileNet", 21.1),
+        ("ViT", 16.0),  # 14.0 (11-26), 18.0 (11-28)
+        ("BeiT", 27.7),  # 25.0, 30.3
+        ("ConvNeXT", 15.1),  # 16.5; 14.8, 14.1, 13.7
+        ("ResNet", 14.0),  # 15.5; 13.0, 14.1, 12.2
+        ("MobileNet", 17.4),  # 21.1; 15.6, 15.5, 15.4
+        ("Segformer", 21.6),
+        ("Mask2former", 71.0),
+        ("Maskformer", 52.4),
+        ("OwlViT", 25.5),
+        ("DETR", 30.1),
+        ("Resnet-101", 33.2),
+        ("Conditional-DETR", 26.9),  # 28.5, 26.2, 26.1
     ),
+    compile_factor=(("reduce-overhead", 1.0),),
 )
 # A 2-core CPU (this project's AMD EPYC VM), from the current build's 25 smoke cells under
 # `--schedule serial` on 2026-11-27 with nothing else running (docs/setup.md; torch 2.13,
@@ -202,42 +241,109 @@ def _forward_s(size: float, batch_size: int, rates: Rates) -> float:
     return FORWARD_OVERHEAD_S + rates.forward_s_per_m_params_image * size * batch_size
 
 
+EAGER = "eager"
+
+
+@dataclass(frozen=True)
+class CallTimes:
+    """Milliseconds a call of a cell's function took where it was measured (`seen`: model, batch
+    size, dtype, function: "eager" or the compiled mode), and where it was not, the least a call
+    of the model at that batch size takes (`floor`: model, batch size): used instead of the
+    formula's per-forward figure, which knows only the parameter count (Maskformer at 640 x 864
+    runs 52 ms a call on an H200 where the formula says 6). Never for shrunk models."""
+
+    seen: Mapping[tuple[str, int, str, str], float] = field(default_factory=dict)
+    floor: Mapping[tuple[str, int], float] = field(default_factory=dict)
+
+    def call_s(self, cell: Cell, function: str, formula_s: float) -> float:
+        if cell.settings.shrink or cell.scenario == DYNAMIC_BATCH:
+            return formula_s
+        seen = self.seen.get((cell.model.name, cell.batch_size, cell.settings.dtype, function))
+        if seen is not None:
+            return seen / 1e3
+        least = self.floor.get((cell.model.name, cell.batch_size))
+        return max(formula_s, least / 1e3) if least is not None else formula_s
+
+
+NO_TIMES = CallTimes()
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """One cell's seconds per call: its eager function's, and its compiled function's (the
+    eager one's for an eager cell); a training cell's calls are training steps."""
+
+    eager_s: float
+    compiled_s: float
+
+    @staticmethod
+    def of(cell: Cell, rates: Rates, times: CallTimes) -> _Calls:
+        formula = _forward_s(params_m(cell), cell.batch_size, rates)
+        if cell.scenario == "train":
+            formula *= TRAIN_STEP_FORWARDS
+        eager = times.call_s(cell, EAGER, formula)
+        compiled = eager if cell.mode == EAGER else times.call_s(cell, cell.mode, formula)
+        return _Calls(eager, compiled)
+
+    def warm_up_s(self, cell: Cell) -> float:
+        """The calls before the gate: eager's warm-up and its timed call; a compiled cell's first
+        compiled call, its warm-up and the accuracy check's call of each function."""
+        eager = warmup_calls(cell.settings.warmup, compiled=False)
+        if cell.mode == EAGER:
+            return eager * self.eager_s
+        compiled = warmup_calls(cell.settings.warmup, compiled=True)
+        return (eager + 2) * self.eager_s + (compiled + 2) * self.compiled_s
+
+    def timed_s(self, cell: Cell) -> float:
+        """The timed part: one untimed call of each function after the gate, the calls the loop
+        makes (latency, throughput blocks, switches; capped by max_timing_s under the CI rule),
+        and settling after each switch."""
+        paired = cell.mode != EAGER
+        made = calls_made(timed_calls(cell), paired)
+        seconds = made * (self.eager_s + (self.compiled_s if paired else 0.0))
+        if cell.settings.stop_rule == STOP_CI:  # the rule stops timing after max_timing_s
+            seconds = min(seconds, cell.settings.max_timing_s)
+        gate = self.eager_s + (self.compiled_s if paired else 0.0)
+        return gate + seconds + settle_seconds(paired, timed_calls(cell))
+
+
 def rates_of(device_type: str, energy: bool = True) -> Rates:
     """The rates of `device_type` ("cuda" or "cpu"); without the energy window where `energy` is
     False (SUITE_ENERGY=off in the workers' environment: suite.measure.energy)."""
     rates = RATES[device_type]
-    return rates if energy else replace(rates, energy_s=0.0)
+    return rates if energy else replace(rates, energy_s=0.0, energy_idle_s=0.0)
 
 
-def estimate_seconds(cell: Cell, device_type: str = "cuda", energy: bool = True) -> float:
+def _energy_s(cell: Cell, rates: Rates) -> float:
+    """The energy window's blocks: each function timed, after the timed calls."""
+    return rates.energy_s * (1 if cell.mode == EAGER else 2)
+
+
+def estimate_seconds(
+    cell: Cell, device_type: str = "cuda", energy: bool = True, times: CallTimes = NO_TIMES
+) -> float:
     """Expected wall time of one cell, all its processes, on a device of `device_type` ("cuda" or
-    "cpu": RATES) (an estimate; see the module docstring); `energy`: see rates_of."""
+    "cpu": RATES) (an estimate; see the module docstring); `energy`: see rates_of; `times`: the
+    calls' measured times where known."""
     rates = rates_of(device_type, energy)
     size = params_m(cell)
     startup_s = rates.startup_s + LOAD_S_PER_M_PARAMS * size
     compile_s = _cold_compile_s(cell, rates, size)
     if cell.scenario == DYNAMIC_BATCH:
         return startup_s + _dynamic_seconds(cell, size, compile_s, rates)
-    forward_s = _forward_s(size, cell.batch_size, rates)
     if cell.scenario == "train":
-        forward_s *= TRAIN_STEP_FORWARDS
         compile_s *= TRAIN_COMPILE_FACTOR
-    timed = 2 * timed_calls(cell) if cell.mode != "eager" else timed_calls(cell)
-    timed_s = timed * forward_s
-    if cell.settings.stop_rule == STOP_CI:  # the rule stops timing after max_timing_s
-        timed_s = min(timed_s, cell.settings.max_timing_s)
-    timed_s += settle_seconds(cell.mode != "eager", timed_calls(cell))
-    seconds = (
-        startup_s + rates.cell_s + compile_s + (forwards(cell) - timed) * forward_s + timed_s + rates.energy_s
-    )
+    calls = _Calls.of(cell, rates, times)
+    calls_s = calls.warm_up_s(cell) + calls.timed_s(cell)
+    energy_s = rates.energy_idle_s + _energy_s(cell, rates)
+    seconds = startup_s + rates.cell_s + compile_s + calls_s + energy_s
     # processes per cell (suite.run.cell_path): each further one starts, compiles on the first's
     # caches (warm) and makes the same calls
     extra_processes = cell.settings.processes - 1
     if extra_processes > 0:
-        calls_s = (forwards(cell) - timed) * forward_s + timed_s
         seconds += extra_processes * (startup_s + WARM_COMPILE_FRACTION * compile_s + calls_s)
     if cell.compile_cost:
-        extra = startup_s + WARM_COMPILE_FRACTION * compile_s + COMPILE_COST_FORWARDS * forward_s
+        extra = startup_s + WARM_COMPILE_FRACTION * compile_s + COMPILE_COST_FORWARDS * calls.eager_s
         seconds += COMPILE_COST_PROCESSES * extra
     return seconds
 
@@ -267,14 +373,16 @@ STUDY_GOAL_S = 540.0
 @dataclass(frozen=True)
 class ScheduleEstimate:
     """A sweep's expected wall time under a schedule: the compiles' (each wave's longest: its
-    processes compile at once), then the timing's (every process's timing, one after the other,
-    and the cells that keep their own process)."""
+    processes compile at once; with `overlap` only what the timing does not hide), then the
+    timing's (every process's timing and exit, one after the other, and the cells that keep their
+    own process)."""
 
     schedule: str
     compile_s: float
     timing_s: float
     pool: int = 1
     cores: int = 1
+    overlap: bool = False
 
     @property
     def total_s(self) -> float:
@@ -283,39 +391,140 @@ class ScheduleEstimate:
 
 def _cold_compile_s(cell: Cell, rates: Rates, size: float) -> float:
     """A cell's cold compile, as estimate_seconds counts it."""
-    return COMPILE_FACTOR.get(cell.mode, 1.0) * rates.compile_s(cell.model.name, size, cell.settings.shrink)
+    return rates.mode_factor(cell.mode) * rates.compile_s(cell.model.name, size, cell.settings.shrink)
 
 
-def compile_process_seconds(cell: Cell, device_type: str = "cuda") -> float:
-    """A cold compile process of the `ahead` schedule: start, load, an eager warm-up and call, the
-    first compiled call (suite.measure.compile_cost.cold_compile)."""
+def compile_process_seconds(cell: Cell, device_type: str = "cuda", times: CallTimes = NO_TIMES) -> float:
+    """A cold compile process of the `ahead` schedule, until its gate: start (its exit aside),
+    load, the idle energy reading, eager's warm-up and call, the compile, the compiled warm-up
+    and the accuracy check (suite.measure.scenarios.base)."""
     rates = RATES[device_type]
     size = params_m(cell)
     compile_s = _cold_compile_s(cell, rates, size)
-    calls = warmup_calls(cell.settings.warmup, compiled=False) + 2
+    if cell.scenario == "train":
+        compile_s *= TRAIN_COMPILE_FACTOR
     return (
         rates.startup_s
+        - rates.exit_s
         + LOAD_S_PER_M_PARAMS * size
+        + rates.energy_idle_s
         + compile_s
-        + calls * _forward_s(size, cell.batch_size, rates)
+        + _Calls.of(cell, rates, times).warm_up_s(cell)
     )
 
 
-def shared_cell_seconds(cell: Cell, device_type: str = "cuda", energy: bool = True) -> float:
+def shared_cell_seconds(
+    cell: Cell, device_type: str = "cuda", energy: bool = True, times: CallTimes = NO_TIMES
+) -> float:
     """A cell served by a process already started (the `ahead` schedule): what its own process
     would take, less the start-up."""
-    return estimate_seconds(cell, device_type, energy) - RATES[device_type].startup_s
+    return estimate_seconds(cell, device_type, energy, times) - RATES[device_type].startup_s
 
 
-def ahead_timing_seconds(cell: Cell, device_type: str = "cuda", energy: bool = True) -> float:
+def ahead_timing_seconds(
+    cell: Cell, device_type: str = "cuda", energy: bool = True, times: CallTimes = NO_TIMES
+) -> float:
     """A cell's part of the `ahead` schedule's timing: a compiled-ahead cell's process after its
-    compile (the rest of its calls, its energy window), a cell that follows another in a process
-    its own work less the start-up, any other cell its own process."""
+    compile (the rest of its calls, its energy window, its process's exit), a cell that follows
+    another in a process its own work less the start-up, any other cell its own process."""
     if compiled_ahead(cell):
-        return estimate_seconds(cell, device_type, energy) - compile_process_seconds(cell, device_type)
+        return estimate_seconds(cell, device_type, energy, times) - compile_process_seconds(
+            cell, device_type, times
+        )
     if shareable(cell):
-        return shared_cell_seconds(cell, device_type, energy)
-    return estimate_seconds(cell, device_type, energy)
+        return shared_cell_seconds(cell, device_type, energy, times)
+    return estimate_seconds(cell, device_type, energy, times)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What a schedule is estimated for: the device's rates, its cores, the compile pool asked
+    for, the energy window, forked processes, compiles beside the timing, and the calls' times."""
+
+    device_type: str = "cuda"
+    cores: int | None = None
+    pool: int | None = None
+    energy: bool = True
+    fork: bool = False
+    overlap: bool = False
+    times: CallTimes = NO_TIMES
+
+    @property
+    def width(self) -> int:
+        return self.cores if self.cores is not None else (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class CellPhases:
+    """One cell's part of its `ahead` process: before its gate (`compile_s`: the process's start
+    and, for a compiled-ahead cell, its compile; nothing for a cell that follows another), its
+    timing after the gate (what its row's wall_s has beyond compile_ahead_s), and the process's
+    exit after it where it is the last (which the next timing waits for, unless `overlap`)."""
+
+    cell: Cell
+    compile_s: float
+    timing_s: float
+    exit_s: float = 0.0
+
+
+def owner_of(cell: Cell) -> tuple[object, ...]:
+    """What an energy figure is of (suite.measure.energy's owner): model, batch size, dtype."""
+    return (cell.model.name, cell.variant, cell.batch_size, cell.settings.dtype, cell.scenario)
+
+
+def process_phases(proc: Sequence[tuple[int, Cell]], m: Machine) -> list[CellPhases]:
+    """Each cell's phases in one `ahead` process (suite.spec.schedule.processes_of): the first
+    cell pays the start (less the imports a fork skips) and its compile; a cell after it reads no
+    idle power and, an eager one after its compiled sibling, runs no energy blocks (its figure is
+    the sibling's: suite.measure.energy)."""
+    rates = rates_of(m.device_type, m.energy)
+    out: list[CellPhases] = []
+    compiled: set[tuple[object, ...]] = set()
+    for i, (_, cell) in enumerate(proc):
+        timing = ahead_timing_seconds(cell, m.device_type, m.energy, m.times)
+        start = 0.0
+        if i == 0:
+            ahead = compiled_ahead(cell)
+            start = compile_process_seconds(cell, m.device_type, m.times) if ahead else rates.startup_s
+            start -= rates.preload_s if m.fork else 0.0
+            timing -= rates.exit_s if ahead else 0.0  # ahead_timing_seconds counts the exit with it
+            start -= 0.0 if ahead else rates.exit_s
+        else:
+            timing -= rates.energy_idle_s
+            if cell.mode == EAGER and owner_of(cell) in compiled:
+                timing -= _energy_s(cell, rates)
+        if cell.mode != EAGER:
+            compiled.add(owner_of(cell))
+        out.append(CellPhases(cell, start, timing, rates.exit_s if i == len(proc) - 1 else 0.0))
+    return out
+
+
+def _process_phases(proc: Sequence[tuple[int, Cell]], m: Machine) -> tuple[float, float]:
+    """(compile phase, timing phase) of one `ahead` process: its start and its first cell's
+    compile; then each cell's timing and the exit."""
+    phases = process_phases(proc, m)
+    return sum(p.compile_s for p in phases), sum(p.timing_s + p.exit_s for p in phases)
+
+
+def sweep_phases(cells: Sequence[Cell], m: Machine) -> list[CellPhases]:
+    """Every cell's phases as `ahead` runs the sweep (a cell that keeps its own process: its
+    whole estimate as its timing)."""
+    out: list[CellPhases] = []
+    for group in groups_of(list(enumerate(cells))):
+        if not shareable(group[0][1]):
+            out.append(
+                CellPhases(group[0][1], 0.0, estimate_seconds(group[0][1], m.device_type, m.energy, m.times))
+            )
+            continue
+        for proc in processes_of(group):
+            out += process_phases(proc, m)
+    return out
+
+
+def _crowding(pool: int, cores: int, machine: int) -> float:
+    """How much longer each compile of a wave of `pool` takes on `cores` than one alone on the
+    `machine` (which serial's figures are): compiles that share the cores take longer."""
+    return max(1.0, pool * COMPILE_CORES_BUSY / cores) / max(1.0, COMPILE_CORES_BUSY / machine)
 
 
 def estimate_schedule(
@@ -326,31 +535,46 @@ def estimate_schedule(
     pool: int | None = None,
     energy: bool = True,
     fork: bool = False,
+    overlap: bool = False,
 ) -> ScheduleEstimate:
     """A sweep's estimate under `schedule` on a machine with `cores`, its waves `pool` wide
     (default: suite.spec.schedule.pool_size of the cores); `energy`: see rates_of; `fork`: the
     shared processes forked from a zygote (suite.spec.schedule.forks), which pays the imports
-    once and each process the rest of its start-up."""
-    machine = cores if cores is not None else (os.cpu_count() or 1)
+    once and each process the rest of its start-up; `overlap`: each wave after the first compiles
+    on the cores the timed process does not use while the wave before it is timed
+    (suite.spec.schedule.overlap_cores). With the calls' measured times: estimate_on."""
+    m = Machine(device_type, cores, pool, energy, fork, overlap)
+    return estimate_on(cells, m, schedule)
+
+
+def estimate_on(cells: Sequence[Cell], m: Machine, schedule: str = AHEAD) -> ScheduleEstimate:
+    """estimate_schedule's figure for a `Machine`."""
     if schedule == SERIAL:
-        serial = sum(estimate_seconds(c, device_type, energy) for c in cells)
-        return ScheduleEstimate(SERIAL, 0.0, serial, 1, machine)
-    pool = pool_size(machine, pool)
+        serial = sum(estimate_seconds(c, m.device_type, m.energy, m.times) for c in cells)
+        return ScheduleEstimate(SERIAL, 0.0, serial, 1, m.width)
     jobs: list[tuple[float, float]] = []  # (compile phase, timing phase) of each process
-    timing = 0.0
+    alone = 0.0  # the cells that keep their own process, after the waves
     for group in groups_of(list(enumerate(cells))):
         if not shareable(group[0][1]):
-            timing += estimate_seconds(group[0][1], device_type, energy)
+            alone += estimate_seconds(group[0][1], m.device_type, m.energy, m.times)
             continue
-        for proc in processes_of(group):
-            first = proc[0][1]
-            ahead = compiled_ahead(first)
-            compile_s = compile_process_seconds(first, device_type) if ahead else RATES[device_type].startup_s
-            compile_s -= RATES[device_type].preload_s if fork else 0.0
-            jobs.append((compile_s, sum(ahead_timing_seconds(c, device_type, energy) for _, c in proc)))
-    # compiles that share the cores (a --compile-pool wider than pool_size's) take longer each
-    # than one alone on the same machine (which serial's figures are)
-    crowding = max(1.0, pool * COMPILE_CORES_BUSY / machine) / max(1.0, COMPILE_CORES_BUSY / machine)
-    compile_s = crowding * sum(max(c for c, _ in wave) for wave in waves(jobs, pool, key=lambda j: j[0]))
-    compile_s += RATES[device_type].preload_s if fork and jobs else 0.0  # the zygote's own start
-    return ScheduleEstimate(AHEAD, compile_s, timing + sum(t for _, t in jobs), pool, machine)
+        jobs += [_process_phases(proc, m) for proc in processes_of(group)]
+    zygote = RATES[m.device_type].preload_s if m.fork and jobs else 0.0  # the zygote's own start
+    if not m.overlap:
+        width = pool_size(m.width, m.pool)
+        stretch = _crowding(width, m.width, m.width)
+        compile_s = stretch * sum(max(c for c, _ in wave) for wave in waves(jobs, width, key=lambda j: j[0]))
+        timing = sum(t for _, t in jobs)
+        return ScheduleEstimate(AHEAD, compile_s + zygote, timing + alone, width, m.width)
+    compile_cores = m.width - overlap_cores(m.width)
+    width = pool_size(compile_cores, m.pool)
+    stretch = _crowding(width, compile_cores, m.width)
+    phases = [
+        (stretch * max(c for c, _ in wave), sum(t for _, t in wave))
+        for wave in waves(jobs, width, key=lambda j: j[0])
+    ]
+    # the first wave compiles alone; each later one while the one before it is timed
+    compile_s = phases[0][0] if phases else 0.0
+    exposed = sum(max(0.0, c - t) for (_, t), (c, _) in itertools.pairwise(phases))
+    timing = sum(t for _, t in phases)
+    return ScheduleEstimate(AHEAD, compile_s + exposed + zygote, timing + alone, width, m.width, True)

@@ -4,7 +4,8 @@ suite.run.schedule, and its estimate, suite.spec.cost, read the same rules).
 `serial`: one process per cell. `ahead`: each compiled cell's process compiles it cold beside
 others (a wave of them, one per CORES_PER_COMPILE cores), then waits; the wave's processes are
 then timed one after the other, alone, each timing its own cell and then the eager cells of its
-model that follow it.
+model that follow it. With `overlap` the next wave compiles meanwhile, on the cores the timed
+process is not pinned to (overlap_cores).
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ from suite.spec.model import Cell
 
 SERIAL, AHEAD = "serial", "ahead"
 SCHEDULES: tuple[str, ...] = (AHEAD, SERIAL)
+OVERLAP = "overlap"  # what an `ahead` row says when the next wave compiled beside its timing
 # how an `ahead` process starts: forked from a zygote that imported torch and transformers once
-# (suite.measure.zygote), or spawned fresh; `serial` and CUDA runs always spawn
+# (suite.measure.zygote), or spawned fresh; `serial` always spawns
 FORK, SPAWN = "fork", "spawn"
 PROCESS_STARTS: tuple[str, ...] = (FORK, SPAWN)
 
 
 def forks(schedule: str, process_start: str, device_type: str) -> bool:
-    """Whether a sweep's shared processes are forked: `ahead` with `fork`, on a CPU (a CUDA context
-    does not survive a fork, and whether the driver is loaded only a GPU machine can say)."""
-    return schedule == AHEAD and process_start == FORK and device_type == "cpu"
+    """Whether a sweep's shared processes are forked: `ahead` with `fork`, on a CPU or a GPU (the
+    zygote never touches CUDA, refuses to fork where its imports did, and each forked worker
+    initialises CUDA itself: suite.measure.zygote)."""
+    return schedule == AHEAD and process_start == FORK and device_type in ("cpu", "cuda")
 
 
 Indexed = tuple[int, Cell]  # a cell and its place in the sweep (its files' names)
@@ -141,3 +144,23 @@ def pool_size(cores: int | None = None, pool: int | None = None) -> int:
     if pool is not None:
         return max(1, pool)
     return max(1, (cores if cores is not None else (os.cpu_count() or 1)) // CORES_PER_COMPILE)
+
+
+def overlap_cores(cores: int) -> int:
+    """Cores the timed process is pinned to while the next wave compiles beside it (`--overlap`):
+    CORES_PER_COMPILE where at least twice as many are there (a GPU worker's launch thread and
+    the rest of its process), else one; the compiles get the others, at least one."""
+    if cores < 2:
+        return 0
+    return CORES_PER_COMPILE if cores >= 2 * CORES_PER_COMPILE else 1
+
+
+def timing_cpus(cpus: Sequence[int]) -> tuple[frozenset[int], frozenset[int]]:
+    """(the timed process's CPUs, the compiles' CPUs) of `overlap` among the CPUs this process may
+    run on (`cpus`): the timed process the first overlap_cores of them, the compiles the rest (on
+    a single CPU both share it)."""
+    ordered = sorted(cpus)
+    own = overlap_cores(len(ordered))
+    if own == 0:
+        return frozenset(ordered), frozenset(ordered)
+    return frozenset(ordered[:own]), frozenset(ordered[own:])

@@ -24,8 +24,8 @@ def warmup_calls(setting: int, compiled: bool) -> int:
 
 # The timing loop's blocks (suite.measure.timing.TimingLoop.until): per function and round, this
 # many synchronized calls (latency) and one block of as many back-to-back calls (throughput),
-# plus a switch call in every other round where two functions alternate. (The cost model,
-# suite.spec.cost, still counts the latency calls alone: its rates were fitted on rows timed so.)
+# plus a switch call in every other round where two functions alternate (the cost model,
+# suite.spec.cost, counts them all: calls_made).
 BLOCK_CALLS = 5
 # After a switch call, a function is called, untimed, until this many milliseconds have passed
 # since the switch call began (TimingLoop.settle; at most SETTLE_MAX_CALLS calls). Measured on
@@ -44,3 +44,12 @@ def settle_seconds(paired: bool, timed_calls: int) -> float:
     if not paired:
         return 0.0
     return (timed_calls / BLOCK_CALLS + 1) * SETTLE_MS / 1e3
+
+
+def calls_made(latency_calls: int, paired: bool) -> int:
+    """Timed calls one function makes for `latency_calls` latency calls (TimingLoop.until): its
+    latency calls, a throughput block of as many a round (BLOCK_CALLS each), and where two
+    functions alternate a switch call every other round. A GPU row of 100 iterations says
+    `calls` 421 for its two functions: 2 x (100 + 100 + 10) + 1."""
+    rounds = -(-latency_calls // BLOCK_CALLS)
+    return latency_calls + rounds * min(BLOCK_CALLS, latency_calls) + (rounds // 2 if paired else 0)

@@ -49,3 +49,24 @@ def test_a_crash_in_a_shared_process_costs_its_cell_alone(tmp_path: Path) -> Non
     # one process for cells 1 and 2, a fresh one for 3: two logs, each named on its rows
     assert rows["1"]["log_file"] == rows["2"]["log_file"] != rows["3"]["log_file"]
     assert proc.stderr.count("in one process") == 2, proc.stderr
+
+
+def test_overlap_compiles_the_next_wave_while_one_is_timed(tmp_path: Path) -> None:
+    """`--overlap` with waves of one: the second wave's compile starts before the first wave's
+    timing; every row says `overlap`, and a compiled row how long its process took before its gate
+    (compile_ahead_s, part of wall_s)."""
+    args = ("--modes", "eager,default", "--batch-sizes", "1,2", "--overlap", "--compile-pool", "1")
+    proc = _run(tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr
+    (path,) = (tmp_path / "s" / "raw").glob("*.csv")
+    rows = read_rows(path).rows
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}, rows
+    assert {r["schedule"] for r in rows} == {"overlap"}
+    log = proc.stderr
+    first = log.index("next: a wave of 1")
+    second = log.index("next: a wave of 1", first + 1)
+    assert second < log.index("\ntiming "), log  # started before the first wave's timing
+    compiled = [r for r in rows if r["mode"] == "default"]
+    for r in compiled:
+        assert 0 < float(r["compile_ahead_s"]) < float(r["wall_s"]), r
+    assert all(r["compile_ahead_s"] == "" for r in rows if r["mode"] == "eager")

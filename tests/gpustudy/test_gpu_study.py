@@ -4,6 +4,7 @@ committed H200 results against their rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from suite.cli import build_parser, main
 from suite.cli.args import DEFAULT_MATRIX, DEFAULT_REFERENCE, filters_of
 from suite.errors import UsageError
 from suite.gpustudy import call as run_study
-from suite.gpustudy import packing
+from suite.gpustudy import estimate, packing
 from suite.gpustudy import plan as study
 from suite.gpustudy import step as study_step
 from suite.gpustudy.call import Where as W
@@ -38,16 +39,17 @@ def matrix():
 
 
 def _planned(matrix, variant):
-    return study.plan_call(matrix, study.call_of(1), variant, DEFAULT_REFERENCE)
+    return estimate.plan_call(matrix, study.call_of(1), variant, DEFAULT_REFERENCE)
 
 
 @pytest.mark.parametrize("variant", study.VARIANTS)
 def test_the_study_has_every_cell_once_the_headline_first(matrix, variant):
     planned = _planned(matrix, variant)
+    assert [p.step for p in planned[: len(study.CHECKS)]] == list(study.CHECKS)
     # first of all, the accuracy rule on the six cells the old check failed on the H200, float32
-    # then float16 (they come again, timed in full, in the steps after it: not counted below)
-    first, planned = planned[0], planned[1:]
-    assert first.step is study.ACCURACY_STEP
+    # then float16 (they come again, timed in full, in the study's steps: not counted below)
+    first = planned[0]
+    assert first.step.run_id == "accuracy"
     six = [("Conditional-DETR", 1, "default"), ("Conditional-DETR", 1, "reduce-overhead"),
            ("Conditional-DETR", 4, "reduce-overhead"), ("DETR", 1, "default"), ("Mask2former", 1, "default"),
            ("Resnet-101", 1, "default")]  # fmt: skip
@@ -55,6 +57,9 @@ def test_the_study_has_every_cell_once_the_headline_first(matrix, variant):
         *((*cell, "float32") for cell in six),
         *((*cell, "float16") for cell in six),
     ]
+    # then the A/A pair of two builds side by side (docs/pairs.md)
+    assert planned[1].step.verb == "pair" and len(planned[1].cells) == 4
+    planned = planned[len(study.CHECKS) :]  # the checks first (they may measure the study's cells again)
     runs = [
         (c.model.name, c.batch_size, c.mode, c.scenario, c.dynamic)
         for p in planned
@@ -66,9 +71,8 @@ def test_the_study_has_every_cell_once_the_headline_first(matrix, variant):
     assert (planned[0].step.verb, [c.model.name for c in planned[0].cells]) == ("crosscheck", ["ResNet"])
     ro = [(c.model.name, c.batch_size, c.mode) for c in planned[1].cells]
     assert sorted(ro) == sorted(
-        (m, 1, mode) for m in study.RO_MODELS for mode in ("default", "reduce-overhead")
+        (m, 1, mode) for m in study.RO_MODELS for mode in ("eager", "default", "reduce-overhead")
     )
-    assert [m for m, _, _ in ro[::2]] == [m for m, _, _ in ro[1::2]], "each model's two cells side by side"
     models = matrix.hub_models  # the guide's 12: every one at batch 1, default and eager
     for m in models:
         for mode in ("default", "eager"):
@@ -79,30 +83,52 @@ def test_the_study_has_every_cell_once_the_headline_first(matrix, variant):
         for bs in (4, 16):
             for mode in ("default", "eager"):
                 assert runs.count((m, bs, mode, "inference", "")) == 1, (m, bs, mode)
-    checks = [p.cells[0].model.name for p in planned if p.step.verb == "crosscheck"]
+    checks = [c.model.name for p in planned if p.step.verb == "crosscheck" for c in p.cells]
     assert checks == list(study.CROSSCHECK_MODELS)
     assert [p.step.times for p in planned if p.step.verb == "repeat"] == [3]
     assert sum("--compile-cost" in p.step.extra for p in planned) == 1
     assert ("ResNet", 1, "default", "dynamic-batch", "auto") in runs
+    # the steps whose figures are not energy figures run without the energy window
+    assert {p.step.run_id for p in planned if not p.step.energy} == {"compile-cost", "dynamic", "repeat"}
 
 
 def test_each_steps_command_selects_what_its_estimate_counts(matrix):
-    """The printed command, parsed by the suite's own parser, expands to the step's cells."""
+    """The printed command, parsed by the suite's own parser, expands to the step's cells, and
+    read back (Step.from_argv: what `plan --against` does with a call's report) is the step."""
     parser = build_parser()
     for variant in study.VARIANTS:
         for p in _planned(matrix, variant):
-            args = parser.parse_args(p.step.argv(variant, "/tmp/out"))
+            argv = p.step.argv(variant, "/tmp/out")
+            args = parser.parse_args(argv)
             assert args.device == study.DEVICE[variant] and args.run_id == p.step.run_id
             cells = expand(matrix, args.profile, "?", filters_of(args))
             assert cells == list(p.cells), p.step.what
-            assert p.seconds >= sum(estimate_seconds(c) for c in cells)
+            env = [f"{k}={v}" for k, v in p.step.env().items()]
+            again = study.Step.from_argv([*env, "python", "-m", "suite", *argv], p.step.what)
+            if variant == study.GPU:
+                assert again == p.step
             if p.step.verb == "run":
-                assert len(p.each) == len(cells) and p.seconds == pytest.approx(
-                    sum(p.each) + study.STEP_OVERHEAD_S
-                )
+                assert len(p.each) == len(cells) and p.seconds > study.STEP_OVERHEAD_S
 
 
-def test_the_first_call_fits_a_lent_session(matrix, capsys):
+def test_a_step_is_estimated_by_the_schedule_that_runs_it(matrix):
+    """A run step's compiles overlap in waves (8 at once on 16 cores) and each process is timed
+    alone: far less than its cells one after the other, more than its longest compile."""
+    planner = estimate.Planner.of(study.GPU, DEFAULT_REFERENCE)
+    assert planner.cores == estimate.STUDY_CORES == 16
+    p = next(p for p in _planned(matrix, "gpu") if p.step.run_id == "bs1-others")
+    serial = sum(estimate_seconds(c, "cuda", times=planner.times) for c in p.cells)
+    assert p.seconds < serial / 2
+    longest = max(estimate.compile_process_seconds(c, "cuda", planner.times) for c in p.cells)
+    assert p.seconds > longest + study.STEP_OVERHEAD_S
+    # the same step with the next wave compiling beside the timing: never longer
+    overlapped = estimate.plan_step(
+        matrix, dataclasses.replace(p.step, extra=("--overlap",)), study.GPU, planner
+    )
+    assert overlapped.seconds <= p.seconds
+
+
+def test_the_first_call_fits_a_held_window(matrix, capsys):
     """The prepared first call: one `run` of at most 9 minutes, its steps' budget from the time
     it is given, the headline in it by the cost model, at most 6 files back."""
     from suite.gpustudy import cli as study_cli
@@ -110,9 +136,9 @@ def test_the_first_call_fits_a_lent_session(matrix, capsys):
     assert study_cli.FIRST_CALL_TIMEOUT_S <= study.CALL_LIMIT_S == 540
     deadline = float(study_cli.FIRST_CALL.split("--deadline-s ")[1].split()[0])
     assert deadline < study_cli.FIRST_CALL_TIMEOUT_S
-    budget = study.budget_of(deadline)
+    budget = estimate.budget_of(deadline)
     assert budget == deadline - study.RESERVE_S and study.RESERVE_S > study_step.STOP_GRACE_S
-    first = study.cut_into_calls(_planned(matrix, "gpu"), budget)[0]
+    first = estimate.cut_into_calls(_planned(matrix, "gpu"), budget)[0]
     assert first.seconds <= budget
     reached = [(p.step.run_id, len(cells)) for p, cells in first.steps]
     assert reached[0][0] == "accuracy" and reached[0][1] >= 6, "the six float32 cells, at least"
@@ -124,21 +150,24 @@ def test_the_first_call_fits_a_lent_session(matrix, capsys):
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("  call 1: "))
     assert line.startswith(f"  call 1: {format_duration(first.seconds)}: accuracy (")
-    assert f"run(timeout_s={study_cli.FIRST_CALL_TIMEOUT_S}, " in out and "(5, at most 6)" in out
+    assert f"a command given {study_cli.FIRST_CALL_TIMEOUT_S} s" in out and "(5, at most 6)" in out
+    assert "run(" not in out and "lent" not in out  # words of a window, not of one provider's tool
 
 
 def test_later_calls_go_on_where_the_last_stopped(matrix):
     planned = _planned(matrix, "gpu")
-    calls = study.cut_into_calls(planned, study.budget_of(study.CALL_LIMIT_S))
+    calls = estimate.cut_into_calls(planned, estimate.budget_of(study.CALL_LIMIT_S))
     cells = [c for call in calls for p, done in call.steps for c in done]
     assert cells == [c for p in planned for c in p.cells], "every cell once, in the study's order"
-    assert all(call.seconds <= study.budget_of(study.CALL_LIMIT_S) for call in calls[:-1])
-    assert study.cut_into_calls(planned, 0)[0].seconds == pytest.approx(sum(p.seconds for p in planned))
+    assert all(call.seconds <= estimate.budget_of(study.CALL_LIMIT_S) for call in calls[:-1])
+    assert estimate.cut_into_calls(planned, 0)[0].seconds == pytest.approx(sum(p.seconds for p in planned))
 
 
-def test_the_gpu_estimate_takes_the_guides_per_call_time(matrix):
-    """Maskformer at 640 x 864: the guide's 76 ms a call, far above the cost model's own figure."""
-    guide = study.guide_forward_ms(DEFAULT_REFERENCE)
+def test_the_gpu_estimate_takes_the_calls_seen_else_the_guides(matrix, tmp_path):
+    """A call costs what an earlier GPU study measured for it (the committed results' rows), else
+    at least the guide's eager time (Maskformer at 640 x 864: 76 ms a call, far above the cost
+    model's own figure), else the formula's."""
+    guide = estimate.guide_forward_ms(DEFAULT_REFERENCE)
     assert guide[("Maskformer", 1)] == pytest.approx(75.764)
     (cell,) = expand(
         matrix,
@@ -148,8 +177,27 @@ def test_the_gpu_estimate_takes_the_guides_per_call_time(matrix):
             "run", "x", "", ("--models", "Maskformer", "--batch-sizes", "1", "--modes", "eager")
         ).filters("gpu"),
     )
-    assert study.cell_seconds(cell, guide) - estimate_seconds(cell) > 100 * 0.07
-    assert study.cell_seconds(cell, {}) == estimate_seconds(cell)
+    floor = estimate.CallTimes(floor=guide)
+    assert estimate_seconds(cell, times=floor) - estimate_seconds(cell) > 100 * 0.07
+    results = tmp_path / "results"
+    (results / "a-study" / "calls").mkdir(parents=True)
+    (results / "a-study" / "run" / "raw").mkdir(parents=True)
+    row = {k: "" for k in read_rows(SMOKE_CSV).rows[0]}
+    row.update(model="Maskformer", batch_size="1", dtype="float32", mode="default", status="ok")
+    row.update(scenario="inference", median_ms="20.0", eager_median_ms="50.0")
+    with open(results / "a-study" / "run" / "raw" / "b__cuda.csv", "w", newline="") as fh:
+        import csv
+
+        writer = csv.DictWriter(fh, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerow(row)
+    seen = estimate.seen_call_ms(results)
+    assert seen == {
+        ("Maskformer", 1, "float32", "default"): 20.0,
+        ("Maskformer", 1, "float32", "eager"): 50.0,
+    }
+    times = estimate.CallTimes(seen, guide)
+    assert times.call_s(cell, "eager", 0.006) == 0.05  # seen beats the guide's floor
 
 
 def test_steps_are_checked():
@@ -272,7 +320,7 @@ def _call(number=9):
 
 
 def _fake_planned(call):
-    return [study.PlannedStep(s, (), 1.0) for s in call.steps]
+    return [estimate.PlannedStep(s, (), 1.0) for s in call.steps]
 
 
 def test_a_call_stops_at_its_deadline_packs_and_resumes_on_a_fresh_machine(
@@ -334,26 +382,63 @@ def test_a_step_that_exits_2_stops_the_call(tmp_path, monkeypatch):
     assert "no GPU" in (tmp_path / "o" / "call8.log").read_text()
 
 
-def test_calibration_takes_every_finished_cell_and_a_finished_step_is_not_started(tmp_path, matrix):
+def test_calibration_compares_like_with_like_and_a_finished_step_is_not_started(tmp_path, matrix):
+    """A step's rows are compared cell by cell with the schedule's estimate of the same part (a
+    serial row with its whole process), the earlier calls' finished steps with their estimates,
+    and the steps left are scaled by the steps' ratio."""
     planned = _planned(matrix, "tiny")
-    eager = next(p for p in planned if p.step.run_id == "bs1-eager")
-    assert not run_study.finished(tmp_path, eager) and run_study.calibration(tmp_path, planned) is None
-    (tmp_path / "bs1-eager" / "raw").mkdir(parents=True)
-    shutil.copy(SMOKE_CSV, tmp_path / "bs1-eager" / "raw" / "current__cpu.csv")
-    assert run_study.finished(tmp_path, eager)  # the 12 eager cells at batch 1 have their rows
+    planner = estimate.Planner.of(study.TINY, DEFAULT_REFERENCE)
+    others = next(p for p in planned if p.step.run_id == "bs1-others")
+    assert not run_study.finished(tmp_path, others)
+    assert run_study.calibration(tmp_path, planned, planner) is None
+    (tmp_path / "bs1-others" / "raw").mkdir(parents=True)
+    shutil.copy(SMOKE_CSV, tmp_path / "bs1-others" / "raw" / "current__cpu.csv")
+    assert run_study.finished(tmp_path, others)  # its 16 cells at batch 1 have their rows
     assert not run_study.finished(tmp_path, next(p for p in planned if p.step.run_id == "ro-bs1"))
-    ratio, line = run_study.calibration(tmp_path, planned)
-    estimates = {
-        (c.model.name, str(c.batch_size), c.mode): s
-        for p in planned
-        for c, s in zip(p.cells, p.each, strict=False)
-        if not c.dynamic  # the dynamic-batch cell's rows are one per batch size: not calibrated by
-    }
-    rows = [r for r in read_rows(SMOKE_CSV).rows if (r["model"], r["batch_size"], r["mode"]) in estimates]
-    assert len(rows) == 12 + 12 + len(study.RO_MODELS)  # eager, default, and reduce-overhead where planned
+    ratio, lines = run_study.calibration(tmp_path, planned, planner)
+    rows = [
+        r for r in read_rows(SMOKE_CSV).rows if r["model"] in study.OTHERS and r["mode"] != "reduce-overhead"
+    ]
+    assert len(rows) == 16 and {r.get("schedule", "") for r in rows} <= {"", "serial"}  # measured whole
     wall = sum(float(r["wall_s"]) for r in rows)
-    estimated = sum(estimates[(r["model"], r["batch_size"], r["mode"])] for r in rows)
-    assert ratio == pytest.approx(wall / estimated) and f"the {len(rows)} cell(s)" in line
+    estimated = sum(estimate_seconds(c, "cpu") for c in others.cells)
+    assert ratio == pytest.approx(wall / estimated)
+    assert lines == [f"cells measured whole: 16 took {wall / estimated:.2f} x their estimates "
+                     f"({format_duration(wall)} for {format_duration(estimated)})"]  # fmt: skip
+    # an earlier call's report: its finished step's wall against the step's estimate
+    report = {
+        "call": 1,
+        "started_at": "2026-11-28T16:52:27+00:00",
+        "steps": [{"what": "w", "command": _command(others, tmp_path), "status": "done", "wall_s": 40.0}],
+    }
+    (tmp_path / "call1.json").write_text(json.dumps(report))
+    ratio, lines = run_study.calibration(tmp_path, planned, planner)
+    assert ratio == pytest.approx(40.0 / others.seconds) and lines[0].startswith(
+        "steps (each its wall): 1 took"
+    )
+
+
+def _command(p, work):
+    from suite.gpustudy.callreport import command_line
+
+    return command_line(p.step.argv("tiny", work), p.step.env())
+
+
+def test_plan_against_the_calls_of_a_finished_study(capsys):
+    """`plan --against`: each step that ran to its end against this commit's estimate of it, and
+    each cell against its own, from the calls' files as they came back (the committed H200
+    study's)."""
+    calls = ROOT / "results" / "2026-11-28-h200-torch2.11" / "calls"
+    if not calls.is_dir():
+        pytest.skip("the second H200 study is not committed in this checkout")
+    assert main(["gpu-study", "plan", "--against", str(calls)]) == 0
+    out = capsys.readouterr().out
+    steps = re.findall(r"^\| call \d: (\S+) \| (\S+) \| (\S+) \| ([\d.]+) \| (yes|NO) \|$", out, re.M)
+    assert [s[0] for s in steps] == ["crosscheck-resnet", "ro-bs1", "bs1-default", "ro-bs4", "crosscheck-vit"]
+    assert all(abs(float(s[3]) - 1) <= 0.25 for s in steps), out
+    # the rows before compile_ahead_s: each cell's compile phase from its progress line in the log
+    assert re.search(r"^compile phases \(a process before its gate\): 20 took", out, re.M), out
+    assert re.search(r"^timing phases \(a cell after its gate\): 20 took", out, re.M), out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,7 +460,7 @@ def test_one_real_step_through_the_suites_cli(tmp_path):
     call = study.Call(7, "one cell", (step,))
     matrix = load_matrix(DEFAULT_MATRIX)
     planned = [
-        study.PlannedStep(step, tuple(expand(matrix, "gpu-study-tiny", "?", step.filters("tiny"))), 30.0)
+        estimate.PlannedStep(step, tuple(expand(matrix, "gpu-study-tiny", "?", step.filters("tiny"))), 30.0)
     ]
     for attempt in (1, 2):
         report = run_study.run_call(
@@ -421,7 +506,7 @@ def _attempts(tmp_path):
     shutil.copy(SMOKE_CSV, work / "call1" / "raw" / "current__cpu.csv")
     (work / "call1" / "logs" / "b").mkdir(parents=True)
     (work / "call1" / "logs" / "b" / "099-lost.log").write_text(
-        "cell: Segformer bs=1 default inference | build b\n"
+        "cell: Segformer bs=4 default inference | build b\n"
         "/opt/py/lib/python3.12/site-packages/torch/x.py: warn\n"
     )
     xc = work / "call2-crosscheck-resnet"
@@ -480,9 +565,9 @@ def test_finish_takes_every_attempt_in_the_order_run(tmp_path):
         if path.is_file() and path.suffix in (".md", ".json", ".log", ".txt", ".csv", ".html"):
             text = path.read_text(errors="replace")
             assert "/machine/" not in text and "/opt/" not in text and f"{folder}/" not in text, path
-    assert "Segformer bs=1 default inference: begun, no row" in readme  # lost in flight
+    assert "Segformer bs=4 default inference: begun, no row" in readme  # lost in flight
     assert "3-call1: ViT bs=1 default inference: ok (median 5.00 ms, speed-up x1.10)" in readme
-    assert readme.count("x the cost model") == 1 and "Written by hand." in readme
+    assert readme.count("**Calibration**") == 1 and "Written by hand." in readme
     vit = next(r for r in rows if r["model"] == "ViT" and r["mode"] == "default")
     assert f"{float(vit['speedup']):.2f} [" in readme  # ours, read from the CSV
     assert "2.00-2.50 (25.0%)" in readme  # the cross-check's rounds, kept
@@ -625,12 +710,13 @@ def test_the_h200_readme_is_what_its_rows_say():
         *readme.lost_cells(runs, rows),
     ]:
         assert line in text, line
-    # the one calibration, from every cell that ended ok against this commit's cost model
-    count, measured, estimated = figures.calibration_figures(
-        rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE
-    )
-    assert count == 9 and f"took {measured / estimated:.2f} x the cost model" in text
-    assert text.count("x the cost model") == 1
+    # the calibration: each step and cell against this commit's cost model, like with like
+    reports = [summary for _, summary, _ in readme.attempts(H200)]
+    logs = readme.call_logs(H200)
+    lines = figures.calibration(rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE, reports, logs)
+    assert "cells measured whole: 9 took" in "\n".join(lines)
+    for line in lines:
+        assert line in text, line
     # the issue's headline figures, read off the rows
     resnet = next(r for r in every if r["model"] == "ResNet" and r["mode"] == "reduce-overhead")
     assert f"{float(resnet['speedup']):.2f}" == "5.24" and "| 5.24 [" in text
@@ -645,8 +731,33 @@ def test_the_h200_readme_is_what_its_rows_say():
         assert figure in " ".join(excerpt.split()), figure
 
 
-def test_the_h200_analysis_cites_only_figures_of_its_page():
-    text = (H200 / "README.md").read_text()
+H200_SECOND = ROOT / "results" / "2026-11-28-h200-torch2.11"
+
+
+def test_the_second_h200_readme_is_what_its_rows_say():
+    """The second study's README: its calibration (each step within ±20% of its estimate), and
+    the first study's cells beside it, recomputed from the committed rows."""
+    from suite.gpustudy import figures, readme
+
+    text = (H200_SECOND / "README.md").read_text()
+    rows = readme.folder_rows(readme.run_folders(H200_SECOND))
+    every = [r for rs in rows.values() for r in rs]
+    assert len(every) == 20 and {r["gpu_name"] for r in every} == {"NVIDIA H200"}
+    reports = [summary for _, summary, _ in readme.attempts(H200_SECOND)]
+    logs = readme.call_logs(H200_SECOND)
+    lines = figures.calibration(rows, load_matrix(DEFAULT_MATRIX), DEFAULT_REFERENCE, reports, logs)
+    assert "5 of 5 within ±20%" in "\n".join(lines) and "compile phases" in "\n".join(lines)
+    for line in lines:
+        assert line in text, line
+    theirs = [r for rs in readme.folder_rows(readme.run_folders(H200)).values() for r in rs]
+    for line in figures.beside(every, theirs):
+        assert line in text, line
+    assert "| MobileNet bs=1 reduce-overhead | 10.17 → 4.83 (moved) |" in text
+
+
+@pytest.mark.parametrize("folder", [H200, H200_SECOND])
+def test_the_h200_analysis_cites_only_figures_of_its_page(folder):
+    text = (folder / "README.md").read_text()
     start = text.index("### Where and why they differ")
     end = text.index("## Cross-check")
     analysis, rest = text[start:end], text[:start] + text[end:]
@@ -654,7 +765,7 @@ def test_the_h200_analysis_cites_only_figures_of_its_page():
     assert len(cited) > 20
     missing = [n for n in cited if n not in rest and n not in ("2.0.1", "2.1.0", "2.11")]
     assert not missing, f"figures the tables do not hold: {missing}"
-    assert (H200 / "ANALYSIS.md").read_text().strip() in text
+    assert (folder / "ANALYSIS.md").read_text().strip() in text
 
 
 def test_the_h200_folder_names_no_path_of_a_machine():

@@ -559,3 +559,33 @@ def test_guard_counts_come_from_torchs_records(accounting, monkeypatch: pytest.M
     accounting.update({k: list(v) for k, v in CURRENT.items()})
     ledger.first_call_done()
     assert ledger.guards == 882
+
+
+def test_a_process_measures_each_eager_function_and_the_idle_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a shared process (`ahead`), an eager cell after its compiled sibling runs no blocks: its
+    eager figure is that row's; the idle is read by the process's first cell only; another
+    owner (batch size) is measured again, and a compiled function always."""
+    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    fake, clock = FakeNvml(), Clock()
+
+    def idle(seconds: float) -> None:
+        fake.mj += int(80_000 * seconds)
+        clock.t += seconds
+
+    opener = lambda device: nvml_counter(lambda: fake)  # noqa: E731
+    monkeypatch.setattr(energy, "PROCESS", energy.Process())  # a fresh process
+
+    def cell(owner: tuple, functions: list[str], who: str) -> dict:
+        e = Energy("cuda", 1, lambda: None, opener=opener, clock=clock, sleep=idle, owner=owner)
+        with e.start(before_work=True):
+            e.blocks([(label, planted(fake, clock, 100, 0.5)) for label in functions], who=who)
+        return e.fields()
+
+    first = cell(("ResNet", 1), ["eager", "compiled"], "ResNet bs=1 default inference")
+    assert first["idle_power_w"] == 80.0 and first["eager_j_per_image"] == pytest.approx(0.1)
+    after = cell(("ResNet", 1), ["eager"], "ResNet bs=1 eager inference")
+    assert after["eager_j_per_image"] is None and after["idle_power_w"] is None
+    assert "eager: measured in this process's ResNet bs=1 default inference row" in after["energy_note"]
+    assert "idle power read by this process's first cell only" in after["energy_note"]
+    other = cell(("ResNet", 4), ["eager", "compiled"], "ResNet bs=4 default inference")
+    assert other["eager_j_per_image"] == pytest.approx(0.1) and other["compiled_j_per_image"] is not None

@@ -76,6 +76,10 @@ def test_crosscheck_prints_both_medians_and_their_ratio(tmp_path: Path) -> None:
         assert cols[7] == f"{min(rounds):.2f}-{max(rounds):.2f} ({max(rounds) / min(rounds) - 1:.1%})"
         assert cols[11] in ("yes", "NO") and line in report
     assert "1-minute load" in report and "Like against like" in report
+    assert re.search(
+        r"Rounds: ToyViT bs=1 eager inference: 3 rounds in \d+ s \(the most rounds asked\)", report
+    )
+    assert item["stopped"] == "rounds" and item["rounds_s"] > 0
     assert item["vs_benchmark"]["ratio"] == item["ratios"][0]["ratio"] and item["vs_events"] is None
     assert (tmp_path / "out" / "r" / "logs").is_dir()
 
@@ -92,7 +96,7 @@ def test_a_compiled_cell_checks_both_of_its_functions(tmp_path: Path) -> None:
 def test_a_crosscheck_child_that_hangs_is_killed_at_the_cell_timeout(tmp_path: Path) -> None:
     """The child runs under the runner's launcher: the cell's timeout applies, and the report
     says so instead of waiting for ever."""
-    proc = _crosscheck(tmp_path, "--rounds", "100000", "--timeout", "20")
+    proc = _crosscheck(tmp_path, "--rounds", "100000", "--budget-s", "3000", "--timeout", "20")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("| ToyViT ")]
     assert "timeout: no result after 20 s (worker killed)" in line
@@ -126,10 +130,10 @@ def test_independent_timing_uses_the_workers_threads(monkeypatch: pytest.MonkeyP
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        out = crosscheck.crosscheck_rounds(cell, "cpu", rounds=2)
+        out, _, stopped = crosscheck.crosscheck_rounds(cell, "cpu", crosscheck.Rounds(2))
     finally:
         torch.set_num_threads(before)
-    assert seen["num_threads"] == 2
+    assert seen["num_threads"] == 2 and stopped == "rounds"
     figures = out["eager"]
     assert len(figures["benchmark_latency"]) == len(figures["suite_latency"]) == 2
     assert len(figures["benchmark_throughput"]) == len(figures["suite_throughput"]) == 2
@@ -157,8 +161,18 @@ def test_rounds_alternate_the_order_of_the_two_halves(
     monkeypatch.setattr(
         crosscheck, "benchmark_figures", lambda fn, threads, calls, block: order.append("timer") or (1.0, 1.0)
     )
-    crosscheck.crosscheck_rounds(cell, "cpu", rounds=4)
+    crosscheck.crosscheck_rounds(cell, "cpu", crosscheck.Rounds(4))
     assert order == ["suite", "timer", "timer", "suite", "suite", "timer", "timer", "suite"]
+
+
+def test_rounds_follow_the_models_speed() -> None:
+    """Rounds end once they have taken the budget a timed function (after the least), or at the
+    most asked: a slow model gets fewer, a fast one up to the most."""
+    rounds = crosscheck.Rounds(most=60, seconds=20.0, least=5)
+    assert rounds.stop(4, 500.0, 2) == ""  # the least first, however slow
+    assert rounds.stop(5, 39.0, 2) == "" and rounds.stop(5, 40.0, 2) == "budget"  # 20 s x 2 functions
+    assert rounds.stop(60, 1.0, 1) == "rounds"
+    assert crosscheck.Rounds(3).stop(2, 1e9, 1) == "" and crosscheck.Rounds(3).stop(3, 0.0, 1) == "rounds"
 
 
 def test_ratio_over_rounds() -> None:
@@ -203,9 +217,10 @@ def test_a_cuda_crosschecks_four_like_pairs() -> None:
 
     cell = expand(load_matrix_text(), "p", "any", Filters())[0]
     rounds = {p.suite: [1.0, 1.02] for p in PAIRS} | {p.other: [1.0, 1.0] for p in PAIRS}
-    t = Timed.of(cell, "eager", rounds)
+    t = Timed.of(cell, "eager", rounds, {"rounds_s": 12.5, "stopped": "budget"})
     assert [p.figure for p, _ in t.ratios()] == ["latency", "latency", "throughput", "throughput"]
     lines = render([t], "cuda", "title", (0.1, 0.2))
     assert "4 of 4 ratio(s) within ±2% (the target on cuda)" in "\n".join(lines)
+    assert f"Rounds: {cell.label}: 2 rounds in 12 s (its time budget)." in lines
     (item,) = as_json([t])
     assert item["vs_events"]["ratio"] == pytest.approx(1.01) and len(item["ratios"]) == 4

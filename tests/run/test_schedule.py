@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -80,19 +81,21 @@ def test_the_estimate_pays_start_up_once_per_process_and_compiles_in_waves() -> 
     crowded = cost.estimate_schedule(cells, "cuda", AHEAD, 16, pool=16)
     jobs = cost.estimate_schedule(cells, "cuda", AHEAD, 32, pool=16)
     assert crowded.pool == 16 and abs(crowded.compile_s - 1.3 * jobs.compile_s) < 1e-6
-    # one core: every cell's own work, less the start-up of the eager cells that share a process
+    # one core: every cell's own work, less what the eager cells that share a process do not do
+    # again: the start-up, the idle reading, the energy blocks (the compiled sibling's row has them)
     eager = [c for c in cells if c.mode == "eager"]
-    saved = len(eager) * cost.GPU_RATES.startup_s
+    rates = cost.GPU_RATES
+    saved = len(eager) * (rates.startup_s + rates.energy_idle_s + rates.energy_s)
     assert abs(one.total_s - (serial.total_s - saved)) < 1e-6
     assert many.total_s < serial.total_s
 
 
-def test_forked_processes_pay_the_imports_once_on_a_cpu_only(capsys) -> None:
-    """`ahead` on a CPU forks its shared processes from a zygote: the estimate pays the imports
-    (preload_s) once, each process the rest of its start-up; serial, spawn and CUDA runs spawn,
-    and every row says how its process started."""
-    assert forks(AHEAD, FORK, "cpu") and not forks(SERIAL, FORK, "cpu")
-    assert not forks(AHEAD, SPAWN, "cpu") and not forks(AHEAD, FORK, "cuda")
+def test_forked_processes_pay_the_imports_once(capsys) -> None:
+    """`ahead` forks its shared processes from a zygote, on a CPU and on a GPU: the estimate pays
+    the imports (preload_s) once, each process the rest of its start-up; serial and spawn runs
+    spawn, and every row says how its process started."""
+    assert forks(AHEAD, FORK, "cpu") and forks(AHEAD, FORK, "cuda") and not forks(SERIAL, FORK, "cpu")
+    assert not forks(AHEAD, SPAWN, "cpu") and not forks(AHEAD, SPAWN, "cuda")
     cells = _full()
     spawned, forked = (cost.estimate_schedule(cells, "cpu", AHEAD, 2, fork=f) for f in (False, True))
     groups = groups_of(list(enumerate(cells)))
@@ -149,7 +152,7 @@ def test_a_wave_is_one_compile_per_two_cores_unless_the_user_names_it(capsys) ->
     assert {r["schedule"] for r in got} == {AHEAD}
     args = ["plan", "--matrix", str(GUIDE), "--profile", "full", "--device", "cuda", "--cores", "16"]
     assert main([*args, "--compile-pool", "16"]) == 0
-    assert "(up to 16 processes at once)" in capsys.readouterr().out
+    assert "(up to 16 processes at once, forked)" in capsys.readouterr().out
     assert main([*args, "--compile-pool", "0"]) == 2
     assert "--compile-pool: must be from 1 to 4096, got 0" in capsys.readouterr().err
     assert main([*args, "--compile-pool", "2", "--schedule", "serial"]) == 2
@@ -177,7 +180,8 @@ def test_plan_leaves_out_the_energy_window_the_workers_will_skip(capsys, monkeyp
     assert main(args) == 0
     without = re.search(r"estimated total (\S+)", capsys.readouterr().out)[1]
     cells = [c for c in _full() if c.model.name == "ViT"]
-    saved = len(cells) * cost.GPU_RATES.energy_s
+    rates = cost.GPU_RATES  # the idle reading, and the blocks of each function timed
+    saved = sum(rates.energy_idle_s + rates.energy_s * (1 if c.mode == "eager" else 2) for c in cells)
     assert (with_energy, without) == tuple(
         cost.format_duration(sum(cost.estimate_seconds(c, "cuda") for c in cells) - k) for k in (0, saved)
     )
@@ -228,3 +232,46 @@ def test_the_gate_waits_for_its_go_and_hands_over_the_idle_processes(tmp_path: P
     assert other_processes({50, 51, 52}, 3, 1, frozenset({7, 9})) == 0  # in a container: by count
     monkeypatch.delenv(gate.GATE_ENV)
     assert gate.wait() == 0.0  # `serial`: no gate
+
+
+def test_overlap_hides_the_later_waves_compiles_behind_the_timing() -> None:
+    """`--overlap`: the first wave compiles alone, each later one while the one before it is timed
+    on the cores the timed process is not pinned to: only what the timing does not hide is added,
+    and the timing is what it was (the exits no longer waited for)."""
+    from suite.spec.schedule import overlap_cores, timing_cpus
+
+    cells = _full()
+    apart = cost.estimate_schedule(cells, "cuda", AHEAD, 16)
+    beside = cost.estimate_schedule(cells, "cuda", AHEAD, 16, overlap=True)
+    assert beside.overlap and beside.pool == pool_size(16 - overlap_cores(16)) == 7
+    assert beside.total_s < apart.total_s and beside.compile_s < apart.compile_s / 3
+    assert [overlap_cores(n) for n in (1, 2, 3, 4, 16)] == [0, 1, 1, 2, 2]
+    assert timing_cpus([3, 0, 1, 2]) == (frozenset({0, 1}), frozenset({2, 3}))
+    assert timing_cpus([5]) == (frozenset({5}), frozenset({5}))  # one CPU: shared
+
+
+def test_a_process_is_pinned_with_all_its_threads() -> None:
+    """The timed process moves to its CPUs before its gate opens: every thread it has."""
+    import subprocess
+    import sys
+
+    from suite.run import pinning
+
+    cpus = pinning.available()
+    assert cpus, "Linux gives every process an affinity"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start(); time.sleep(30)",
+        ]
+    )
+    try:
+        time.sleep(0.5)
+        assert pinning.pin(child.pid, {cpus[-1]})
+        tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+        assert len(tids) == 2 and all(os.sched_getaffinity(t) == {cpus[-1]} for t in tids)
+    finally:
+        child.kill()
+        child.wait()
+    assert not pinning.pin(child.pid, {cpus[0]})  # gone: nothing to pin

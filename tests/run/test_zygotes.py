@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from support import REPO
 
+from suite.measure import zygote as zygote_module
 from suite.measure.zygote import unsafe_to_fork
 from suite.run.environ import child_env
 from suite.run.zygotes import Zygote, Zygotes
@@ -108,10 +109,33 @@ def test_an_interpreter_that_cannot_be_a_zygote_is_said_once_and_spawned(tmp_pat
     assert len(said) == 1 and said[0].startswith("fork server: ") and "spawned fresh" in said[0], said
 
 
-def test_forks_only_where_no_cuda_driver_is_loaded() -> None:
-    assert unsafe_to_fork("7f00-7f01 r-xp 0 08:01 1 /usr/lib/libc.so.6\n") == ""
-    cuda = "7f00-7f01 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.550.54\n"
-    assert "CUDA" in unsafe_to_fork(cuda)
+def test_forks_only_where_the_imports_left_cuda_uninitialised() -> None:
+    """torch.cuda.is_initialized() and the driver's own answer decide, not whether its library
+    is loaded: a GPU machine's zygote that imported torch without touching CUDA forks."""
+    libc = "7f00-7f01 r-xp 0 08:01 1 /usr/lib/libc.so.6\n"
+    cuda = "7f00-7f01 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
+    never, always = (lambda *_: False), (lambda *_: True)
+    assert unsafe_to_fork(libc, never, always) == ""  # no driver loaded: nothing to ask it
+    assert unsafe_to_fork(cuda, never, never) == ""  # loaded, not initialised: safe
+    assert "driver was initialised" in unsafe_to_fork(cuda, never, always)
+    assert "torch.cuda.is_initialized() is True" in unsafe_to_fork(libc, always, never)
+    # on this machine: torch imported, CUDA untouched (a library not loaded is never loaded to ask)
+    assert unsafe_to_fork() == ""
+    assert not zygote_module._driver_initialised(cuda)
+
+
+def test_a_zygote_whose_imports_initialised_cuda_refuses_in_one_line(monkeypatch) -> None:
+    """The zygote's own answer when the check fails (faked here: no GPU on the test machine):
+    one `refused` message, no fork; the runner then spawns and says it once (above)."""
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    monkeypatch.setattr(zygote_module, "die_with_parent", lambda watch: None)
+    monkeypatch.setattr(zygote_module, "_torch_initialised", lambda: True)
+    assert zygote_module.main([str(theirs.detach()), repr(time.time()), "logs"]) == 0  # its fd now
+    said = json.loads(ours.recv(zygote_module.MAX_MESSAGE))
+    assert said == {"refused": "torch initialised CUDA at import (torch.cuda.is_initialized() is True)"}
+    ours.close()
 
 
 def test_the_manager_hands_down_the_start_up_and_the_zygote_as_parent(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_repeat_and_crosscheck_without_torch_are_one_line(host: Path, tmp_path: 
 def test_plan_works_on_the_host(host: Path) -> None:
     proc = suite(host, "plan", "--profile", "smoke")
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    assert "25 cell(s)" in proc.stdout
+    assert "17 cell(s)" in proc.stdout  # every architecture eager, one of each task compiled
 
 
 def test_a_closed_stdout_ends_a_verb_quietly(host: Path) -> None:

@@ -76,3 +76,22 @@ def test_coverage_repeats_the_cells_with_one_process_then_three(ran, tmp_path: P
         assert cmd[cmd.index("--hold-out") + 1] == "1" and "--no-compile-cost" in cmd
         assert cmd[-2:] == ["--models", "ResNet"]  # the user's flags last: they win
     assert reports == [tmp_path / "c-k1" / "repeat.md", tmp_path / "c-k3" / "repeat.md"]
+
+
+def test_overlap_aa_alternates_apart_and_overlap_then_calibrates(ran, tmp_path: Path) -> None:
+    """Phases apart, then --overlap, pair after pair, the same cells in waves of one; calibrate
+    takes the apart runs as its A/A and the overlap runs in the place of its slowed ones."""
+    args = ["--run-id", "o", "--out", str(tmp_path), "--pairs", "2"]
+    report = trust.overlap_aa(_runner(), args, ROOT, host_python="hostpy")
+    *runs, (cal, _) = ran
+    ids = [cmd[cmd.index("--run-id") + 1] for cmd, _ in runs]
+    assert ids == ["o-apart-1", "o-overlap-1", "o-apart-2", "o-overlap-2"]
+    assert all(("--overlap" in cmd) == ("overlap" in i) for (cmd, _), i in zip(runs, ids, strict=True))
+    assert all("--compile-pool" in cmd and cmd[3] == "run" for cmd, _ in runs)
+    assert cal[cal.index("--aa") + 1 : cal.index("--slowed")] == [
+        str(tmp_path / f"o-apart-{i}") for i in (1, 2)
+    ]
+    assert cal[cal.index("--slowed") + 1 : cal.index("-o")] == [
+        str(tmp_path / f"o-overlap-{i}") for i in (1, 2)
+    ]
+    assert report == tmp_path / "o-calibration.md"

@@ -52,11 +52,12 @@ def suite_cli(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[
 
 
 # The scope of the tests' shared smoke run (tests/conftest.py), like SUITE_TRAIN_E2E's:
-# SUITE_SMOKE_E2E=ci (the default) runs every architecture eager, and compiles one of each task
-# (SMOKE_PASSES: 17 cells); SUITE_SMOKE_E2E=full runs the whole profile (25 cells, every
-# architecture compiled: the compiled cells are most of the run's time, and in CI all 12 took
-# the run from about 6 to 14 minutes of its critical path).
+# SUITE_SMOKE_E2E=ci (the default) runs the smoke profile: every architecture eager, one of each
+# task compiled (17 cells, in SMOKE_PASSES); SUITE_SMOKE_E2E=full runs smoke-compiled (25 cells,
+# every architecture compiled: the compiled cells are most of the run's time, and in CI all 12
+# took the run from about 6 to 14 minutes of its critical path).
 SMOKE_SCOPE = os.environ.get("SUITE_SMOKE_E2E", "ci")
+FULL_PROFILE = "smoke-compiled"
 # (modes, models) of each pass of CI's scope; a later pass resumes the run folder. The compiled
 # models' passes come first with their eager cells, so that under `ahead` each eager cell shares
 # its compiled sibling's process; the last pass adds the other architectures' eager cells (the
@@ -73,7 +74,7 @@ def smoke_passes() -> list[list[str]]:
     """The `run` flags of each pass of the shared smoke run into one run folder (a later pass
     resumes it)."""
     if SMOKE_SCOPE == "full":
-        return [[]]
+        return [["--profile", FULL_PROFILE]]
     if SMOKE_SCOPE != "ci":
         raise ValueError(f"SUITE_SMOKE_E2E={SMOKE_SCOPE!r}: use ci or full")
     passes = []
@@ -94,7 +95,7 @@ def smoke_cells(matrix: Path, build: str) -> list[Any]:
 
     m = load_matrix(matrix)
     if SMOKE_SCOPE == "full":
-        return expand(m, "smoke", build)
+        return expand(m, FULL_PROFILE, build)
     cells = {}  # a later pass skips what an earlier one recorded
     for modes, models in SMOKE_PASSES:
         for cell in expand(m, "smoke", build, Filters(modes=modes, models=models or None)):

@@ -103,7 +103,8 @@ def measure(cell: Cell, device: str, kind: type[Scenario]) -> dict[str, Any]:
 
 def _measure(cell: Cell, device: str, kind: type[Scenario], partner: Partner | None) -> dict[str, Any]:
     # the idle power before anything touches the device (a GPU that just ran stays at high clocks)
-    energy = Energy(device, cell.batch_size, synchronizer(device)).start(before_work=True)
+    owner = (cell.model.name, cell.variant, cell.batch_size, cell.settings.dtype, cell.scenario)
+    energy = Energy(device, cell.batch_size, synchronizer(device), owner=owner).start(before_work=True)
     model, batch, facts = parts.prepare(cell, device)
     scenario = kind(cell, model, batch)
     ready_s = seconds_since_spawn()  # process start to model, batch (and a train step's state) ready
@@ -154,7 +155,7 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
     pair = _timed_done(loop)
     (samples,) = timed.samples
     pair.update(devicetime.fields(device, {"": scenario.eager}, loop.sync, {"": median(samples)}))
-    energy.blocks([(EAGER, scenario.eager)])
+    energy.blocks([(EAGER, scenario.eager)], who=scenario.cell.label)
     row = {**parts.latency_fields(samples), "peak_mem_mb": mem.peak_mb, "warmup": warmup}
     return {
         **row,
@@ -200,7 +201,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     pair.update(devicetime.fields(device, fns, loop.sync, medians))
     extra = scenario.extra_fields(loop, compiled)  # before the end count: its compiles are recompiles
     _, graphs_end = dynamo_counts()
-    energy.blocks([(EAGER, scenario.eager), (COMPILED, compiled)])
+    energy.blocks([(EAGER, scenario.eager), (COMPILED, compiled)], who=scenario.cell.label)
     graphs = (breaks, graphs_after_first, graphs_end)
     row = parts.compiled_fields(eager_samples, samples, first_ms - eager_call_ms, graphs, accuracy)
     row.update(parts.latency_fields(samples), peak_mem_mb=mem.peak_mb, warmup=warmup)
