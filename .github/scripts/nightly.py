@@ -330,11 +330,50 @@ def resolve(builds: Sequence[str], date: str, ask: Resolver = run_resolve) -> tu
     return found, lines
 
 
+NIGHT_ARTIFACT = "night-attempt-"  # + the attempt: the plan job's night, kept for the run's re-runs
+NIGHT_FILE = "night.json"
+
+
+def earlier_night(folder: Path) -> tuple[dict, str] | None:
+    """The night the first attempt of this run resolved (every attempt's plan job uploads its
+    own as `night-attempt-<a>`; a re-run downloads them into `folder`), and that attempt's name."""
+    found = [p for p in folder.glob(f"{NIGHT_ARTIFACT}*/{NIGHT_FILE}") if p.parent.name[len(NIGHT_ARTIFACT):].isdigit()]
+    if not found:
+        return None
+    first = min(found, key=lambda p: int(p.parent.name[len(NIGHT_ARTIFACT) :]))
+    try:
+        night = json.loads(first.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise Invalid(f"{first}: the earlier attempt's night is unreadable ({exc})") from None
+    if not isinstance(night, dict):
+        raise Invalid(f"{first}: the earlier attempt's night is not an object {{build: night}}")
+    return night, first.parent.name
+
+
+def keep_or_resolve(builds: Sequence[str], date: str, earlier: tuple[dict, str] | None,
+                    ask: Resolver = run_resolve) -> tuple[dict, list[str]]:  # fmt: skip
+    """The run's night: an earlier attempt's where there is one (a re-run of the run never
+    measures another night, whatever the index gained since), else resolved now."""
+    kept, where = earlier if earlier is not None else ({}, "")
+    fresh = [b for b in builds if b not in kept]
+    found, lines = resolve(fresh, date, ask)
+    for name in builds:
+        if name in kept:
+            found[name] = kept[name]
+            lines.append(f"- `{name}`: the torch nightly of {kept[name]['date']}, kept from {where} of this run")
+    return found, lines
+
+
 def cmd_resolve() -> None:
     chosen = followed(builds_list(os.environ.get("BUILDS", "")))
-    found, lines = resolve(chosen, os.environ.get("NIGHTLY_DATE", "").strip())
+    earlier = earlier_night(Path(os.environ.get("EARLIER_NIGHT", "") or "earlier-night"))
+    found, lines = keep_or_resolve(chosen, os.environ.get("NIGHTLY_DATE", "").strip(), earlier)
     with open(os.environ.get("GITHUB_OUTPUT", os.devnull), "a", encoding="utf-8") as fh:
         fh.write(f"nightly={json.dumps(found, sort_keys=True)}\n")
+    keep = os.environ.get("NIGHT_FILE", "")
+    if keep:
+        Path(keep).parent.mkdir(parents=True, exist_ok=True)
+        Path(keep).write_text(json.dumps(found, sort_keys=True) + "\n", encoding="utf-8")
     text = "\n".join(
         ["## Tonight's nightly", "", *(lines or ["no build of this run follows the nightly"]), ""]
     )
