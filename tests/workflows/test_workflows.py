@@ -290,6 +290,41 @@ def test_the_default_builds_resolve_tonights_nightly(tmp_path: Path, monkeypatch
     assert nightly.companions(["nightly"]) == ["stable"] and nightly.followed(["nightly", "release"]) == []
 
 
+def test_a_re_run_keeps_the_night_of_the_runs_first_attempt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attempt 1's plan job resolves the newest night and keeps it as an artifact; a newer night
+    then reaches the index; "Re-run all jobs" (attempt 2, its plan job run again) hands every bench
+    job attempt 1's night, not the newest."""
+    build_index(tmp_path / "index", [Night("20270101"), Night("20270102")])
+    monkeypatch.chdir(ROOT)
+    keep = tmp_path / "uploads" / f"{nightly.NIGHT_ARTIFACT}1" / nightly.NIGHT_FILE
+    for key, value in {"BUILDS": "nightly-current", "NIGHTLY_DATE": "", "NIGHT_FILE": str(keep),
+                       "EARLIER_NIGHT": str(tmp_path / "none"), "GITHUB_OUTPUT": str(tmp_path / "out1"),
+                       "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    with serve(tmp_path / "index") as url:
+        monkeypatch.setenv("SUITE_NIGHTLY_INDEX", url)
+        assert nightly.main(["resolve"]) == 0
+    build_index(tmp_path / "index", [Night("20270101"), Night("20270102"), Night("20270103")])
+    monkeypatch.setenv("NIGHT_FILE", str(tmp_path / "uploads" / f"{nightly.NIGHT_ARTIFACT}2" / nightly.NIGHT_FILE))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out2"))
+    monkeypatch.setenv("EARLIER_NIGHT", str(tmp_path / "uploads"))  # what download-artifact fetched
+    with serve(tmp_path / "index") as url:
+        monkeypatch.setenv("SUITE_NIGHTLY_INDEX", url)
+        assert nightly.main(["resolve"]) == 0
+        newest = json.loads(nightly.run_resolve(["resolve", "--build", "nightly-current"]))
+    handed = [json.loads((tmp_path / f"out{a}").read_text().split("=", 1)[1]) for a in (1, 2)]
+    assert handed[0] == handed[1] and handed[1]["nightly-current"]["date"] == "20270102"
+    assert newest["date"] == "20270103"  # what a fresh resolution would have handed
+    assert "the torch nightly of 20270102, kept from night-attempt-1 of this run" in (tmp_path / "summary").read_text()
+    steps = _workflow("bench-nightly.yml")["jobs"]["setup"]["steps"]
+    at = next(i for i, s in enumerate(steps) if s.get("id") == "nightly")
+    fetch, upload = steps[at - 1], steps[at + 1]
+    assert fetch["with"]["pattern"] == f"{nightly.NIGHT_ARTIFACT}*" and fetch["with"]["run-id"] == "${{ github.run_id }}"
+    assert fetch["with"]["path"] == steps[at]["env"]["EARLIER_NIGHT"]
+    assert upload["with"]["name"] == f"{nightly.NIGHT_ARTIFACT}${{{{ github.run_attempt }}}}"
+    assert upload["with"]["path"] == steps[at]["env"]["NIGHT_FILE"]
+
+
 def test_ci_runs_python_3_10_on_the_stable_pins() -> None:
     legs = _workflow("ci.yml")["jobs"]["tests"]["strategy"]["matrix"]["include"]
     by_python = {leg["python"]: leg["session"] for leg in legs}
