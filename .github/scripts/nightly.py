@@ -611,7 +611,7 @@ def cmd_merge_summary(run_dir: str, log: str) -> None:
 
 # --- history: the night into the store, the verdict and the trends, issues (docs/history.md) ----
 
-EMBEDDED_STORE = "results/history.duckdb"  # kept between nights in the Actions cache (the workflow)
+BRANCH_STORE = "results/history-branch/history"  # the history branch's checkout (history_branch.py)
 # what an fsspec URL's filesystem needs besides the history's own packages
 STORE_PACKAGES = {
     "s3://": "s3fs",
@@ -625,7 +625,7 @@ STORE_PACKAGES = {
 def history_commands(run_dir: str, url: str, summary: str, issues: bool) -> list[list[str]]:
     """`nox -s history` twice: ingest the night (a shard cut off mid-row still hands in the rest),
     then the verdict into the job summary, opening or updating issues unless turned off."""
-    store = url.strip() or EMBEDDED_STORE
+    store = url.strip() or BRANCH_STORE
     extra = next((["--with", pkg] for prefix, pkg in STORE_PACKAGES.items() if store.startswith(prefix)), [])
     base = ["nox", "-s", "history", "--", *extra]
     verdict = [*base, "verdict", run_dir, "--store", store, "-o", summary]

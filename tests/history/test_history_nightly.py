@@ -136,7 +136,7 @@ def test_the_verdict_verb_appends_to_the_summary_and_opens_issues_through_gh(
 )
 def test_the_workflow_ingests_then_judges_with_the_store_it_is_given(url: str, extra: list[str]) -> None:
     ingest, judge = nightly.history_commands("results/r1", url, "/summary", issues=True)
-    store = url or "results/history.duckdb"
+    store = url or "results/history-branch/history"  # the history branch's checkout
     assert ingest == [
         "nox",
         "-s",
