@@ -221,18 +221,37 @@ def shard_costs(plan_output: str) -> list[int]:
     return [seconds(t) for t in found]
 
 
+STEP_LIMIT_MIN = 290  # the benchmark step's timeout-minutes in bench-nightly.yml (a test keeps them equal)
+_RATES = re.compile(r"^estimated total \S.* on a (GPU|CPU) \(suite/spec/cost\.py at the rates of (.+?): ", re.M)
+
+
+def rates_of(plan_output: str) -> str:
+    """Whose rates `suite plan` priced with; a CPU's is refused: the bench jobs run on GPUs, and
+    a CPU's estimate is many times theirs (shards sized by it would be far too many)."""
+    found = _RATES.search(plan_output)
+    if found is None:
+        raise Invalid("`suite plan` did not say which device's rates it priced with")
+    if found[1] != "GPU":
+        raise Invalid(f"`suite plan` priced with a CPU's rates ({found[2]}), not a GPU's")
+    return found[2]
+
+
 def price(profile: str, builds: list[str], shards: int, plan: Callable[[list[str]], str]) -> list[str]:
-    """Summary lines: each build's cells and per-shard estimate, then the shard totals."""
+    """Summary lines: each build's cells and per-shard estimate on a GPU (the GPU rates of
+    suite/spec/cost.py, whatever machine this job runs on), the shard totals, and a warning when
+    the fullest shard would not fit the benchmark step's time limit."""
     runs = ", ".join(f"`{b}`" for b in builds)
     lines = [
         f"## Plan: profile `{profile}`, {shards} shard(s); each shard runs {runs}",
         "",
-        "| build | cells | estimated per shard |",
+        "| build | cells | estimated per shard on a GPU |",
         "| --- | --- | --- |",
     ]
     totals = [0] * shards
+    source = ""
     for build in builds:
-        out = plan(["--profile", profile, "--build", build, "--shard", f"1/{shards}"])
+        out = plan(["--profile", profile, "--build", build, "--device", "cuda", "--shard", f"1/{shards}"])
+        source = rates_of(out)
         costs = shard_costs(out)
         totals = [t + c for t, c in zip(totals, costs, strict=True)]
         cells = out.splitlines()[0].split(": ", 1)[-1].split(" cell")[0] if out else "?"
@@ -240,11 +259,20 @@ def price(profile: str, builds: list[str], shards: int, plan: Callable[[list[str
     lines.append(
         f"| **each shard** | | {', '.join(f'{i}/{shards} {hms(t)}' for i, t in enumerate(totals, 1))} |"
     )
-    lines.append("")
-    lines.append(
-        "Estimates from suite/cost.py (A100-order guesses; the ratios count); image builds come on top."
-    )
-    return lines
+    lines += ["", f"Estimates from suite/spec/cost.py at the GPU rates of {source}, one cell after another "
+              "(a rough model; the ratios count); image builds come on top."]  # fmt: skip
+    return lines + fit_lines(totals, shards)
+
+
+def fit_lines(totals: Sequence[int], shards: int) -> list[str]:
+    """A warning, with the shard count that fits, when the fullest shard's estimate is over the
+    benchmark step's limit (its cells past the limit would be cut off, every night)."""
+    limit = STEP_LIMIT_MIN * 60
+    if not totals or max(totals) <= limit:
+        return []
+    need = shards * max(totals) // limit + 1  # the split balances cost: the fullest shard shrinks alike
+    return ["", f"**Over the benchmark step's {STEP_LIMIT_MIN} minutes**: the fullest shard is estimated at "
+            f"{hms(max(totals))}; set the shards (input `shards`, variable BENCH_SHARDS) to {need} or more."]  # fmt: skip
 
 
 def run_plan(args: list[str]) -> str:
@@ -291,8 +319,11 @@ def cmd_price() -> None:
     profile = os.environ.get("PROFILE", "") or "full"
     chosen = builds_list(os.environ.get("BUILDS", ""))
     builds = shard_builds(companions(chosen), os.environ.get("BUILDS", ""))
-    text = "\n".join(price(profile, builds, shards, run_plan)) + "\n"
+    lines = price(profile, builds, shards, run_plan)
+    text = "\n".join(lines) + "\n"
     print(text)
+    if any(line.startswith("**Over the benchmark step") for line in lines):
+        print(f"::warning::{lines[-1].replace('**', '')}")
     with open(os.environ.get("GITHUB_STEP_SUMMARY", os.devnull), "a", encoding="utf-8") as fh:
         fh.write(text)
 

@@ -349,6 +349,7 @@ def test_each_shard_is_priced_for_every_build_it_runs() -> None:
         first, second = per.split(", 1/2 ")
         return (
             f"profile full: 7 cell(s), build {args[3]}\n...\n"
+            "estimated total 0:20:00 on a GPU (suite/spec/cost.py at the rates of one H200: a rough model)\n"
             f"estimated per shard: 1/2 {first} (this one), 2/2 {second}; largest/mean 1.05\n"
         )
 
@@ -356,8 +357,37 @@ def test_each_shard_is_priced_for_every_build_it_runs() -> None:
     assert builds == ["stable", "nightly"]
     lines = nightly.price("full", builds, 2, plan)
     assert [a[3] for a in asked] == ["stable", "nightly"] and all(a[-1] == "1/2" for a in asked)
-    assert lines[-3] == "| **each shard** | | 1/2 0:30:00, 2/2 24:09:05 |"
+    assert all(a[a.index("--device") + 1] == "cuda" for a in asked)  # the GPU's price on any machine
+    assert lines[-5] == "| **each shard** | | 1/2 0:30:00, 2/2 24:09:05 |"
     assert "| `stable` | 7 | 0:10:00, 0:09:00 |" in lines
+    assert "at the GPU rates of one H200" in lines[-3]
+    assert lines[-1].startswith("**Over the benchmark step's 290 minutes**: the fullest shard is estimated at 24:09:05")
+    assert lines[-1].endswith("BENCH_SHARDS) to 10 or more.")
+    cpu = "estimated total 1:00:00 on a CPU (suite/spec/cost.py at the rates of a 2-core CPU: ...)\n"
+    with pytest.raises(nightly.Invalid, match="priced with a CPU's rates"):
+        nightly.rates_of(cpu)
+    steps = _workflow("bench-nightly.yml")["jobs"]["bench"]["steps"]
+    (bench,) = [s for s in steps if "nox -s bench-nightly" in s.get("run", "")]
+    assert bench["timeout-minutes"] == nightly.STEP_LIMIT_MIN
+
+
+def test_the_plan_job_prices_the_full_night_for_a_gpu_on_a_machine_without_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The real `suite plan` as the plan job runs it (no GPU here): a GPU's price, the one
+    `--device cuda` gives, never the CPU's of this machine, and the shards it sizes."""
+    monkeypatch.chdir(ROOT)
+    gpu = nightly.run_plan(["--profile", "full", "--build", "release", "--device", "cuda", "--shard", "1/2"])
+    cpu = nightly.run_plan(["--profile", "full", "--build", "release", "--device", "cpu", "--shard", "1/2"])
+    assert nightly.rates_of(gpu).startswith("one NVIDIA H200")
+    assert sum(nightly.shard_costs(gpu)) * 3 < sum(nightly.shard_costs(cpu))  # a CPU's would be far more
+    summary = tmp_path / "summary"
+    for key, value in {"SHARDS": "2", "PROFILE": "full", "BUILDS": "nightly-current",
+                       "GITHUB_STEP_SUMMARY": str(summary)}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    assert nightly.main(["price"]) == 0
+    text = summary.read_text()
+    assert "| `release` |" in text and "| `nightly-current` |" in text and "at the GPU rates of one NVIDIA H200" in text
 
 
 def test_shard_builds_keep_the_stable_build_first_and_once() -> None:
