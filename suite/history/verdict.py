@@ -51,6 +51,10 @@ class Verdict:
     def failed(self) -> bool:
         return any(v.against_previous is not None and v.against_previous.failed for v in self.nights)
 
+    def slower(self) -> list[Slower]:
+        """Every night's cells beyond the rule against its night before (slower_beyond_rule)."""
+        return [s for v in self.nights for s in slower_beyond_rule(v)]
+
 
 def loaded_night(con: duckdb.DuckDBPyConnection, night_id: str, label: str) -> Loaded:
     """A stored night as the gate reads a run (suite.report.load's typed frame)."""
@@ -112,21 +116,42 @@ def _judged(comparison: Comparison | None) -> str:
     return "; ".join(parts)
 
 
-def _failing_lines(v: NightVerdict) -> list[str]:
+@dataclass(frozen=True)
+class Slower:
+    """A cell of the night judged beyond the rule against the same build's night before: it
+    awaits a confirmation (the change-point rule over the nights, then a measurement again)."""
+
+    night: str  # "<build> on <gpu>"
+    cell: str  # "<model> bs<batch> <mode>"
+    verdict: str  # the gate's (suite.compare.rule)
+    ratio: float | None  # new / before, of what the verdict judged
+
+    def as_json(self) -> dict[str, object]:
+        return {"night": self.night, "cell": self.cell, "verdict": self.verdict, "ratio": self.ratio}
+
+
+def slower_beyond_rule(v: NightVerdict) -> list[Slower]:
+    """The one place that says which of a night's cells are beyond the rule against its night
+    before (today the gate's failing verdicts, suite.compare.rule); the verdict's table and the
+    run's summary both read it, so a new rule changes both."""
     if v.against_previous is None:
         return []
     cols = v.against_previous.key_columns
-    lines = []
+    found = []
     for c in v.against_previous.changes:
         if c.verdict not in FAILING_VERDICTS:
             continue
         cell = dict(zip(cols, c.key, strict=True))
-        ratio = f"{c.ratio:.3f}" if c.ratio is not None else "—"
-        lines.append(
-            f"| {v.night.build} on {v.night.gpu} | {cell['model']} bs{cell['batch_size']} {cell['mode']} | "
-            f"{c.verdict} | {ratio} |"
-        )
-    return lines
+        name = f"{cell['model']} bs{cell['batch_size']} {cell['mode']}"
+        found.append(Slower(f"{v.night.build} on {v.night.gpu}", name, c.verdict, c.ratio))
+    return found
+
+
+def _failing_lines(v: NightVerdict) -> list[str]:
+    return [
+        f"| {s.night} | {s.cell} | {s.verdict} | {f'{s.ratio:.3f}' if s.ratio is not None else '—'} |"
+        for s in slower_beyond_rule(v)
+    ]
 
 
 def confirmation_lines(held: pd.DataFrame, store: str | Path | None) -> list[str]:

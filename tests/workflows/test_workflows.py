@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support import nightly_script
+from support.rows import write_one_csv
 from support.nightly_index import Night, build_index, serve, wheel_name
 
 from suite.cli.values import RUN_ID_RE
@@ -25,6 +26,7 @@ T4 = ["self-hosted", "linux", "gpu", "t4"]
 
 
 nightly = nightly_script()
+tally = nightly.tally  # beside it, imported by it
 
 
 def test_workflows_pass_actionlint() -> None:
@@ -107,7 +109,8 @@ def test_collect_gathers_every_artifacts_raw_csvs(tmp_path: Path) -> None:
     _artifact(arts, "raw-a100-shard-1-of-2-attempt-1", "nightly__nvidia-a100__shard-1-of-2.csv")
     _artifact(arts, "raw-t4-shard-1-of-2-attempt-1", "nightly__tesla-t4__shard-1-of-2.csv")
     expected = [f"raw-{g}-shard-{i}-of-2" for g in ("a100", "t4") for i in (1, 2)]
-    lines = nightly.collect(arts, tmp_path / "run", expected)
+    lines, delivered = nightly.collect(arts, tmp_path / "run", expected)
+    assert delivered["raw-t4-shard-1-of-2"] == ["nightly__tesla-t4__shard-1-of-2.csv"]
     got = sorted(p.name for p in (tmp_path / "run" / "raw").iterdir())
     assert got == ["nightly__nvidia-a100__shard-1-of-2.csv", "nightly__tesla-t4__shard-1-of-2.csv"]
     assert (tmp_path / "run" / "raw" / got[1]).read_text() == "rows of raw-t4-shard-1-of-2-attempt-1\n"
@@ -173,7 +176,8 @@ def test_no_upload_replaces_another() -> None:
     uploads = [s for j in (bench, merge) for s in j["steps"] if "upload-artifact" in s.get("uses", "")]
     assert uploads and all("overwrite" not in s["with"] for s in uploads)
     assert bench["env"]["UPLOAD"].endswith("-attempt-${{ github.run_attempt }}")
-    assert "github.run_attempt" in merge["steps"][-1]["with"]["name"]
+    (final,) = [s for s in merge["steps"] if s.get("with", {}).get("name", "").startswith("bench-")]
+    assert "github.run_attempt" in final["with"]["name"]
 
 
 def test_a_re_run_fetches_its_own_earlier_uploads_before_it_starts() -> None:
@@ -564,29 +568,39 @@ def test_a_shard_with_failed_cells_fails_its_job_after_the_upload(
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.delenv("ALLOW_FAILED", raising=False)
-    assert nightly.main(["failed", str(run)]) == 1
+    monkeypatch.setenv("MAX_UNMEASURED_PCT", "50")
+    assert nightly.main(["shard", str(run)]) == 1
     assert "::error::2 cell(s) ended in error or timeout" in capsys.readouterr().out
     text = summary.read_text()
-    assert text.startswith("## 2 failed cell(s) in this shard") and "| stable | ViT | 1 | default |" in text
+    assert text.startswith("## This shard: 2 ok, 1 skipped, 1 out of memory, 2 failed\n")
+    assert "2 of 6 cell(s) of this shard measured nothing (skipped or out of memory), 33%: within" in text
+    assert "- 1 cell(s): skipped happened" in text  # why, from the row's error column
+    assert "## 2 failed cell(s) in this shard" in text and "| stable | ViT | 1 | default |" in text
     assert "| error | boom |" in text
     monkeypatch.setenv("ALLOW_FAILED", "true")  # the input allow-failed-cells
-    assert nightly.main(["failed", str(run)]) == 0
+    assert nightly.main(["shard", str(run)]) == 0
+    monkeypatch.setenv("MAX_UNMEASURED_PCT", "30")  # skipped + OOM above the share fail the job too
+    assert nightly.main(["shard", str(run)]) == 1
+    assert "::error::2 of 6 cell(s) of this shard measured nothing" in capsys.readouterr().out
+    monkeypatch.setenv("MAX_UNMEASURED_PCT", "lots")
+    assert nightly.main(["shard", str(run)]) == 1
+    assert "::error::BENCH_MAX_UNMEASURED_PCT: 'lots' is not a percent" in capsys.readouterr().out
     assert nightly.failed_cells(tmp_path / "empty") == []
-    # the workflow: after the upload, on every outcome, with the input and its variable
+    # the workflow: after the upload, on every outcome, with the input, its variable and the share
     steps = _workflow("bench-nightly.yml")["jobs"]["bench"]["steps"]
-    at = next(i for i, s in enumerate(steps) if "nightly.py failed" in s.get("run", ""))
+    at = next(i for i, s in enumerate(steps) if "nightly.py shard" in s.get("run", ""))
     upload = next(i for i, s in enumerate(steps) if "upload-artifact" in s.get("uses", ""))
     assert upload < at and steps[at]["if"] == "always()"
     assert "inputs.allow-failed-cells" in steps[at]["env"]["ALLOW_FAILED"]
+    share = steps[at]["env"]["MAX_UNMEASURED_PCT"]
+    assert share == "${{ vars.BENCH_MAX_UNMEASURED_PCT || '10' }}" and float("10") == tally.DEFAULT_MAX_UNMEASURED_PCT
     inputs = _workflow("bench-nightly.yml")["on"]["workflow_dispatch"]["inputs"]
     assert (
         inputs["allow-failed-cells"]["type"] == "boolean" and inputs["allow-failed-cells"]["default"] is False
     )
 
 
-def test_the_merge_is_strict_and_its_summary_lists_failed_cells_first_and_torn_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_merge_is_strict_and_its_summary_lists_torn_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run = _night(tmp_path)
     (run / "raw" / "nightly__cuda-a100.csv").write_text("")  # an empty file
     header = (run / "raw" / "stable__cuda-a100.csv").read_text().splitlines()[0]
@@ -604,17 +618,74 @@ def test_the_merge_is_strict_and_its_summary_lists_failed_cells_first_and_torn_f
     steps = _workflow("bench-nightly.yml")["jobs"]["merge"]["steps"]
     (merge,) = [s for s in steps if "nox -s merge" in s.get("run", "")]
     assert '"$RUN_DIR" --strict' in merge["run"] and "merge-summary" in merge["run"]
-    # the collect step's summary: the night's failed cells before the jobs' table
-    artifacts = tmp_path / "artifacts"
-    _artifact(artifacts, "raw-a100-shard-1-of-1-attempt-1")
-    (artifacts / "raw-a100-shard-1-of-1-attempt-1" / "raw" / "stable__cuda-a100.csv").write_bytes(
-        (run / "raw" / "stable__cuda-a100.csv").read_bytes()
-    )
-    summary.unlink()
-    monkeypatch.setenv("MATRIX", json.dumps({"include": [{"artifact": "raw-a100-shard-1-of-1"}]}))
-    assert nightly.main(["collect", str(artifacts), str(tmp_path / "merged")]) == 0
+
+
+def _fake_night(tmp_path: Path) -> tuple[Path, Path]:
+    """The merge job's inputs for a night of two shards (one of them failed before any row) and
+    a third that delivered: skipped cells (a driver floor), OOM cells, a failed one; the history's
+    verdict with two cells slower beyond the rule."""
+    from support.rows import row
+
+    a100 = "NVIDIA A100-SXM4-80GB"
+    floor = "the driver 535.104 is older than CUDA 13.0 needs (>= 580): not built"
+    arts = tmp_path / "artifacts"
+    shard1 = [row("stable", a100, "ViT", bs, "eager") for bs in (1, 4, 16)]
+    shard1 += [row("nightly", a100, "ViT", bs, "default", status="skipped", error=floor) for bs in (1, 4, 16)]
+    shard2 = [row("stable", a100, "DETR", 1, "eager"), row("stable", a100, "DETR", 16, "eager", status="oom"),
+              row("stable", a100, "DETR", 1, "default", status="timeout")]  # fmt: skip
+    for job, rows in (("raw-a100-shard-1-of-3", shard1), ("raw-a100-shard-2-of-3", shard2)):
+        for build in ("stable", "nightly"):
+            mine = [r for r in rows if r["build"] == build]
+            if mine:
+                write_one_csv(arts / f"{job}-attempt-1", mine, f"{build}__cuda-a100__shard-{job[-6]}-of-3.csv")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    slower = [{"night": "nightly on NVIDIA A100-SXM4-80GB", "cell": "ViT bs1 eager", "verdict": "regression",
+               "ratio": 1.12},
+              {"night": "stable on NVIDIA A100-SXM4-80GB", "cell": "DETR bs1 eager", "verdict": "slower compile",
+               "ratio": None}]  # fmt: skip
+    (parts / nightly.SLOWER_FILE).write_text(json.dumps({"run": "r", "slower": slower}))
+    return arts, parts
+
+
+def test_the_nights_summary_tells_each_shard_skipped_oom_failed_and_slower_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arts, parts = _fake_night(tmp_path)
+    run_dir = tmp_path / "results" / "nightly-20261201-0217-gh77"
+    summary = tmp_path / "summary.md"
+    matrix = {"include": [{"artifact": f"raw-a100-shard-{i}-of-3"} for i in (1, 2, 3)]}
+    for key, value in {"GITHUB_STEP_SUMMARY": str(summary), "SUMMARY_PARTS": str(parts), "MATRIX": json.dumps(matrix),
+                       "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r",
+                       "GITHUB_RUN_ID": "77", "MAX_UNMEASURED_PCT": "10"}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    assert nightly.main(["collect", str(arts), str(run_dir)]) == 0
+    assert not summary.exists()  # the jobs' table waits for the night's summary
+    assert nightly.main(["night", str(run_dir)]) == 0
+    assert "::warning::4 of 9 cell(s) of the night measured nothing" in capsys.readouterr().out
     text = summary.read_text()
-    assert text.startswith("## 2 failed cell(s) in this run") and text.index("## Benchmark jobs") > 0
+    assert text.startswith("## The night of nightly-20261201-0217-gh77\n\n[The run on GitHub](https://github.com/o/r/actions/runs/77)")
+    assert "| raw-a100-shard-1-of-3 | 3 | 3 | 0 | 0 | 6 |" in text
+    assert "| raw-a100-shard-2-of-3 | 1 | 0 | 1 | 1 | 3 |" in text
+    assert "| raw-a100-shard-3-of-3 | | | | | none delivered |" in text
+    assert "| **the night** | **4** | **3** | **1** | **1** | **9** |" in text
+    assert "4 of 9 cell(s) of the night measured nothing (skipped or out of memory), 44%: over BENCH_MAX_UNMEASURED_PCT=10%" in text
+    assert "- 3 cell(s): the driver 535.104 is older than CUDA 13.0 needs (>= 580): not built" in text
+    assert "**2 cell(s) slower beyond the rule against the night before, awaiting confirmation**" in text
+    assert "| nightly on NVIDIA A100-SXM4-80GB | ViT bs1 eager | regression | 1.120 |" in text
+    assert "| stable on NVIDIA A100-SXM4-80GB | DETR bs1 eager | slower compile | — |" in text
+    assert "## 1 failed cell(s) in this run" in text and "| stable | DETR | 1 | default | inference | timeout |" in text
+    assert text.index("## The night of") < text.index("## 1 failed cell(s)") < text.index("## Benchmark jobs")
+    (parts / nightly.SLOWER_FILE).unlink()  # the history's step did not finish
+    summary.unlink()
+    assert nightly.main(["night", str(run_dir)]) == 0
+    assert "No verdict of the history this time" in summary.read_text()
+    # the workflow: the night's summary after the merge and the history, before the tables
+    steps = _workflow("bench-nightly.yml")["jobs"]["merge"]["steps"]
+    order = [next(i for i, s in enumerate(steps) if key in s.get("run", "")) for key in
+             ("nox -s merge", "nightly.py history", "nightly.py night", "tables.md", "verdict.md")]  # fmt: skip
+    assert order == sorted(order)
+    assert steps[order[2]]["if"] == "always() && steps.gather.outcome == 'success'"
 
 
 def test_pages_are_switched_by_a_variable() -> None:
