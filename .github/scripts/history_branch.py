@@ -70,7 +70,9 @@ class Remote:
         if not url:
             server, repo = environ.get("GITHUB_SERVER_URL", ""), environ.get("GITHUB_REPOSITORY", "")
             if not (server and repo):
-                raise Failed("no HISTORY_REMOTE, and no GITHUB_SERVER_URL/GITHUB_REPOSITORY: where is the branch?")
+                raise Failed(
+                    "no HISTORY_REMOTE, and no GITHUB_SERVER_URL/GITHUB_REPOSITORY: where is the branch?"
+                )
             url = f"{server.rstrip('/')}/{repo}.git"
         branch = environ.get("HISTORY_BRANCH", "").strip() or DEFAULT_BRANCH
         return Remote(url, branch, environ.get("GH_TOKEN", ""))
@@ -124,10 +126,14 @@ def pull(checkout: Path, remote: Remote) -> str:
         git(checkout, remote, "checkout", "--quiet", "-B", remote.branch, "FETCH_HEAD")
         git(checkout, remote, "reset", "--quiet", "--hard", "FETCH_HEAD")
         git(checkout, remote, "clean", "--quiet", "-fd")  # untracked files go; ignored ones (a cache) stay
-        said = f"the branch {remote.branch} at {git(checkout, remote, 'rev-parse', '--short', 'HEAD').stdout.strip()}"
+        head = git(checkout, remote, "rev-parse", "--short", "HEAD").stdout.strip()
+        said = f"the branch {remote.branch} at {head}"
         how = "cloned" if fresh else "fetched into the cached checkout"
     elif has_commit(checkout, remote):
-        said, how = f"the cached checkout's commits (the branch {remote.branch} is gone: push puts it back)", "kept"
+        said, how = (
+            f"the cached checkout's commits (the branch {remote.branch} is gone: push puts it back)",
+            "kept",
+        )
     else:
         said, how = f"no branch {remote.branch} yet: a new, empty history", "started"
     (checkout / STORE).mkdir(exist_ok=True)
@@ -172,7 +178,9 @@ def push(checkout: Path, remote: Remote, message: str) -> str:
     if not commit(checkout, remote, message):
         return f"nothing new in the history: nothing pushed to {remote.branch}"
     for attempt in range(1, PUSH_TRIES + 1):
-        pushed = git(checkout, remote, "push", "--quiet", "origin", f"HEAD:refs/heads/{remote.branch}", check=False)
+        pushed = git(
+            checkout, remote, "push", "--quiet", "origin", f"HEAD:refs/heads/{remote.branch}", check=False
+        )
         if pushed.returncode == 0:
             head = git(checkout, remote, "rev-parse", "--short", "HEAD").stdout.strip()
             return f"pushed {head} to {remote.branch}" + (f" (try {attempt})" if attempt > 1 else "")

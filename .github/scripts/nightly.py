@@ -231,7 +231,9 @@ def shard_costs(plan_output: str) -> list[int]:
 
 
 STEP_LIMIT_MIN = 290  # the benchmark step's timeout-minutes in bench-nightly.yml (a test keeps them equal)
-_RATES = re.compile(r"^estimated total \S.* on a (GPU|CPU) \(suite/spec/cost\.py at the rates of (.+?): ", re.M)
+_RATES = re.compile(
+    r"^estimated total \S.* on a (GPU|CPU) \(suite/spec/cost\.py at the rates of (.+?): ", re.M
+)
 
 
 def rates_of(plan_output: str) -> str:
@@ -280,8 +282,9 @@ def fit_lines(totals: Sequence[int], shards: int) -> list[str]:
     if not totals or max(totals) <= limit:
         return []
     need = shards * max(totals) // limit + 1  # the split balances cost: the fullest shard shrinks alike
-    return ["", f"**Over the benchmark step's {STEP_LIMIT_MIN} minutes**: the fullest shard is estimated at "
-            f"{hms(max(totals))}; set the shards (input `shards`, variable BENCH_SHARDS) to {need} or more."]  # fmt: skip
+    over = f"**Over the benchmark step's {STEP_LIMIT_MIN} minutes**"
+    return ["", f"{over}: the fullest shard is estimated at {hms(max(totals))}; set the shards (input "
+            f"`shards`, variable BENCH_SHARDS) to {need} or more."]  # fmt: skip
 
 
 def run_plan(args: list[str]) -> str:
@@ -377,7 +380,11 @@ NIGHT_FILE = "night.json"
 def earlier_night(folder: Path) -> tuple[dict, str] | None:
     """The night the first attempt of this run resolved (every attempt's plan job uploads its
     own as `night-attempt-<a>`; a re-run downloads them into `folder`), and that attempt's name."""
-    found = [p for p in folder.glob(f"{NIGHT_ARTIFACT}*/{NIGHT_FILE}") if p.parent.name[len(NIGHT_ARTIFACT):].isdigit()]
+    found = [
+        p
+        for p in folder.glob(f"{NIGHT_ARTIFACT}*/{NIGHT_FILE}")
+        if p.parent.name[len(NIGHT_ARTIFACT) :].isdigit()
+    ]
     if not found:
         return None
     first = min(found, key=lambda p: int(p.parent.name[len(NIGHT_ARTIFACT) :]))
@@ -400,7 +407,9 @@ def keep_or_resolve(builds: Sequence[str], date: str, earlier: tuple[dict, str] 
     for name in builds:
         if name in kept:
             found[name] = kept[name]
-            lines.append(f"- `{name}`: the torch nightly of {kept[name]['date']}, kept from {where} of this run")
+            lines.append(
+                f"- `{name}`: the torch nightly of {kept[name]['date']}, kept from {where} of this run"
+            )
     return found, lines
 
 
@@ -616,9 +625,10 @@ def cmd_shard(run_dir: str) -> None:
     counted, limit = tally.tally(files), _limit()
     said, over = tally.verdict_line(counted, limit, "this shard")
     failed = failed_cells(Path(run_dir))
-    head = f"## This shard: {counted.ok} ok, {sum(counted.skipped.values())} skipped, {counted.oom} out of memory, "
-    _summary([head + f"{counted.failed} failed", "", said, *tally.why_lines(counted), "",
-              *failed_lines(failed, "this shard")])  # fmt: skip
+    skipped = sum(counted.skipped.values())
+    head = f"## This shard: {counted.ok} ok, {skipped} skipped, {counted.oom} out of memory, "
+    head += f"{counted.failed} failed"
+    _summary([head, "", said, *tally.why_lines(counted), "", *failed_lines(failed, "this shard")])
     allowed = os.environ.get("ALLOW_FAILED", "").strip().lower() in ("true", "1", "yes", "on")
     if failed and not allowed:
         raise Invalid(
@@ -631,7 +641,9 @@ def cmd_shard(run_dir: str) -> None:
 
 def run_link(environ: Mapping[str, str]) -> str:
     """The workflow run's page on GitHub (its artifacts hold the run page, tables/index.html)."""
-    server, repo, run = (environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    server, repo, run = (
+        environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    )
     return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else ""
 
 
@@ -655,7 +667,9 @@ def slower_lines(folder: Path) -> list[str]:
     return lines
 
 
-def night_lines(run_dir: Path, folder: Path, environ: Mapping[str, str], limit: float) -> tuple[list[str], bool]:
+def night_lines(
+    run_dir: Path, folder: Path, environ: Mapping[str, str], limit: float
+) -> tuple[list[str], bool]:
     """The night's summary: a link to the run, each shard's cells by outcome and the night's,
     why cells were skipped, the share that measured nothing, the cells slower beyond the rule,
     the failed cells, which job delivered what. True when skipped + OOM are over the share."""
@@ -670,8 +684,9 @@ def night_lines(run_dir: Path, folder: Path, environ: Mapping[str, str], limit: 
     link = run_link(environ)
     lines = [f"## The night of {run_dir.name}", ""]
     if link:
-        lines += [f"[The run on GitHub]({link}): its artifact `bench-{run_dir.name}-attempt-<a>` holds the run "
-                  "page (tables/index.html); with BENCH_PAGES on, the pages job links it.", ""]  # fmt: skip
+        artifact = f"`bench-{run_dir.name}-attempt-<a>`"
+        lines += [f"[The run on GitHub]({link}): its artifact {artifact} holds the run page "
+                  "(tables/index.html); with BENCH_PAGES on, the pages job links it.", ""]  # fmt: skip
     lines += [*tally.table(shards), "", said, *tally.why_lines(night), "", *slower_lines(folder), ""]
     lines += failed_lines(failed_cells(run_dir), "this run")
     table = folder / JOBS_TABLE
@@ -781,7 +796,10 @@ def tidy(environ: Mapping[str, str], call: Call = call_api) -> list[str]:
     `actions: write`); one line of what was done. A failure to delete is a warning."""
     api = environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
     repo, run = environ.get("GITHUB_REPOSITORY", ""), environ.get("GITHUB_RUN_ID", "")
-    headers = {"Accept": "application/vnd.github+json", "Authorization": f"Bearer {environ.get('GH_TOKEN', '')}"}
+    headers = {
+        "Accept": "application/vnd.github+json",
+        "Authorization": f"Bearer {environ.get('GH_TOKEN', '')}",
+    }
     listed: dict[str, int] = {}
     for page in range(1, 101):
         url = f"{api}/repos/{repo}/actions/runs/{run}/artifacts?per_page=100&page={page}"

@@ -45,7 +45,9 @@ def test_a_night_restores_the_history_after_the_cache_is_gone(
     runs = nightly_history(3, 99, seed=1).write(tmp_path / "runs")
     cached = tmp_path / "runner-1" / "results" / "history-branch"
     said = history_branch.pull(cached, github)
-    assert said.startswith("started: no branch bench-history yet") and said.endswith("0 night file(s) in " + str(cached / "history"))
+    assert said.startswith("started: no branch bench-history yet") and said.endswith(
+        "0 night file(s) in " + str(cached / "history")
+    )
     store = cached / history_branch.STORE
     assert main(["history", "ingest", str(runs[0]), "--store", str(store)]) == 0
     assert history_branch.push(cached, github, "history: night 1").startswith("pushed ")
@@ -62,7 +64,9 @@ def test_a_night_restores_the_history_after_the_cache_is_gone(
     assert main(["history", "ingest", str(runs[1]), "--store", str(fresh / "history")]) == 0
     judged = verdict(runs[1], fresh / "history")
     assert {v.previous.split(" ")[0] for v in judged.nights} == {runs[0].name}  # the night before, restored
-    assert "history/_change_points.parquet\n" in (fresh / ".gitignore").read_text()  # a cache: never committed
+    assert (
+        "history/_change_points.parquet\n" in (fresh / ".gitignore").read_text()
+    )  # a cache: never committed
     assert history_branch.push(fresh, github, "history: night 2").startswith("pushed ")
 
     # nothing new: nothing pushed; a third runner sees both nights

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from support import nightly_script
-from support.rows import write_one_csv
 from support.nightly_index import Night, build_index, serve, wheel_name
+from support.rows import write_one_csv
 
 from suite.cli.values import RUN_ID_RE
 from suite.spec.shard import Shard
@@ -294,7 +294,9 @@ def test_the_default_builds_resolve_tonights_nightly(tmp_path: Path, monkeypatch
     assert nightly.companions(["nightly"]) == ["stable"] and nightly.followed(["nightly", "release"]) == []
 
 
-def test_a_re_run_keeps_the_night_of_the_runs_first_attempt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_re_run_keeps_the_night_of_the_runs_first_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Attempt 1's plan job resolves the newest night and keeps it as an artifact; a newer night
     then reaches the index; "Re-run all jobs" (attempt 2, its plan job run again) hands every bench
     job attempt 1's night, not the newest."""
@@ -309,7 +311,9 @@ def test_a_re_run_keeps_the_night_of_the_runs_first_attempt(tmp_path: Path, monk
         monkeypatch.setenv("SUITE_NIGHTLY_INDEX", url)
         assert nightly.main(["resolve"]) == 0
     build_index(tmp_path / "index", [Night("20270101"), Night("20270102"), Night("20270103")])
-    monkeypatch.setenv("NIGHT_FILE", str(tmp_path / "uploads" / f"{nightly.NIGHT_ARTIFACT}2" / nightly.NIGHT_FILE))
+    monkeypatch.setenv(
+        "NIGHT_FILE", str(tmp_path / "uploads" / f"{nightly.NIGHT_ARTIFACT}2" / nightly.NIGHT_FILE)
+    )
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out2"))
     monkeypatch.setenv("EARLIER_NIGHT", str(tmp_path / "uploads"))  # what download-artifact fetched
     with serve(tmp_path / "index") as url:
@@ -319,11 +323,17 @@ def test_a_re_run_keeps_the_night_of_the_runs_first_attempt(tmp_path: Path, monk
     handed = [json.loads((tmp_path / f"out{a}").read_text().split("=", 1)[1]) for a in (1, 2)]
     assert handed[0] == handed[1] and handed[1]["nightly-current"]["date"] == "20270102"
     assert newest["date"] == "20270103"  # what a fresh resolution would have handed
-    assert "the torch nightly of 20270102, kept from night-attempt-1 of this run" in (tmp_path / "summary").read_text()
+    assert (
+        "the torch nightly of 20270102, kept from night-attempt-1 of this run"
+        in (tmp_path / "summary").read_text()
+    )
     steps = _workflow("bench-nightly.yml")["jobs"]["setup"]["steps"]
     at = next(i for i, s in enumerate(steps) if s.get("id") == "nightly")
     fetch, upload = steps[at - 1], steps[at + 1]
-    assert fetch["with"]["pattern"] == f"{nightly.NIGHT_ARTIFACT}*" and fetch["with"]["run-id"] == "${{ github.run_id }}"
+    assert (
+        fetch["with"]["pattern"] == f"{nightly.NIGHT_ARTIFACT}*"
+        and fetch["with"]["run-id"] == "${{ github.run_id }}"
+    )
     assert fetch["with"]["path"] == steps[at]["env"]["EARLIER_NIGHT"]
     assert upload["with"]["name"] == f"{nightly.NIGHT_ARTIFACT}${{{{ github.run_attempt }}}}"
     assert upload["with"]["path"] == steps[at]["env"]["NIGHT_FILE"]
@@ -365,7 +375,9 @@ def test_each_shard_is_priced_for_every_build_it_runs() -> None:
     assert lines[-5] == "| **each shard** | | 1/2 0:30:00, 2/2 24:09:05 |"
     assert "| `stable` | 7 | 0:10:00, 0:09:00 |" in lines
     assert "at the GPU rates of one H200" in lines[-3]
-    assert lines[-1].startswith("**Over the benchmark step's 290 minutes**: the fullest shard is estimated at 24:09:05")
+    assert lines[-1].startswith(
+        "**Over the benchmark step's 290 minutes**: the fullest shard is estimated at 24:09:05"
+    )
     assert lines[-1].endswith("BENCH_SHARDS) to 10 or more.")
     cpu = "estimated total 1:00:00 on a CPU (suite/spec/cost.py at the rates of a 2-core CPU: ...)\n"
     with pytest.raises(nightly.Invalid, match="priced with a CPU's rates"):
@@ -391,7 +403,11 @@ def test_the_plan_job_prices_the_full_night_for_a_gpu_on_a_machine_without_one(
         monkeypatch.setenv(key, value)
     assert nightly.main(["price"]) == 0
     text = summary.read_text()
-    assert "| `release` |" in text and "| `nightly-current` |" in text and "at the GPU rates of one NVIDIA H200" in text
+    assert (
+        "| `release` |" in text
+        and "| `nightly-current` |" in text
+        and "at the GPU rates of one NVIDIA H200" in text
+    )
 
 
 def test_shard_builds_keep_the_stable_build_first_and_once() -> None:
@@ -593,14 +609,19 @@ def test_a_shard_with_failed_cells_fails_its_job_after_the_upload(
     assert upload < at and steps[at]["if"] == "always()"
     assert "inputs.allow-failed-cells" in steps[at]["env"]["ALLOW_FAILED"]
     share = steps[at]["env"]["MAX_UNMEASURED_PCT"]
-    assert share == "${{ vars.BENCH_MAX_UNMEASURED_PCT || '10' }}" and float("10") == tally.DEFAULT_MAX_UNMEASURED_PCT
+    assert (
+        share == "${{ vars.BENCH_MAX_UNMEASURED_PCT || '10' }}"
+        and float("10") == tally.DEFAULT_MAX_UNMEASURED_PCT
+    )
     inputs = _workflow("bench-nightly.yml")["on"]["workflow_dispatch"]["inputs"]
     assert (
         inputs["allow-failed-cells"]["type"] == "boolean" and inputs["allow-failed-cells"]["default"] is False
     )
 
 
-def test_the_merge_is_strict_and_its_summary_lists_torn_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_merge_is_strict_and_its_summary_lists_torn_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = _night(tmp_path)
     (run / "raw" / "nightly__cuda-a100.csv").write_text("")  # an empty file
     header = (run / "raw" / "stable__cuda-a100.csv").read_text().splitlines()[0]
@@ -637,12 +658,15 @@ def _fake_night(tmp_path: Path) -> tuple[Path, Path]:
         for build in ("stable", "nightly"):
             mine = [r for r in rows if r["build"] == build]
             if mine:
-                write_one_csv(arts / f"{job}-attempt-1", mine, f"{build}__cuda-a100__shard-{job[-6]}-of-3.csv")
+                write_one_csv(
+                    arts / f"{job}-attempt-1", mine, f"{build}__cuda-a100__shard-{job[-6]}-of-3.csv"
+                )
     parts = tmp_path / "parts"
     parts.mkdir()
     slower = [{"night": "nightly on NVIDIA A100-SXM4-80GB", "cell": "ViT bs1 eager", "verdict": "regression",
                "ratio": 1.12},
-              {"night": "stable on NVIDIA A100-SXM4-80GB", "cell": "DETR bs1 eager", "verdict": "slower compile",
+              {"night": "stable on NVIDIA A100-SXM4-80GB", "cell": "DETR bs1 eager",
+               "verdict": "slower compile",
                "ratio": None}]  # fmt: skip
     (parts / nightly.SLOWER_FILE).write_text(json.dumps({"run": "r", "slower": slower}))
     return arts, parts
@@ -655,7 +679,8 @@ def test_the_nights_summary_tells_each_shard_skipped_oom_failed_and_slower_cells
     run_dir = tmp_path / "results" / "nightly-20261201-0217-gh77"
     summary = tmp_path / "summary.md"
     matrix = {"include": [{"artifact": f"raw-a100-shard-{i}-of-3"} for i in (1, 2, 3)]}
-    for key, value in {"GITHUB_STEP_SUMMARY": str(summary), "SUMMARY_PARTS": str(parts), "MATRIX": json.dumps(matrix),
+    for key, value in {"GITHUB_STEP_SUMMARY": str(summary), "SUMMARY_PARTS": str(parts),
+                       "MATRIX": json.dumps(matrix),
                        "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r",
                        "GITHUB_RUN_ID": "77", "MAX_UNMEASURED_PCT": "10"}.items():  # fmt: skip
         monkeypatch.setenv(key, value)
@@ -664,17 +689,25 @@ def test_the_nights_summary_tells_each_shard_skipped_oom_failed_and_slower_cells
     assert nightly.main(["night", str(run_dir)]) == 0
     assert "::warning::4 of 9 cell(s) of the night measured nothing" in capsys.readouterr().out
     text = summary.read_text()
-    assert text.startswith("## The night of nightly-20261201-0217-gh77\n\n[The run on GitHub](https://github.com/o/r/actions/runs/77)")
+    assert text.startswith(
+        "## The night of nightly-20261201-0217-gh77\n\n[The run on GitHub](https://github.com/o/r/actions/runs/77)"
+    )
     assert "| raw-a100-shard-1-of-3 | 3 | 3 | 0 | 0 | 6 |" in text
     assert "| raw-a100-shard-2-of-3 | 1 | 0 | 1 | 1 | 3 |" in text
     assert "| raw-a100-shard-3-of-3 | | | | | none delivered |" in text
     assert "| **the night** | **4** | **3** | **1** | **1** | **9** |" in text
-    assert "4 of 9 cell(s) of the night measured nothing (skipped or out of memory), 44%: over BENCH_MAX_UNMEASURED_PCT=10%" in text
+    assert (
+        "4 of 9 cell(s) of the night measured nothing (skipped or out of memory), 44%: "
+        "over BENCH_MAX_UNMEASURED_PCT=10%" in text
+    )
     assert "- 3 cell(s): the driver 535.104 is older than CUDA 13.0 needs (>= 580): not built" in text
     assert "**2 cell(s) slower beyond the rule against the night before, awaiting confirmation**" in text
     assert "| nightly on NVIDIA A100-SXM4-80GB | ViT bs1 eager | regression | 1.120 |" in text
     assert "| stable on NVIDIA A100-SXM4-80GB | DETR bs1 eager | slower compile | — |" in text
-    assert "## 1 failed cell(s) in this run" in text and "| stable | DETR | 1 | default | inference | timeout |" in text
+    assert (
+        "## 1 failed cell(s) in this run" in text
+        and "| stable | DETR | 1 | default | inference | timeout |" in text
+    )
     assert text.index("## The night of") < text.index("## 1 failed cell(s)") < text.index("## Benchmark jobs")
     (parts / nightly.SLOWER_FILE).unlink()  # the history's step did not finish
     summary.unlink()
@@ -683,7 +716,8 @@ def test_the_nights_summary_tells_each_shard_skipped_oom_failed_and_slower_cells
     # the workflow: the night's summary after the merge and the history, before the tables
     steps = _workflow("bench-nightly.yml")["jobs"]["merge"]["steps"]
     order = [next(i for i, s in enumerate(steps) if key in s.get("run", "")) for key in
-             ("nox -s merge", "nightly.py history", "nightly.py night", "tables.md", "verdict.md")]  # fmt: skip
+             ("nox -s merge", "nightly.py history", "nightly.py night", "tables.md",
+              "verdict.md")]  # fmt: skip
     assert order == sorted(order)
     assert steps[order[2]]["if"] == "always() && steps.gather.outcome == 'success'"
 
