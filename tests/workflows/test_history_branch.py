@@ -6,6 +6,7 @@ confirm workflow) that pushed meanwhile is kept."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from suite.history.verdict import verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / ".github" / "scripts"))
-import history_branch  # noqa: E402
+history_branch = importlib.import_module("history_branch")
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -27,6 +28,9 @@ T4 = ["self-hosted", "linux", "gpu", "t4"]
 
 nightly = nightly_script()
 tally = nightly.tally  # beside it, imported by it
+history_branch = importlib.import_module(
+    "history_branch"
+)  # beside it (nightly.py put its folder on the path)
 
 
 def test_workflows_pass_actionlint() -> None:
@@ -727,3 +731,37 @@ def test_pages_are_switched_by_a_variable() -> None:
     assert "vars.BENCH_PAGES == 'on'" in wf["jobs"]["pages"]["if"]
     (upload,) = [s for s in wf["jobs"]["merge"]["steps"] if "upload-pages-artifact" in s.get("uses", "")]
     assert upload["if"] == "vars.BENCH_PAGES == 'on'"
+
+
+def _variables_table() -> dict[str, tuple[str, str]]:
+    """docs/github-actions.md's table of secrets and variables: name -> (kind, default)."""
+    text = (ROOT / "docs" / "github-actions.md").read_text()
+    body = text.split("### What a run needs from the repository", 1)[1].split("\n\n| name |", 1)[1]
+    rows = {}
+    for line in body.split("\n\n", 1)[0].splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        for name in re.findall(r"`([A-Z0-9_]+)`", cells[0]):
+            rows[name] = (cells[1], cells[2])
+    return rows
+
+
+def test_the_docs_table_has_every_variable_the_workflows_read_with_its_default() -> None:
+    """Every `vars.X` and `secrets.X` of every workflow is a row of the table, and every row is
+    read by a workflow; a default the workflow writes (`vars.X || 'd'`) is the table's, and
+    a variable with none says "(none" there."""
+    table = _variables_table()
+    text = "".join(p.read_text() for p in WORKFLOWS)
+    read = {m[1]: m[0] for m in re.findall(r"\b(vars|secrets)\.([A-Z0-9_]+)", text)}
+    assert set(read) == set(table), (sorted(set(read) - set(table)), sorted(set(table) - set(read)))
+    for name, kind in read.items():
+        assert table[name][0].startswith("secret" if kind == "secrets" else "variable"), name
+        defaults = set(re.findall(rf"vars\.{name} \|\| '([^']*)'", text))
+        assert len(defaults) <= 1, (name, defaults)  # one default wherever it is read
+        if defaults:
+            assert table[name][1] == f"`{defaults.pop()}`", name
+        else:
+            assert table[name][1].startswith("(none"), name
+    # the defaults the scripts hold are the workflow's
+    assert table["BENCH_MIN_FREE_GB"][1] == f"`{nightly.MIN_FREE_GB}`"
+    assert table["BENCH_MAX_UNMEASURED_PCT"][1] == f"`{tally.DEFAULT_MAX_UNMEASURED_PCT:g}`"
+    assert table["BENCH_HISTORY_BRANCH"][1] == f"`{history_branch.DEFAULT_BRANCH}`"
