@@ -77,7 +77,7 @@ class Rates:
 # 5 s energy window (NVML); a cold compile 12-27 s that does not follow the parameter count
 # (MobileNet, 2.5 M: 21 s; ConvNeXT-large, 198 M: 16.5 s): the models measured keep their own
 # figure (the mean of their runs), the others 18 s + 0.1 s per million parameters.
-GPU_RATES_FROM = "one NVIDIA H200 (the GPU study of 2026-11-26)"  # where GPU_RATES were measured
+GPU_RATES_FROM = "one NVIDIA H200, the GPU study of 2026-11-26"  # where GPU_RATES were measured
 GPU_RATES = Rates(
     startup_s=19.0,
     compile_base_s=18.0,
