@@ -36,6 +36,10 @@ from suite.sessions.nightly import follows
 from suite.spec.model import BuildSpec
 
 FILES = "files"
+# the platforms pip may take a wheel for (an image's Linux x86_64, glibc 2.28 or newer): every
+# manylinux tag up to it, which pip does not expand by itself when --platform is given
+PLATFORMS = (*(f"manylinux_2_{minor}_x86_64" for minor in range(28, 4, -1)), "manylinux2014_x86_64",
+             "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64")  # fmt: skip
 NIGHT_FILE = "night.txt"  # the mirror's night (YYYYMMDD): a mirror made once is reused as it is
 _NAME = re.compile(r"[-_.]+")
 
@@ -113,13 +117,18 @@ def download_locked(lock: Path, into: Path, python: str, ca: Path | None) -> Non
     """Every wheel of a hash-locked requirements file into `into` (pip, hashes checked), for
     `python` on Linux x86_64, whatever this machine's pip configuration adds (constraints)."""
     cmd = [sys.executable, "-m", "pip", "download", "--isolated", "--no-deps", "--require-hashes",
-           "--only-binary=:all:", "--python-version", python, "--platform", "manylinux_2_28_x86_64",
-           "--implementation", "cp", "--dest", str(into), "-r", str(lock)]  # fmt: skip
+           "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+           "--dest", str(into), "-r", str(lock)]  # fmt: skip
+    for platform in PLATFORMS:
+        cmd += ["--platform", platform]
     if ca is not None:
         cmd += ["--cert", str(ca)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        said = (proc.stderr.strip() or proc.stdout.strip() or "(no output)").splitlines()[-1]
+        lines = (proc.stderr + proc.stdout).splitlines()
+        said = next(
+            (ln for ln in reversed(lines) if ln.startswith("ERROR:")), lines[-1] if lines else "(no output)"
+        )
         raise UsageError(str(lock), f"its wheels could not be downloaded for the local nightly index: {said}")
 
 
