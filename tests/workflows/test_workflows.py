@@ -765,3 +765,42 @@ def test_the_docs_table_has_every_variable_the_workflows_read_with_its_default()
     assert table["BENCH_MIN_FREE_GB"][1] == f"`{nightly.MIN_FREE_GB}`"
     assert table["BENCH_MAX_UNMEASURED_PCT"][1] == f"`{tally.DEFAULT_MAX_UNMEASURED_PCT:g}`"
     assert table["BENCH_HISTORY_BRANCH"][1] == f"`{history_branch.DEFAULT_BRANCH}`"
+
+
+def test_the_uploads_made_while_a_shard_ran_go_once_its_final_upload_holds_them() -> None:
+    """Attempt 1 of shard 1 ended (its final upload is there): its -rows-N uploads go. Attempt 1
+    of shard 2 lost its runner (no final upload): its -rows-N stay, the only copy of its rows,
+    for the re-run that restores from them. Nothing else is touched."""
+    names = [
+        "raw-a100-shard-1-of-2-attempt-1-rows-00003", "raw-a100-shard-1-of-2-attempt-1-rows-00006",
+        "raw-a100-shard-1-of-2-attempt-1",
+        "raw-a100-shard-2-of-2-attempt-1-rows-00003",
+        "raw-a100-shard-2-of-2-attempt-2-rows-00003", "raw-a100-shard-2-of-2-attempt-2",
+        "bench-nightly-20261201-0217-gh77-attempt-1", "night-attempt-1",
+    ]  # fmt: skip
+    pages = [names[:5], names[5:]]
+    calls: list[tuple[str, str]] = []
+
+    def github(url: str, headers: dict[str, str], method: str) -> bytes:
+        calls.append((method, url))
+        assert headers["Authorization"] == "Bearer tok"
+        if method == "GET":
+            page = int(url.rsplit("page=", 1)[1]) - 1
+            found = pages[page] if page < len(pages) else []
+            return json.dumps({"artifacts": [{"name": n, "id": names.index(n)} for n in found]}).encode()
+        return b""
+
+    nightly_api = {"GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "77", "GH_TOKEN": "tok"}
+    pages[0] = pages[0] * 20  # a full page (100) asks for the next one
+    lines = nightly.tidy(nightly_api, github)
+    deleted = [url.rsplit("/", 1)[1] for method, url in calls if method == "DELETE"]
+    assert sorted(names[int(i)] for i in deleted) == [names[0], names[1], names[4]]
+    assert lines[-1].startswith("deleted 3 upload(s) made while the shards ran")
+    assert next(u for m, u in calls if m == "GET") == (
+        "https://api.github.com/repos/o/r/actions/runs/77/artifacts?per_page=100&page=1"
+    )
+    steps = _workflow("bench-nightly.yml")["jobs"]["merge"]["steps"]
+    tidy = next(i for i, s in enumerate(steps) if "nightly.py tidy" in s.get("run", ""))
+    final = next(i for i, s in enumerate(steps) if s.get("with", {}).get("name", "").startswith("bench-"))
+    assert final < tidy and "if" not in steps[tidy]  # only once the merge and its upload succeeded
+    assert _workflow("bench-nightly.yml")["jobs"]["merge"]["permissions"]["actions"] == "write"
