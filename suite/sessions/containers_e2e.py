@@ -268,7 +268,7 @@ def nightly_index(
     t0 = time.monotonic()
     date = nightly_mirror.make_mirror(opts.mirror, release, following, root, images.pip_ca())
     with (
-        nightly_mirror.serve(opts.mirror) as url,
+        nightly_mirror.serve(opts.mirror, port=nightly_mirror.PORT) as url,
         _environ({nightly.INDEX_ENV: url, images.BUILD_NETWORK_ENV: "host"}),
     ):
         report.add(

@@ -41,6 +41,9 @@ FILES = "files"
 PLATFORMS = (*(f"manylinux_2_{minor}_x86_64" for minor in range(28, 4, -1)), "manylinux2014_x86_64",
              "manylinux2010_x86_64", "manylinux1_x86_64", "linux_x86_64")  # fmt: skip
 NIGHT_FILE = "night.txt"  # the mirror's night (YYYYMMDD): a mirror made once is reused as it is
+# where the mirror is served: its wheels' URLs are build arguments, so the same port each time
+# keeps the night's image tag and its cached layers from one run to the next
+PORT = 8736
 _NAME = re.compile(r"[-_.]+")
 
 
@@ -218,10 +221,14 @@ class NoRangeHandler(RangeHandler):
 
 
 @contextmanager
-def serve(root: Path, ranges: bool = True, host: str = "127.0.0.1") -> Iterator[str]:
-    """The folder as http://HOST:PORT (its index URL), for the block's duration."""
+def serve(root: Path, ranges: bool = True, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """The folder as http://HOST:PORT (its index URL), for the block's duration; `port` 0: any
+    free one, else that one when it is free (else any)."""
     handler = functools.partial(RangeHandler if ranges else NoRangeHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer((host, 0), handler)
+    try:
+        server = http.server.ThreadingHTTPServer((host, port), handler)
+    except OSError:
+        server = http.server.ThreadingHTTPServer((host, 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
