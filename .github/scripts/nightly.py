@@ -2,36 +2,45 @@
 
     python .github/scripts/nightly.py matrix                      # setup job: run id + job matrix
     python .github/scripts/nightly.py price                       # setup job: each shard's cost
+    python .github/scripts/nightly.py resolve                     # setup job: the run's night
     python .github/scripts/nightly.py cleanup                     # bench job: leftovers, old images
     python .github/scripts/nightly.py space                       # bench job: room for images, rows
+    python .github/scripts/nightly.py shard RUN_DIR               # bench job: its cells; fail or not
     python .github/scripts/nightly.py collect ARTIFACTS RUN_DIR   # merge job: gather raw CSVs
-    python .github/scripts/nightly.py history RUN_DIR             # merge job: the history
-    python .github/scripts/nightly.py failed RUN_DIR              # bench job: fail on failed cells
     python .github/scripts/nightly.py merge-summary RUN_DIR LOG   # merge job: torn or skipped files
+    python .github/scripts/nightly.py history RUN_DIR             # merge job: the history
+    python .github/scripts/nightly.py night RUN_DIR               # merge job: the night's summary
+    python .github/scripts/nightly.py tidy                        # merge job: the merged uploads go
 
 `matrix` reads GPU_LABELS (a JSON list of runner label sets), SHARDS and BUILDS from the
 environment, so no workflow input is ever pasted into a script, and writes `run_id`,
 `matrix` and `shards` to $GITHUB_OUTPUT; `resolve` resolves tonight's nightly once for the run
-(every build of BUILDS that follows it) and writes it as `nightly`. `price` checks PROFILE and
-BUILDS and writes to the job summary what one shard costs: every build it runs (the stable build first, as
-`nox -s bench-nightly` does, then BUILDS), priced by `python -m suite plan`. `cleanup`
-removes the benchmark containers this runner left (a cancelled job can leave one holding
-the GPU), all but the newest images of each build and the build cache older than a week.
-`space` fails the job in one line when the disk where Docker keeps its images (or the one of
-the results) has less room than BENCH_MIN_FREE_GB. `collect` gathers every upload of every job
-(each job uploads its rows several times, and again in each attempt: shard_rows.py) into
-RUN_DIR/raw/, one CSV per name, refusing one name from two jobs (two label sets that reach
-the same GPU model would overwrite each other's results), and reports on the job summary
-which jobs delivered, after the night's failed cells. `failed` lists a shard's cells that
-ended in error or timeout on the job summary and fails the job when there are any (unless
-ALLOW_FAILED is true), after its rows were uploaded: "Re-run failed jobs" then runs exactly
-those shards again, and their resume runs exactly those cells. `merge-summary` lists every raw
-CSV the strict merge would skip or cut, and the merge's own warnings. The run id is the run's
-creation time (asked of GitHub's API: the same in every attempt) and its GitHub id. Standard
-library only (`failed` and `merge-summary` read the CSVs with the suite's own reader, standard
-library only too) (`price` runs the suite, which reads
-matrix.yaml with PyYAML): it runs before anything is installed. Errors are one `::error::`
-line and exit status 1.
+(every build of BUILDS that follows it), or keeps the night an earlier attempt of the run
+resolved (EARLIER_NIGHT), and writes it as `nightly` (and to NIGHT_FILE, for the re-runs).
+`price` checks PROFILE and BUILDS and writes to the job summary what one shard costs on a GPU:
+every build it runs (the stable build first, as `nox -s bench-nightly` does, then BUILDS),
+priced by `python -m suite plan --device cuda`, and the shard count that fits the benchmark
+step's time limit when it does not. `cleanup` removes the benchmark containers this runner left
+(a cancelled job can leave one holding the GPU), all but the newest images of each build and the
+build cache older than a week. `space` fails the job in one line when the disk where Docker
+keeps its images (or the one of the results) has less room than BENCH_MIN_FREE_GB. `shard`
+writes a shard's cells by outcome (tally.py) and its failed cells to the job summary, and fails
+the job on a cell in error or timeout (unless ALLOW_FAILED is true), after its rows were
+uploaded, so "Re-run failed jobs" runs exactly those shards again and their resume exactly
+those cells; or on skipped and OOM cells above MAX_UNMEASURED_PCT. `collect` gathers every
+upload of every job (each job uploads its rows several times, and again in each attempt:
+shard_rows.py) into RUN_DIR/raw/, one CSV per name, refusing one name from two jobs (two label
+sets that reach the same GPU model would overwrite each other's results), and keeps which job
+delivered what for `night`. `merge-summary` lists every raw CSV the strict merge would skip or
+cut, and the merge's own warnings. `night` writes the night's summary: a link to the run, each
+shard's cells and the night's by outcome, the cells slower beyond the history's rule awaiting
+confirmation (SUMMARY_PARTS/slower.json, from `history verdict --slower`), the failed cells,
+the jobs' deliveries. `tidy` deletes this run's uploads made while a shard ran
+(`-rows-<n>`) whose job's final upload of that attempt is there (it holds every row they held).
+The run id is the run's creation time (asked of GitHub's API: the same in every attempt) and
+its GitHub id. Standard library only (the CSVs are read with the suite's own reader, standard
+library only too; `price` runs the suite, which reads matrix.yaml with PyYAML): it runs before
+anything is installed. Errors are one `::error::` line and exit status 1.
 """
 
 from __future__ import annotations
@@ -47,10 +56,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import shard_rows  # beside this script
+import tally
 
 GENERIC_LABELS = frozenset({"self-hosted", "linux", "x64", "gpu"})
 MAX_JOBS = 256  # GitHub's limit for one matrix
@@ -221,18 +230,39 @@ def shard_costs(plan_output: str) -> list[int]:
     return [seconds(t) for t in found]
 
 
+STEP_LIMIT_MIN = 290  # the benchmark step's timeout-minutes in bench-nightly.yml (a test keeps them equal)
+_RATES = re.compile(
+    r"^estimated total \S.* on a (GPU|CPU) \(suite/spec/cost\.py at the rates of (.+?): ", re.M
+)
+
+
+def rates_of(plan_output: str) -> str:
+    """Whose rates `suite plan` priced with; a CPU's is refused: the bench jobs run on GPUs, and
+    a CPU's estimate is many times theirs (shards sized by it would be far too many)."""
+    found = _RATES.search(plan_output)
+    if found is None:
+        raise Invalid("`suite plan` did not say which device's rates it priced with")
+    if found[1] != "GPU":
+        raise Invalid(f"`suite plan` priced with a CPU's rates ({found[2]}), not a GPU's")
+    return found[2]
+
+
 def price(profile: str, builds: list[str], shards: int, plan: Callable[[list[str]], str]) -> list[str]:
-    """Summary lines: each build's cells and per-shard estimate, then the shard totals."""
+    """Summary lines: each build's cells and per-shard estimate on a GPU (the GPU rates of
+    suite/spec/cost.py, whatever machine this job runs on), the shard totals, and a warning when
+    the fullest shard would not fit the benchmark step's time limit."""
     runs = ", ".join(f"`{b}`" for b in builds)
     lines = [
         f"## Plan: profile `{profile}`, {shards} shard(s); each shard runs {runs}",
         "",
-        "| build | cells | estimated per shard |",
+        "| build | cells | estimated per shard on a GPU |",
         "| --- | --- | --- |",
     ]
     totals = [0] * shards
+    source = ""
     for build in builds:
-        out = plan(["--profile", profile, "--build", build, "--shard", f"1/{shards}"])
+        out = plan(["--profile", profile, "--build", build, "--device", "cuda", "--shard", f"1/{shards}"])
+        source = rates_of(out)
         costs = shard_costs(out)
         totals = [t + c for t, c in zip(totals, costs, strict=True)]
         cells = out.splitlines()[0].split(": ", 1)[-1].split(" cell")[0] if out else "?"
@@ -240,11 +270,21 @@ def price(profile: str, builds: list[str], shards: int, plan: Callable[[list[str
     lines.append(
         f"| **each shard** | | {', '.join(f'{i}/{shards} {hms(t)}' for i, t in enumerate(totals, 1))} |"
     )
-    lines.append("")
-    lines.append(
-        "Estimates from suite/cost.py (A100-order guesses; the ratios count); image builds come on top."
-    )
-    return lines
+    lines += ["", f"Estimates from suite/spec/cost.py at the GPU rates of {source}, one cell after another "
+              "(a rough model; the ratios count); image builds come on top."]  # fmt: skip
+    return lines + fit_lines(totals, shards)
+
+
+def fit_lines(totals: Sequence[int], shards: int) -> list[str]:
+    """A warning, with the shard count that fits, when the fullest shard's estimate is over the
+    benchmark step's limit (its cells past the limit would be cut off, every night)."""
+    limit = STEP_LIMIT_MIN * 60
+    if not totals or max(totals) <= limit:
+        return []
+    need = shards * max(totals) // limit + 1  # the split balances cost: the fullest shard shrinks alike
+    over = f"**Over the benchmark step's {STEP_LIMIT_MIN} minutes**"
+    return ["", f"{over}: the fullest shard is estimated at {hms(max(totals))}; set the shards (input "
+            f"`shards`, variable BENCH_SHARDS) to {need} or more."]  # fmt: skip
 
 
 def run_plan(args: list[str]) -> str:
@@ -291,8 +331,11 @@ def cmd_price() -> None:
     profile = os.environ.get("PROFILE", "") or "full"
     chosen = builds_list(os.environ.get("BUILDS", ""))
     builds = shard_builds(companions(chosen), os.environ.get("BUILDS", ""))
-    text = "\n".join(price(profile, builds, shards, run_plan)) + "\n"
+    lines = price(profile, builds, shards, run_plan)
+    text = "\n".join(lines) + "\n"
     print(text)
+    if any(line.startswith("**Over the benchmark step") for line in lines):
+        print(f"::warning::{lines[-1].replace('**', '')}")
     with open(os.environ.get("GITHUB_STEP_SUMMARY", os.devnull), "a", encoding="utf-8") as fh:
         fh.write(text)
 
@@ -330,11 +373,56 @@ def resolve(builds: Sequence[str], date: str, ask: Resolver = run_resolve) -> tu
     return found, lines
 
 
+NIGHT_ARTIFACT = "night-attempt-"  # + the attempt: the plan job's night, kept for the run's re-runs
+NIGHT_FILE = "night.json"
+
+
+def earlier_night(folder: Path) -> tuple[dict, str] | None:
+    """The night the first attempt of this run resolved (every attempt's plan job uploads its
+    own as `night-attempt-<a>`; a re-run downloads them into `folder`), and that attempt's name."""
+    found = [
+        p
+        for p in folder.glob(f"{NIGHT_ARTIFACT}*/{NIGHT_FILE}")
+        if p.parent.name[len(NIGHT_ARTIFACT) :].isdigit()
+    ]
+    if not found:
+        return None
+    first = min(found, key=lambda p: int(p.parent.name[len(NIGHT_ARTIFACT) :]))
+    try:
+        night = json.loads(first.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise Invalid(f"{first}: the earlier attempt's night is unreadable ({exc})") from None
+    if not isinstance(night, dict):
+        raise Invalid(f"{first}: the earlier attempt's night is not an object {{build: night}}")
+    return night, first.parent.name
+
+
+def keep_or_resolve(builds: Sequence[str], date: str, earlier: tuple[dict, str] | None,
+                    ask: Resolver = run_resolve) -> tuple[dict, list[str]]:  # fmt: skip
+    """The run's night: an earlier attempt's where there is one (a re-run of the run never
+    measures another night, whatever the index gained since), else resolved now."""
+    kept, where = earlier if earlier is not None else ({}, "")
+    fresh = [b for b in builds if b not in kept]
+    found, lines = resolve(fresh, date, ask)
+    for name in builds:
+        if name in kept:
+            found[name] = kept[name]
+            lines.append(
+                f"- `{name}`: the torch nightly of {kept[name]['date']}, kept from {where} of this run"
+            )
+    return found, lines
+
+
 def cmd_resolve() -> None:
     chosen = followed(builds_list(os.environ.get("BUILDS", "")))
-    found, lines = resolve(chosen, os.environ.get("NIGHTLY_DATE", "").strip())
+    earlier = earlier_night(Path(os.environ.get("EARLIER_NIGHT", "") or "earlier-night"))
+    found, lines = keep_or_resolve(chosen, os.environ.get("NIGHTLY_DATE", "").strip(), earlier)
     with open(os.environ.get("GITHUB_OUTPUT", os.devnull), "a", encoding="utf-8") as fh:
         fh.write(f"nightly={json.dumps(found, sort_keys=True)}\n")
+    keep = os.environ.get("NIGHT_FILE", "")
+    if keep:
+        Path(keep).parent.mkdir(parents=True, exist_ok=True)
+        Path(keep).write_text(json.dumps(found, sort_keys=True) + "\n", encoding="utf-8")
     text = "\n".join(
         ["## Tonight's nightly", "", *(lines or ["no build of this run follows the nightly"]), ""]
     )
@@ -449,9 +537,10 @@ def cmd_cleanup() -> None:
 # --- collect: the merge job's raw CSVs --------------------------------------------------------
 
 
-def collect(artifacts: Path, run_dir: Path, expected: list[str]) -> list[str]:
+def collect(artifacts: Path, run_dir: Path, expected: list[str]) -> tuple[list[str], dict[str, list[str]]]:
     """Every upload of every job (`<artifact>-attempt-<a>[-rows-<n>]`) into run_dir/raw/, the
-    uploads of one job joined per CSV name (shard_rows.gather); summary lines."""
+    uploads of one job joined per CSV name (shard_rows.gather); summary lines, and which job
+    delivered which CSVs."""
     (run_dir / "raw").mkdir(parents=True, exist_ok=True)
     try:
         delivered = shard_rows.gather(artifacts, run_dir, expected)
@@ -465,48 +554,43 @@ def collect(artifacts: Path, run_dir: Path, expected: list[str]) -> list[str]:
         lines.append(f"| {name} | {made} | {shown} |")
     if not any(delivered.values()):
         raise Invalid(f"no raw CSV in {artifacts}: every benchmark job failed before writing a row")
-    return lines
+    return lines, delivered
+
+
+PARTS_ENV = "SUMMARY_PARTS"  # a folder of the merge job: what its steps hand to the night's summary
+JOBS_FILE, JOBS_TABLE, SLOWER_FILE, VERDICT_FILE = "jobs.json", "jobs.md", "slower.json", "verdict.md"
+
+
+def parts() -> Path:
+    folder = Path(os.environ.get(PARTS_ENV, "") or "summary-parts")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def cmd_collect(artifacts: str, run_dir: str) -> None:
-    """The jobs' rows into run_dir/raw/; on the summary the night's failed cells first, then
-    which job delivered what."""
+    """The jobs' rows into run_dir/raw/; which job delivered what, kept for the night's summary
+    (`night`), which also lists it."""
     matrix = json.loads(os.environ.get("MATRIX", "") or '{"include": []}')
     expected = [entry["artifact"] for entry in matrix["include"]]
-    lines = collect(Path(artifacts), Path(run_dir), expected)
-    _summary([*failed_lines(failed_cells(Path(run_dir)), "this run"), "## Benchmark jobs", "", *lines, ""])
+    lines, delivered = collect(Path(artifacts), Path(run_dir), expected)
+    (parts() / JOBS_FILE).write_text(json.dumps(delivered, indent=1) + "\n", encoding="utf-8")
+    (parts() / JOBS_TABLE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
 
 
-# --- failed: the cells that ended in error or timeout; the merge's torn or skipped files -------
+# --- what a shard and the night measured; failed cells; the merge's torn or skipped files -----
 
-RETRIED = ("error", "timeout")  # what a re-run runs again (skipped: this build cannot; oom: it would again)
-
-
-def _results() -> ModuleType:
-    """The suite's CSV contract (standard library only), from this checkout."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    import suite.results as results
-
-    return results
+RETRIED = tally.FAILED  # what a re-run runs again (skipped: this build cannot; oom: it would again)
 
 
 def failed_cells(run_dir: Path) -> list[dict[str, str]]:
     """The cells of run_dir's raw CSVs whose kept row (the suite's rule: an ok row, else the
     latest) is an error or a timeout."""
-    results = _results()
-    failed = []
-    for path in sorted((run_dir / "raw").glob("*.csv")):
-        try:
-            rows = results.read_rows(path).rows
-        except (OSError, ValueError):
-            continue  # the merge's strict check names it
-        kept, _ = results.one_per_cell(rows, results.KEY_COLUMNS)
-        failed += [{**rows[i], "file": path.name} for i in kept if rows[i].get("status") in RETRIED]
-    return failed
+    return [r for r in tally.kept_rows(sorted((run_dir / "raw").glob("*.csv"))) if r.get("status") in RETRIED]
 
 
 def failed_lines(failed: Sequence[Mapping[str, str]], where: str) -> list[str]:
-    """The summary's first section: every failed cell, its status and the first line of why."""
+    """Every failed cell, its status and the first line of why."""
     if not failed:
         return [f"## No failed cells in {where}", ""]
     lines = [f"## {len(failed)} failed cell(s) in {where}", ""]
@@ -526,23 +610,104 @@ def _summary(lines: Sequence[str]) -> None:
         fh.write(text)
 
 
-def cmd_failed(run_dir: str) -> None:
-    """The bench job's last step: its failed cells to the summary, and the job failed when there
-    are any (so "Re-run failed jobs" runs this shard again), unless ALLOW_FAILED is true."""
+def _limit() -> float:
+    try:
+        return tally.max_share(os.environ.get("MAX_UNMEASURED_PCT", ""))
+    except tally.Refused as exc:
+        raise Invalid(str(exc)) from None
+
+
+def cmd_shard(run_dir: str) -> None:
+    """The bench job's last step: its cells by outcome and its failed cells to the summary; the
+    job fails on a failed cell (so "Re-run failed jobs" runs this shard again) unless
+    ALLOW_FAILED is true, and on skipped + OOM cells above MAX_UNMEASURED_PCT."""
+    files = sorted((Path(run_dir) / "raw").glob("*.csv"))
+    counted, limit = tally.tally(files), _limit()
+    said, over = tally.verdict_line(counted, limit, "this shard")
     failed = failed_cells(Path(run_dir))
-    _summary(failed_lines(failed, "this shard"))
+    skipped = sum(counted.skipped.values())
+    head = f"## This shard: {counted.ok} ok, {skipped} skipped, {counted.oom} out of memory, "
+    head += f"{counted.failed} failed"
+    _summary([head, "", said, *tally.why_lines(counted), "", *failed_lines(failed, "this shard")])
     allowed = os.environ.get("ALLOW_FAILED", "").strip().lower() in ("true", "1", "yes", "on")
     if failed and not allowed:
         raise Invalid(
             f"{len(failed)} cell(s) ended in error or timeout (the summary lists them; their rows are "
             "uploaded): Re-run failed jobs runs them again; the input allow-failed-cells keeps the job green"
         )
+    if over:
+        raise Invalid(said + " (the summary says why; raise the variable to accept it)")
+
+
+def run_link(environ: Mapping[str, str]) -> str:
+    """The workflow run's page on GitHub (its artifacts hold the run page, tables/index.html)."""
+    server, repo, run = (
+        environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    )
+    return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else ""
+
+
+def slower_lines(folder: Path) -> list[str]:
+    """The cells the history's verdict judged beyond the rule against their night before
+    (`history verdict --slower`), awaiting confirmation; or why there is no verdict."""
+    path = folder / SLOWER_FILE
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))["slower"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ["No verdict of the history this time (its step did not finish: its log says why)."]
+    if not found:
+        return ["No cell slower beyond the rule against the night before."]
+    lines = [f"**{len(found)} cell(s) slower beyond the rule against the night before, awaiting "
+             "confirmation** (the change-point rule over the nights, then history-confirm measures each "
+             "again; an issue only where it agrees):", "",
+             "| night | cell | verdict | new / before |", "| --- | --- | --- | --- |"]  # fmt: skip
+    for s in found:
+        ratio = f"{s['ratio']:.3f}" if isinstance(s.get("ratio"), (int, float)) else "—"
+        lines.append(f"| {s['night']} | {s['cell']} | {s['verdict']} | {ratio} |")
+    return lines
+
+
+def night_lines(
+    run_dir: Path, folder: Path, environ: Mapping[str, str], limit: float
+) -> tuple[list[str], bool]:
+    """The night's summary: a link to the run, each shard's cells by outcome and the night's,
+    why cells were skipped, the share that measured nothing, the cells slower beyond the rule,
+    the failed cells, which job delivered what. True when skipped + OOM are over the share."""
+    raw = run_dir / "raw"
+    try:
+        delivered = json.loads((folder / JOBS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        delivered = {p.name: [p.name] for p in sorted(raw.glob("*.csv"))}  # no jobs' list: per CSV
+    shards = [(job, tally.tally(raw / f for f in csvs) if csvs else None) for job, csvs in delivered.items()]
+    night = tally.tally(sorted(raw.glob("*.csv")))
+    said, over = tally.verdict_line(night, limit, "the night")
+    link = run_link(environ)
+    lines = [f"## The night of {run_dir.name}", ""]
+    if link:
+        artifact = f"`bench-{run_dir.name}-attempt-<a>`"
+        lines += [f"[The run on GitHub]({link}): its artifact {artifact} holds the run page "
+                  "(tables/index.html); with BENCH_PAGES on, the pages job links it.", ""]  # fmt: skip
+    lines += [*tally.table(shards), "", said, *tally.why_lines(night), "", *slower_lines(folder), ""]
+    lines += failed_lines(failed_cells(run_dir), "this run")
+    table = folder / JOBS_TABLE
+    if table.is_file():
+        lines += ["## Benchmark jobs", "", table.read_text(encoding="utf-8").rstrip("\n"), ""]
+    return lines, over
+
+
+def cmd_night(run_dir: str) -> None:
+    """The merge job's summary of the night (after the merge and the history's verdict); a
+    warning when skipped + OOM are over the share (the bench jobs that measured them failed)."""
+    lines, over = night_lines(Path(run_dir), parts(), os.environ, _limit())
+    _summary(lines)
+    if over:
+        print(f"::warning::{next(ln for ln in lines if 'BENCH_MAX_UNMEASURED_PCT' in ln)}")
 
 
 def file_problems(run_dir: Path) -> list[str]:
     """Every raw CSV the merge would skip or cut (empty, another header, torn or unreadable
     rows), one line each: the strict merge stops on the first, the summary lists them all."""
-    results = _results()
+    results = tally.suite_results()
     said = []
     for path in sorted((run_dir / "raw").glob("*.csv")):
         try:
@@ -572,7 +737,7 @@ def cmd_merge_summary(run_dir: str, log: str) -> None:
 
 # --- history: the night into the store, the verdict and the trends, issues (docs/history.md) ----
 
-EMBEDDED_STORE = "results/history.duckdb"  # kept between nights in the Actions cache (the workflow)
+BRANCH_STORE = "results/history-branch/history"  # the history branch's checkout (history_branch.py)
 # what an fsspec URL's filesystem needs besides the history's own packages
 STORE_PACKAGES = {
     "s3://": "s3fs",
@@ -583,13 +748,15 @@ STORE_PACKAGES = {
 }
 
 
-def history_commands(run_dir: str, url: str, summary: str, issues: bool) -> list[list[str]]:
+def history_commands(run_dir: str, url: str, folder: Path, issues: bool) -> list[list[str]]:
     """`nox -s history` twice: ingest the night (a shard cut off mid-row still hands in the rest),
-    then the verdict into the job summary, opening or updating issues unless turned off."""
-    store = url.strip() or EMBEDDED_STORE
+    then the verdict (its Markdown and the cells beyond the rule into `folder`, for the summary),
+    opening or updating issues unless turned off."""
+    store = url.strip() or BRANCH_STORE
     extra = next((["--with", pkg] for prefix, pkg in STORE_PACKAGES.items() if store.startswith(prefix)), [])
     base = ["nox", "-s", "history", "--", *extra]
-    verdict = [*base, "verdict", run_dir, "--store", store, "-o", summary]
+    verdict = [*base, "verdict", run_dir, "--store", store, "-o", str(folder / VERDICT_FILE),
+               "--slower", str(folder / SLOWER_FILE)]  # fmt: skip
     return [
         [*base, "ingest", run_dir, "--store", store, "--allow-partial"],
         verdict + (["--issues"] if issues else []),
@@ -597,12 +764,65 @@ def history_commands(run_dir: str, url: str, summary: str, issues: bool) -> list
 
 
 def cmd_history(run_dir: str) -> None:
-    summary = os.environ.get("GITHUB_STEP_SUMMARY", os.devnull)
     issues = os.environ.get("ISSUES", "on").strip().lower() not in ("off", "false", "0", "no")
-    for cmd in history_commands(run_dir, os.environ.get("HISTORY_URL", ""), summary, issues):
+    for cmd in history_commands(run_dir, os.environ.get("HISTORY_URL", ""), parts(), issues):
         print("$ " + " ".join(cmd), flush=True)
         if subprocess.run(cmd, check=False).returncode != 0:
             raise Invalid(f"history: `{' '.join(cmd[:6])} ...` failed (its output is above)")
+
+
+# --- tidy: the uploads made while a shard ran, once its final upload holds them --------------
+
+Call = Callable[[str, dict[str, str], str], bytes]  # (url, headers, method) -> body
+_ROWS_UPLOAD = re.compile(r"^(?P<final>.+-attempt-\d+)-rows-\d+$")
+
+
+def call_api(url: str, headers: dict[str, str], method: str) -> bytes:
+    request = urllib.request.Request(url, headers=headers, method=method)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read()
+
+
+def superfluous(names: Sequence[str]) -> list[str]:
+    """The uploads made while a shard ran (`<job>-attempt-<a>-rows-<n>`) whose job's final upload
+    of the same attempt (`<job>-attempt-<a>`) is there: it holds every row they held. Those of an
+    attempt with no final upload (a runner lost mid-shard) stay: they are its only rows."""
+    present = set(names)
+    return sorted(n for n in names if (m := _ROWS_UPLOAD.match(n)) and m["final"] in present)
+
+
+def tidy(environ: Mapping[str, str], call: Call = call_api) -> list[str]:
+    """Delete this run's superfluous uploads (GitHub's REST API, the job's token with
+    `actions: write`); one line of what was done. A failure to delete is a warning."""
+    api = environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+    repo, run = environ.get("GITHUB_REPOSITORY", ""), environ.get("GITHUB_RUN_ID", "")
+    headers = {
+        "Accept": "application/vnd.github+json",
+        "Authorization": f"Bearer {environ.get('GH_TOKEN', '')}",
+    }
+    listed: dict[str, int] = {}
+    for page in range(1, 101):
+        url = f"{api}/repos/{repo}/actions/runs/{run}/artifacts?per_page=100&page={page}"
+        try:
+            found = json.loads(call(url, headers, "GET"))["artifacts"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return [f"::warning::the run's artifacts could not be listed ({exc}): none deleted"]
+        listed.update({a["name"]: a["id"] for a in found})
+        if len(found) < 100:
+            break
+    gone, kept = superfluous(list(listed)), []
+    for name in gone:
+        try:
+            call(f"{api}/repos/{repo}/actions/artifacts/{listed[name]}", headers, "DELETE")
+        except OSError as exc:
+            kept.append(f"::warning::{name} not deleted ({exc})")
+    return [*kept, f"deleted {len(gone) - len(kept)} upload(s) made while the shards ran, each held by its "
+            f"job's final upload; {len(listed) - len(gone)} artifact(s) left"]  # fmt: skip
+
+
+def cmd_tidy() -> None:
+    for line in tidy(os.environ):
+        print(line)
 
 
 # Each verb -> how many arguments it takes, and what does it.
@@ -614,7 +834,9 @@ VERBS: dict[str, tuple[int, Callable[..., None]]] = {
     "space": (0, cmd_space),
     "collect": (2, cmd_collect),
     "history": (1, cmd_history),
-    "failed": (1, cmd_failed),
+    "shard": (1, cmd_shard),
+    "night": (1, cmd_night),
+    "tidy": (0, cmd_tidy),
     "merge-summary": (2, cmd_merge_summary),
 }
 
@@ -623,7 +845,7 @@ def main(argv: list[str]) -> int:
     verb = VERBS.get(argv[0]) if argv else None
     if verb is None or len(argv) != 1 + verb[0]:
         usage = "usage: nightly.py matrix | price | resolve | cleanup | space | collect ARTIFACTS RUN_DIR"
-        usage += " | history RUN_DIR | failed RUN_DIR | merge-summary RUN_DIR LOG"
+        usage += " | history RUN_DIR | shard RUN_DIR | night RUN_DIR | merge-summary RUN_DIR LOG | tidy"
         print(usage, file=sys.stderr)
         return 2
     try:

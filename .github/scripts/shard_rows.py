@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROW_FOLDERS = ("raw", "superseded")  # what an upload made while the job runs holds
+# beside the rows: the night the run resolved (suite.sessions.nightly), which a re-run keeps
+RUN_FILES = ("manifest.json",)
 _ORDER = re.compile(r"-attempt-(\d+)(?:-rows-(\d+))?$")
 RESULTS_SERVICE = "twirp/github.actions.results.api.v1.ArtifactService"
 
@@ -100,7 +102,23 @@ def restore(artifacts: Path, run_dir: Path, prefix: str) -> list[str]:
             copies = [u / folder / name for u in made if (u / folder / name).is_file()]
             rows = write_joined(target, [*([target] if target.is_file() else []), *copies])
             lines.append(f"{folder}/{name}: {rows} row(s) from {len(copies)} earlier upload(s)")
+    lines += restore_run_files(made, run_dir)
     return lines or [f"no earlier upload of {prefix}: the shard starts from nothing"]
+
+
+def restore_run_files(made: Sequence[Path], run_dir: Path) -> list[str]:
+    """The run's own files (its manifest: the night it measured) from the first upload that has
+    them, where the run folder lacks them: a re-run then keeps the run's night."""
+    lines = []
+    for name in RUN_FILES:
+        target = run_dir / name
+        first = next((u / name for u in made if (u / name).is_file()), None)
+        if first is None or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(first.read_bytes())
+        lines.append(f"{name}: from {first.parent.name}")
+    return lines
 
 
 def gather(artifacts: Path, run_dir: Path, prefixes: Sequence[str]) -> dict[str, list[str]]:
@@ -134,12 +152,15 @@ def rows_recorded(run_dir: Path) -> int:
 
 
 def snapshot(run_dir: Path) -> bytes:
-    """A zip of the run folder's raw and superseded CSVs, paths relative to it."""
+    """A zip of the run folder's raw and superseded CSVs and its manifest, paths relative to it."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for folder in ROW_FOLDERS:
             for path in sorted((run_dir / folder).glob("*.csv")):
                 archive.write(path, f"{folder}/{path.name}")
+        for name in RUN_FILES:
+            if (run_dir / name).is_file():
+                archive.write(run_dir / name, name)
     return buffer.getvalue()
 
 

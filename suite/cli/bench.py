@@ -15,7 +15,7 @@ from suite.measure import provenance
 from suite.measure.energy import OFF_ENV
 from suite.run import pinning, preflight, runner
 from suite.run.nvidia_smi import no_nvidia_gpu
-from suite.spec.cost import STUDY_GOAL_S, estimate_schedule, estimate_seconds, format_duration
+from suite.spec.cost import RATES_FROM, STUDY_GOAL_S, estimate_schedule, estimate_seconds, format_duration
 from suite.spec.model import Cell
 from suite.spec.schedule import AHEAD, SERIAL, forks, overlap_cores, pool_size
 from suite.spec.shard import select, siblings
@@ -75,7 +75,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     total = sum(costs)
     print(
         f"estimated total {format_duration(total)} on a {'GPU' if on_gpu else 'CPU'} "
-        "(suite/spec/cost.py: a rough model; the ratios count)"
+        f"(suite/spec/cost.py at the rates of {RATES_FROM[rates]}: a rough model; the ratios count)"
     )
     _print_schedule(args, [cells[i] for i in shown], rates, profile, energy)
     if shard:

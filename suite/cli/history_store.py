@@ -15,6 +15,7 @@ Host side: DuckDB, pyarrow, pandas, ruptures (`nox -s history -- VERB ...` insta
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import replace
 from datetime import date, datetime
@@ -101,6 +102,12 @@ def add_store_verbs(verbs: argparse._SubParsersAction) -> None:  # type: ignore[
     )
     p.add_argument(
         "--repo", default=None, help="OWNER/NAME for gh (default: gh's own, GITHUB_REPOSITORY in Actions)"
+    )
+    p.add_argument(
+        "--slower",
+        type=Path,
+        default=None,
+        help="also write the cells beyond the rule against their night before here (JSON: the run's summary)",
     )
     p.set_defaults(func=cmd_verdict)
 
@@ -231,6 +238,9 @@ def cmd_verdict(args: argparse.Namespace) -> int:
 
     result = verdict(args.run, args.store)
     _write(result.markdown, args.output, append=True)
+    if args.slower is not None:
+        slower = {"run": str(args.run), "slower": [s.as_json() for s in result.slower()]}
+        _write(json.dumps(slower, indent=1) + "\n", args.slower)
     if args.issues:
         for line in sync_issues(result.regressions, gh_cli(args.repo)):
             print(f"suite history: {line}", file=sys.stderr)

@@ -52,6 +52,10 @@ class Verdict:
     def failed(self) -> bool:
         return any(v.against_previous is not None and v.against_previous.failed for v in self.nights)
 
+    def slower(self) -> list[Slower]:
+        """Every night's cells beyond the rule against its night before (slower_beyond_rule)."""
+        return [s for v in self.nights for s in slower_beyond_rule(v)]
+
 
 def loaded_night(con: duckdb.DuckDBPyConnection, night_id: str, label: str) -> Loaded:
     """A stored night as the gate reads a run (suite.report.load's typed frame)."""
@@ -134,37 +138,44 @@ def paired_slower(v: NightVerdict) -> list[tuple[CellChange, str]]:
     return out
 
 
-def _paired_lines(v: NightVerdict) -> list[str]:
-    if v.against_stable is None:
-        return []
-    cols = v.against_stable.key_columns
-    lines = []
-    for c, state in paired_slower(v):
-        cell = dict(zip(cols, c.key, strict=True))
-        figures = c.new.pair.ratios if c.new.pair else {}
-        shown = "; ".join(f"{k} {figures[k].text()}" for k in pairrule.JUDGED if k in figures)
-        lines.append(
-            f"| {v.night.build} on {v.night.gpu} | {cell['model']} bs{cell['batch_size']} {cell['mode']} | "
-            f"{c.base_build} | {shown or '—'} | {state} |"
-        )
-    return lines
+@dataclass(frozen=True)
+class Slower:
+    """A cell of the night judged beyond the rule against the same build's night before: it
+    awaits a confirmation (the change-point rule over the nights, then a measurement again)."""
+
+    night: str  # "<build> on <gpu>"
+    cell: str  # "<model> bs<batch> <mode>"
+    verdict: str  # the gate's (suite.compare.rule)
+    ratio: float | None  # new / before, of what the verdict judged
+
+    def as_json(self) -> dict[str, object]:
+        return {"night": self.night, "cell": self.cell, "verdict": self.verdict, "ratio": self.ratio}
 
 
-def _failing_lines(v: NightVerdict) -> list[str]:
+def slower_beyond_rule(v: NightVerdict) -> list[Slower]:
+    """The one place that says which of a night's cells are beyond the rule: against its night
+    before (the gate's failing verdicts, suite.compare.rule), and where it was timed side by side
+    with its base build, against that (the pair's rule: slower tonight awaits the next night, two
+    nights in a row are a regression); the verdict's table and the run's summary both read it, so
+    a new rule changes both."""
     if v.against_previous is None:
         return []
     cols = v.against_previous.key_columns
-    lines = []
+    found = []
     for c in v.against_previous.changes:
         if c.verdict not in FAILING_VERDICTS:
             continue
         cell = dict(zip(cols, c.key, strict=True))
-        ratio = f"{c.ratio:.3f}" if c.ratio is not None else "—"
-        lines.append(
-            f"| {v.night.build} on {v.night.gpu} | {cell['model']} bs{cell['batch_size']} {cell['mode']} | "
-            f"{c.verdict} | {ratio} |"
-        )
-    return lines
+        name = f"{cell['model']} bs{cell['batch_size']} {cell['mode']}"
+        found.append(Slower(f"{v.night.build} on {v.night.gpu}", name, c.verdict, c.ratio))
+    return found
+
+
+def _failing_lines(v: NightVerdict) -> list[str]:
+    return [
+        f"| {s.night} | {s.cell} | {s.verdict} | {f'{s.ratio:.3f}' if s.ratio is not None else '—'} |"
+        for s in slower_beyond_rule(v)
+    ]
 
 
 def confirmation_lines(held: pd.DataFrame, store: str | Path | None) -> list[str]:
@@ -258,13 +269,10 @@ def verdict(run_dir: Path, store: str | Path | None, rule: Rule | None = None) -
                   f"{_judged(v.against_previous)} | {_judged(v.against_stable)} |")  # fmt: skip
     failing = [line for v in judged for line in _failing_lines(v)]
     if failing:
-        md += ["", "| night | cell | gate verdict | ratio of medians |", "|---|---|---|---|", *failing]
-    paired = [line for v in judged for line in _paired_lines(v)]
-    if paired:
-        md += ["", "Timed side by side with the base build, judged by the pair's rule "
-               f"({pairrule.RULE_NAME}); a regression once two consecutive nights are slower:", "",
-               "| night | cell | base build | paired ratios base / new [95% CI] | state |",
-               "|---|---|---|---|---|", *paired]  # fmt: skip
+        md += ["", "Cells beyond the rule: against the night before (the gate), and where timed side by side "
+               f"with the base build, by the pair's rule ({pairrule.RULE_NAME}; a regression once two "
+               "consecutive nights are slower):", "",
+               "| night | cell | verdict | new / base |", "|---|---|---|---|", *failing]  # fmt: skip
     md += ["", f"### Change points of the last {RECENT_DAYS} days", ""]
     md += change_table(recent) if len(recent) else ["None."]
     md += confirmation_lines(held, store)

@@ -248,6 +248,31 @@ def _dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return frame.iloc[kept].reset_index(drop=True), notes
 
 
+def _night_of(frame: pd.DataFrame) -> pd.Series:
+    """Each row's torch nightly: its `nightly_date`, else the date in a `.devYYYYMMDD` torch
+    version (rows written before the column); "" for a release."""
+    dated = frame["nightly_date"].astype(str) if "nightly_date" in frame else pd.Series("", frame.index)
+    dev = frame["torch_version"].astype(str).str.extract(r"\.dev(\d{8})", expand=False).fillna("")
+    return dated.where(dated != "", dev)
+
+
+def mixed_nights(frame: pd.DataFrame) -> str:
+    """One line when one run's rows of one build carry two torch nightlies (a re-run that
+    resolved another night: its rows cannot be one night's tables), else ""."""
+    nights = _night_of(frame)
+    run = frame["run_id"] if "run_id" in frame else pd.Series("", frame.index)
+    dated = frame.assign(_night=nights, run_id=run)[nights != ""]
+    for (run, build), rows in dated.groupby(["run_id", "build"], sort=True):
+        found = sorted(set(rows["_night"]))
+        if len(found) > 1:
+            return (
+                f"run {run}, build {build}: rows of {len(found)} torch nightlies ({', '.join(found)}); "
+                "a run measures one night: re-run it with its own night (manifest.json), or give "
+                "the other night a new run id"
+            )
+    return ""
+
+
 def load(inputs: Sequence[Path], raw: bool = False) -> Loaded:
     """Everything usable from the inputs; UsageError (exit 2) when nothing is. `raw`: keep each
     used row's fields as written too (the history stores them as they were, suite.history)."""
@@ -279,6 +304,9 @@ def load(inputs: Sequence[Path], raw: bool = False) -> Loaded:
             f"nothing usable to merge in {len(files)} file(s), {seen} row(s)"
             + (f": {detail}" if detail else ""),
         )
+    mixed = mixed_nights(frame)
+    if mixed:
+        raise UsageError("", mixed)
     frame, superseded = _dedupe(_typed(frame))
     used = set(frame["source"]) if raw else set()
     return Loaded(

@@ -193,9 +193,13 @@ class _Session:
 
     def resolve(self, chosen: Sequence[BuildSpec]) -> list[BuildSpec]:
         """Tonight's nightly, once for the whole session (every GPU's container runs the same
-        image), for the builds this machine can run."""
+        image), for the builds this machine can run; a run folder that has a night already (a
+        re-run, a resume) keeps it."""
         can = [s for s in chosen if self.verdicts[s.name].runs != "none"]
-        resolved, self.how.resolved = nightly.resolve_all(can, self.root, self.how.nightly_date)
+        run_dir = self.opts.results / self.opts.run_id
+        resolved, self.how.resolved = nightly.resolve_all(
+            can, self.root, self.how.nightly_date, run_dir=run_dir
+        )
         by_name = {s.name: s for s in resolved}
         for name, found in self.how.resolved.items():
             self.runner.log(nightly.describe(name, found))

@@ -19,14 +19,15 @@ import platform
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from suite.errors import first_line
+from suite.errors import UsageError, first_line
 from suite.results import read_rows, slug
-from suite.sessions import docker, images
+from suite.sessions import docker, images, nightly, nightly_mirror, push
 from suite.sessions.containers import bench_containers, default_builds
 from suite.sessions.host import run_docker
 from suite.sessions.imagebuild import Build, ensure_image
@@ -179,17 +180,152 @@ def check_run(
     )  # fmt: skip
 
 
-def parse(posargs: Sequence[str], root: Path) -> tuple[str, str, Path, bool]:
+@dataclass(frozen=True)
+class Stage:
+    """One container session of the run: its label, kind (bench-stable or bench-nightly), the run
+    id's suffix and its own flags."""
+
+    label: str
+    prefix: str  # stable, nightly: the session (suite.sessions.containers.bench_containers)
+    suffix: str  # "" or "-offline"
+    extra: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The two builds the run builds and runs, and the sessions that run them."""
+
+    name: str
+    builds: tuple[str, ...]  # () for the guide's: the stable builds, then `nightly`
+    stages: tuple[Stage, ...]
+
+
+PAIRS = {
+    # the guide's pair: the stable build, then its nightly (2.1, CUDA 11.8) with it
+    "guide": Pair(
+        "guide",
+        (),
+        (
+            Stage("bench-stable", "stable", ""),
+            Stage("bench-nightly", "nightly", "", ("--build", "nightly")),
+            Stage("bench-stable --offline", "stable", "-offline", ("--offline",)),
+        ),
+    ),
+    # bench-nightly's default: tonight's nightly against the current release
+    "current": Pair(
+        "current",
+        ("release", "nightly-current"),
+        (
+            Stage("bench-nightly", "nightly", ""),
+            Stage("bench-nightly --offline", "nightly", "-offline", ("--offline",)),
+        ),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    """The session's flags."""
+
+    models: str
+    modes: str
+    out: Path
+    no_cache: bool
+    pair: Pair
+    mirror: Path
+
+
+def parse(posargs: Sequence[str], root: Path) -> Options:
     args = list(posargs)
-    flags = take(args, values=["--models", "--modes", "--out"], switches=["--no-cache"])
-    refuse_rest(args, "containers-e2e", "--models, --modes, --out, --no-cache")
+    flags = take(args, values=["--models", "--modes", "--out", "--pair", "--mirror"], switches=["--no-cache"])
+    refuse_rest(
+        args, "containers-e2e", "--models, --modes, --out, --pair guide|current, --mirror DIR, --no-cache"
+    )
     out = Path(flags["--out"] or root / "results").resolve()
-    return flags["--models"] or "ViT", flags["--modes"] or "eager,default", out, flags["--no-cache"]
+    pair = flags["--pair"] or "guide"
+    if pair not in PAIRS:
+        raise UsageError(
+            "--pair", f"{pair!r}: use guide (stable and nightly) or current (release and nightly-current)"
+        )
+    mirror = Path(flags["--mirror"] or root / ".nox" / "containers-e2e" / "nightly-mirror").resolve()
+    models, modes = flags["--models"] or "ViT", flags["--modes"] or "eager,default"
+    return Options(models, modes, out, flags["--no-cache"], PAIRS[pair], mirror)
+
+
+@contextmanager
+def nightly_index(
+    runner: Runner, report: Report, builds: Sequence[BuildSpec], root: Path, opts: Options
+) -> Iterator[None]:
+    """Where tonight's nightly comes from for the run: SUITE_NIGHTLY_INDEX when set, else the
+    build's index when it answers, else a local index of the release's wheels renamed as a night
+    (suite.sessions.nightly_mirror), served on the loopback with the image builds on the host's
+    network; nothing for a pair that follows no nightly."""
+    followed = [b for b in builds if nightly.follows(b)]
+    if not followed or os.environ.get(nightly.INDEX_ENV) or reachable(followed[0].index_url):
+        yield
+        return
+    release, following = nightly_mirror.stand_in_builds(list(load(root).builds.values()))
+    t0 = time.monotonic()
+    date = nightly_mirror.make_mirror(opts.mirror, release, following, root, images.pip_ca())
+    with (
+        nightly_mirror.serve(opts.mirror, port=nightly_mirror.PORT) as url,
+        _environ({nightly.INDEX_ENV: url, images.BUILD_NETWORK_ENV: "host"}),
+    ):
+        report.add(
+            runner,
+            f"{following.index_url} is out of reach: a local index at {url} ({opts.mirror}, ready in "
+            f"{time.monotonic() - t0:.1f} s) with {release.name}'s torch and torchvision renamed as the "
+            f"night {date} of {following.name}, beside {release.name}'s locked dependencies: the "
+            f"nightly's path, {release.name}'s code",
+        )
+        yield
+
+
+@contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def build_images(runner: Runner, report: Report, builds: Sequence[BuildSpec], root: Path, how: Build) -> None:
+    """The images first, timed on their own (a nightly's resolved first: its tag is its night's)."""
+    matrix = load(root)
+    resolved, _ = nightly.resolve_all(builds, root)
+    for spec in resolved:
+        tag = images.image_tag(spec, root, how.subs)
+        there = run_docker(images.image_exists_command(tag), capture_output=True).returncode == 0
+        t0 = time.monotonic()
+        ensure_image(runner, matrix, spec, root, how)
+        what = "was there" if there and not how.no_cache else f"built in {time.monotonic() - t0:.1f} s"
+        what += " (--no-cache: every layer)" if how.no_cache else ""
+        report.add(runner, f"image {tag}: {what}, {image_size(tag)}")
+
+
+def check_night(runner: Runner, report: Report, run_dir: Path) -> None:
+    """A run of a build that follows the nightly: its manifest names the night, and every row of
+    that build carries it."""
+    for name, night in nightly.kept_nights(run_dir).items():
+        rows = [r for p in sorted((run_dir / "raw").glob(f"{slug(name)}__*.csv")) for r in read_rows(p).rows]
+        dates = sorted({r["nightly_date"] for r in rows})
+        report.check(
+            runner, bool(rows) and dates == [night["date"]],
+            f"{run_dir.name} {name}: manifest.json and all {len(rows)} rows name the night {night['date']}",
+            f"{run_dir.name} {name}: manifest.json names the night {night['date']}, the rows {dates}",
+        )  # fmt: skip
 
 
 def containers_e2e(runner: Runner, posargs: Sequence[str], root: Path, check: SelectionCheck) -> None:
-    """See the module's docstring. `nox -s containers-e2e [-- --models M --modes a,b --no-cache]`."""
-    models, modes, out, no_cache = parse(posargs, root)
+    """See the module's docstring. `nox -s containers-e2e [-- --pair guide|current --models M
+    --modes a,b --no-cache --mirror DIR]`."""
+    opts = parse(posargs, root)
     started = time.monotonic()
     try:
         docker.check_docker()
@@ -198,64 +334,71 @@ def containers_e2e(runner: Runner, posargs: Sequence[str], root: Path, check: Se
         raise docker.DockerProblem(f"containers-e2e cannot run here: {exc}") from None
     report = Report()
     matrix = load(root)
-    builds = pick_builds(
-        matrix, None, [*default_builds(matrix, "stable"), "nightly"]
-    )  # the guide's pair: tonight's nightly and the release need their CUDA 13 wheels from the network
+    wanted = list(opts.pair.builds) or [*default_builds(matrix, "stable"), "nightly"]
+    builds = pick_builds(matrix, None, wanted)
     server = subprocess.run(
         ["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True, text=True, check=False
     ).stdout.strip()
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs"
     busy = os.getloadavg()[0]  # the figures below are this machine's, under this load
-    report.add(runner, f"engine {server}; builds with {client}; {cpu}, load {busy:.1f}")
+    who = f"uid {os.getuid()}" + (" (root: the containers run as uid 1000)" if os.getuid() == 0 else "")
+    report.add(
+        runner, f"pair {opts.pair.name}; engine {server}; builds with {client}; {cpu}, load {busy:.1f}; {who}"
+    )
     subs = choose_substitutes(runner, report, builds, root)
-    how = Build(subs=subs, rebuild=no_cache, no_cache=no_cache)
-
-    for spec in builds:  # the images first, timed on their own
-        tag = images.image_tag(spec, root, subs)
-        there = run_docker(images.image_exists_command(tag), capture_output=True).returncode == 0
-        t0 = time.monotonic()
-        ensure_image(runner, matrix, spec, root, how)
-        what = "was there" if there and not no_cache else f"built in {time.monotonic() - t0:.1f} s"
-        what += " (--no-cache: every layer)" if no_cache else ""
-        report.add(runner, f"image {tag}: {what}, {image_size(tag)}")
-
-    run_id = f"e2e-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
-    hf_cache = root / ".nox" / "containers-e2e" / "hf-cache"
-    shutil.rmtree(hf_cache, ignore_errors=True)  # empty: whatever is in it afterwards, a container wrote
-    flags = ["--device", "cpu", "--models", models, "--modes", modes]
-    flags += ["--out", str(out), "--no-merge", *subs.flags()]
-    stages = [
-        ("bench-stable", "stable", run_id, []),
-        ("bench-nightly", "nightly", run_id, ["--build", "nightly"]),
-        ("bench-stable --offline", "stable", f"{run_id}-offline", ["--offline"]),
-    ]
-    tags: dict[str, dict[str, str]] = {}
-    for label, prefix, rid, extra in stages:
-        t0 = time.monotonic()
-        done = bench_containers(runner, ["--run-id", rid, *extra, *flags], root, prefix, check, hf_cache)
-        steps = ", ".join(f"{k} {v:.1f} s" for k, v in done.seconds.items() if not k.endswith(" image"))
-        report.add(runner, f"{label} ({rid}): {time.monotonic() - t0:.1f} s ({steps})")
-        tags.setdefault(rid, {}).update(done.tags)
-        if label == "bench-stable":  # the cache as the online run left it
-            written = owners(hf_cache)
-            files = sorted(p for paths in written.values() for p in paths if (hf_cache / p).is_file())
-            report.check(
-                runner, bool(files) and set(written) == {uid_of_containers()},
-                f"the HF cache mount was written by uid {uid_of_containers()}: {', '.join(files[:5])}",
-                f"the HF cache mount after the online run: files {files[:5]}, owners {sorted(written)}",
-            )  # fmt: skip
-
-    cells = len(models.split(",")) * len(modes.split(","))
-    for rid, by_build in tags.items():
-        check_run(runner, report, out / rid, by_build, cells, uid_of_containers())
+    how = Build(subs=subs, rebuild=opts.no_cache, no_cache=opts.no_cache)
+    with nightly_index(runner, report, builds, root, opts):
+        build_images(runner, report, builds, root, how)
+        runs = run_stages(runner, report, opts, root, check, subs)
+    cells = len(opts.models.split(",")) * len(opts.modes.split(","))
+    for rid, by_build in runs.items():
+        check_run(runner, report, opts.out / rid, by_build, cells, uid_of_containers())
+        check_night(runner, report, opts.out / rid)
     report.add(runner, f"total {time.monotonic() - started:.1f} s; load {os.getloadavg()[0]:.1f}")
-    summary = out / run_id / "e2e.md"
+    summary = opts.out / next(iter(runs)) / "e2e.md"
     summary.write_text("".join(f"- {line}\n" for line in report.lines))
-    if os.getuid() == 0:
-        os.chown(summary, docker.IMAGE_UID, docker.IMAGE_UID)
+    push.hand_over(summary)
     runner.log(f"e2e: the figures are in {summary}")
     if report.failures:
         runner.error(f"containers-e2e: {len(report.failures)} check(s) failed: {report.failures[0]}")
+
+
+def run_stages(
+    runner: Runner, report: Report, opts: Options, root: Path, check: SelectionCheck, subs: Substitutes
+) -> dict[str, dict[str, str]]:
+    """The pair's container sessions in turn, on the CPU; each run id's images by build."""
+    run_id = f"e2e-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
+    hf_cache = root / ".nox" / "containers-e2e" / "hf-cache"
+    shutil.rmtree(hf_cache, ignore_errors=True)  # empty: whatever is in it afterwards, a container wrote
+    flags = ["--device", "cpu", "--models", opts.models, "--modes", opts.modes]
+    flags += ["--out", str(opts.out), "--no-merge", *subs.flags()]
+    tags: dict[str, dict[str, str]] = {}
+    for n, stage in enumerate(opts.pair.stages):
+        rid = run_id + stage.suffix
+        t0 = time.monotonic()
+        done = bench_containers(
+            runner, ["--run-id", rid, *stage.extra, *flags], root, stage.prefix, check, hf_cache
+        )
+        steps = ", ".join(f"{k} {v:.1f} s" for k, v in done.seconds.items() if not k.endswith(" image"))
+        report.add(runner, f"{stage.label} ({rid}): {time.monotonic() - t0:.1f} s ({steps})")
+        tags.setdefault(rid, {}).update(done.tags)
+        if n == 0:  # the cache as the first online run left it
+            check_cache(runner, report, hf_cache)
+    return tags
+
+
+def check_cache(runner: Runner, report: Report, hf_cache: Path) -> None:
+    """The HF cache mount after the first online run: the folder and all in it the containers'
+    uid's. What is in it depends on the build: transformers 4.31 writes `hub/version.txt` on
+    import; transformers 5 writes nothing without a download (random weights: none)."""
+    uid = uid_of_containers()
+    written = owners(hf_cache)
+    files = sorted(p for paths in written.values() for p in paths if (hf_cache / p).is_file())
+    said = ", ".join(files[:5]) or "no file (nothing the runs did downloads or writes there)"
+    report.check(
+        runner, set(written) == {uid}, f"the HF cache mount and all in it owned by uid {uid}: {said}",
+        f"the HF cache mount after the online run: files {files[:5]}, owners {sorted(written)}",
+    )  # fmt: skip
 
 
 def uid_of_containers() -> int:

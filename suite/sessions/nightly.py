@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from suite.errors import UsageError
+from suite.sessions import push
 from suite.spec.model import BuildSpec, Matrix
 
 DATE_ARG = "TORCH_NIGHTLY_DATE"
@@ -110,20 +111,68 @@ def pinned(build: BuildSpec, found: Mapping[str, str]) -> BuildSpec:
 
 
 def resolve_all(
-    chosen: Sequence[BuildSpec], root: Path, date: str = "", environ: Mapping[str, str] | None = None
+    chosen: Sequence[BuildSpec],
+    root: Path,
+    date: str = "",
+    environ: Mapping[str, str] | None = None,
+    run_dir: Path | None = None,
 ) -> tuple[list[BuildSpec], dict[str, dict[str, str]]]:
-    """Every build that follows the nightly, resolved once (or as the plan step handed it)."""
+    """Every build that follows the nightly, resolved once (or as the plan step handed it). A
+    run folder whose manifest already names a build's night (an earlier session of this run id:
+    a re-run, a resume) keeps that night: the index is not asked again, and a different night
+    handed or asked for is refused in one line (a new night needs a new run id)."""
     env = os.environ if environ is None else environ
     given = handed(env)
+    kept = kept_nights(run_dir) if run_dir is not None else {}
     out: list[BuildSpec] = []
     found: dict[str, dict[str, str]] = {}
     for build in chosen:
         if not follows(build):
             out.append(build)
             continue
-        found[build.name] = given.get(build.name) or resolve(build, root, date, env)
+        if build.name in kept:
+            found[build.name] = same_night(build.name, kept[build.name], given.get(build.name), date, run_dir)
+        else:
+            found[build.name] = given.get(build.name) or resolve(build, root, date, env)
         out.append(pinned(build, found[build.name]))
     return out, found
+
+
+def kept_nights(run_dir: Path) -> dict[str, dict[str, str]]:
+    """What the run folder's manifest.json says each followed build resolved to ({} when none);
+    an unreadable manifest is one line, never a night guessed anew."""
+    path = run_dir / MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(str(path), f"unreadable ({exc}): the run's night cannot be kept") from None
+    nights = data.get("nightly", {}) if isinstance(data, dict) else None
+    if not isinstance(nights, dict):
+        raise UsageError(f"{path}: nightly", "must be an object {build: resolved night}")
+    for name, night in nights.items():
+        missing = [k for k in KEYS if not isinstance(night, dict) or not str(night.get(k, ""))]
+        if missing:
+            raise UsageError(f"{path}: nightly.{name}", f"lacks {', '.join(missing)}")
+    return nights
+
+
+def same_night(
+    name: str, kept: dict[str, str], given: Mapping[str, str] | None, date: str, run_dir: Path | None
+) -> dict[str, str]:
+    """The run's own night for `name`; a handed resolution or a --nightly-date of another night
+    is refused: one run id, one night."""
+    offered = [(RESOLVED_ENV, given["date"], given["torch_sha256"])] if given else []
+    offered += [("--nightly-date", date, "")] if date and date != "newest" else []
+    for where, night, sha in offered:
+        if night != kept["date"] or (sha and sha != kept["torch_sha256"]):
+            raise UsageError(
+                where,
+                f"run {run_dir.name if run_dir else '?'} measured {name} on the torch nightly of "
+                f"{kept['date']} (its {MANIFEST}), not {night}: a new night needs a new run id",
+            )
+    return dict(kept)
 
 
 def describe(name: str, found: Mapping[str, str]) -> str:
@@ -149,4 +198,5 @@ def write_manifest(run_dir: Path, found: Mapping[str, Mapping[str, str]]) -> Pat
     data.setdefault("nightly", {}).update({k: dict(v) for k, v in found.items()})
     run_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    push.hand_over(path)
     return path

@@ -144,6 +144,7 @@ def push(run_dir: Path, target: Target) -> int:
         sent[rel] = digest
         written += 1
     manifest_path.write_text(json.dumps(sent, indent=1, sort_keys=True), encoding="utf-8")
+    hand_over(manifest_path)
     return written
 
 
@@ -209,6 +210,18 @@ def mark(run_dir: Path, session: str, state: str) -> None:
     scratch = run_dir / f"{MARKER}.tmp"
     scratch.write_text(json.dumps({"session": session, "state": state}) + "\n", encoding="utf-8")
     os.replace(scratch, run_dir / MARKER)
+    hand_over(run_dir / MARKER)
+
+
+def hand_over(path: Path) -> None:
+    """As root, a file the host writes into a run folder goes to the folder's owner (the
+    containers' user, who got the folder: suite.sessions.host.prepare_mounts), so that every
+    file of a run is one user's, whoever wrote it."""
+    if os.getuid() != 0:
+        return
+    folder = path.parent.stat()
+    if folder.st_uid != 0:
+        os.chown(path, folder.st_uid, folder.st_gid, follow_symlinks=False)
 
 
 def unfinished(out: Path, session: str) -> str | None:

@@ -106,6 +106,9 @@ class Rates:
 # result, warm-up, accuracy; Maskformer 30 s); the timed part of a cell was its calls (`timed_s`),
 # then 4 s of energy blocks (2 s a function) and, after a process's last cell, 2-4 s until it had
 # exited (the gaps between one cell's end and the next one's start under `ahead`).
+GPU_RATES_FROM = (
+    "one NVIDIA H200, the GPU studies of 2026-11-26 and 2026-11-28"  # where GPU_RATES were measured
+)
 GPU_RATES = Rates(
     startup_s=19.0,
     exit_s=3.0,
@@ -168,6 +171,7 @@ CPU_RATES = Rates(
     ),
 )
 RATES = {"cuda": GPU_RATES, "cpu": CPU_RATES}
+RATES_FROM = {"cuda": GPU_RATES_FROM, "cpu": "a 2-core CPU (this project's VM)"}
 
 LOAD_S_PER_M_PARAMS = 0.02  # weights read from the cache and moved to the device
 UNKNOWN_PARAMS_M = 100.0  # a model without `params_m` (custom configs): a ViT-base-sized guess

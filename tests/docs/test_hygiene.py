@@ -14,9 +14,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 USER_DOCS = [ROOT / "README.md", *(p for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "design.md")]
 ISSUE = re.compile(r"\b[Ii]ssues?\s+#?\d+")
-# an artifact name as the docs write it: bench-<run id>..., history-<run id>..., raw-<gpu>-shard-...
+# an artifact name as the docs write it: bench-<run id>..., history-<run id>..., raw-<gpu>-shard-...,
+# night-attempt-<a>
 ARTIFACT = re.compile(
     r"(?:bench|history)-<(?:run id|run-id|id)>[\w<>\[\]-]*|raw-[a-z0-9<>]+-shard-[\w<>\[\]-]+"
+    r"|night-attempt-[\w<>]+"
 )
 
 
@@ -33,7 +35,7 @@ def test_user_docs_name_no_issue_numbers() -> None:
 def workflow_artifacts() -> set[str]:
     """The names bench-nightly.yml uploads under, in the docs' placeholders."""
     text = (ROOT / ".github" / "workflows" / "bench-nightly.yml").read_text(encoding="utf-8")
-    names = set(re.findall(r"^\s+name: ((?:bench|history)-\$\{\{.*)$", text, re.M))
+    names = set(re.findall(r"^\s+name: ((?:bench|history|night)-\S*\$\{\{.*)$", text, re.M))
     upload = re.search(r"^\s+UPLOAD: (.*)$", text, re.M)
     assert upload is not None and len(names) == 2, names
     names.add(upload.group(1))
@@ -63,7 +65,7 @@ def test_artifact_names_in_the_docs_are_the_workflows() -> None:
     assert names == {
         "raw-<gpu>-shard-<i>-of-<n>-attempt-<a>",
         "bench-<run id>-attempt-<a>",
-        "history-<run id>-attempt-<a>",
+        "night-attempt-<a>",  # the night the plan job handed the bench jobs, for the run's re-runs
     }
     said = {}
     for path in USER_DOCS:

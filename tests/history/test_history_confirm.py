@@ -298,14 +298,19 @@ def test_a_stated_nightly_date_wins_over_the_version(
     assert torch_date("2.13.0+cu130") is None and torch_date("2.13.0+cu130", "junk") is None
 
 
-def test_the_confirm_workflow_runs_beside_no_benchmark_and_files_only_through_confirm() -> None:
+def test_the_confirm_workflow_follows_each_night_is_never_dropped_and_files_only_through_confirm() -> None:
+    """It starts when a bench-nightly run ends, in a concurrency group of its own: GitHub keeps
+    one pending run per group and cancels it for the next one queued, so sharing the benchmark's
+    group could cancel a pending night (the Saturday run) or be cancelled by it."""
     import yaml
 
     workflows = REPO / ".github" / "workflows"
     wf = yaml.safe_load((workflows / "history-confirm.yml").read_text())
     nightly = yaml.safe_load((workflows / "bench-nightly.yml").read_text())
-    assert set(wf[True]) == {"schedule", "workflow_dispatch"}  # never for a pull request
-    assert wf["concurrency"]["group"] == nightly["name"] and wf["concurrency"]["cancel-in-progress"] is False
+    assert set(wf[True]) == {"workflow_run", "workflow_dispatch"}  # never for a pull request
+    assert wf[True]["workflow_run"] == {"workflows": [nightly["name"]], "types": ["completed"]}
+    assert wf["concurrency"]["group"] != nightly["concurrency"]["group"]
+    assert wf["concurrency"]["cancel-in-progress"] is False
     (job,) = wf["jobs"].values()
     (step,) = [s for s in job["steps"] if "nox -s confirm" in s.get("run", "")]
     assert '--gpu "$gpu" --device cuda "${issues[@]}"' in step["run"] and "--query-gpu=name" in step["run"]

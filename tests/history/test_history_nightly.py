@@ -135,8 +135,9 @@ def test_the_verdict_verb_appends_to_the_summary_and_opens_issues_through_gh(
     ],
 )
 def test_the_workflow_ingests_then_judges_with_the_store_it_is_given(url: str, extra: list[str]) -> None:
-    ingest, judge = nightly.history_commands("results/r1", url, "/summary", issues=True)
-    store = url or "results/history.duckdb"
+    parts = Path("/parts")
+    ingest, judge = nightly.history_commands("results/r1", url, parts, issues=True)
+    store = url or "results/history-branch/history"  # the history branch's checkout
     assert ingest == [
         "nox",
         "-s",
@@ -150,5 +151,5 @@ def test_the_workflow_ingests_then_judges_with_the_store_it_is_given(url: str, e
         "--allow-partial",
     ]
     assert judge == ["nox", "-s", "history", "--", *extra, "verdict", "results/r1", "--store", store, "-o",
-                     "/summary", "--issues"]  # fmt: skip
-    assert "--issues" not in nightly.history_commands("results/r1", url, "/summary", issues=False)[1]
+                     "/parts/verdict.md", "--slower", "/parts/slower.json", "--issues"]  # fmt: skip
+    assert "--issues" not in nightly.history_commands("results/r1", url, parts, issues=False)[1]

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.rows import A100, ROWS, T4, At, Speedup, Times, compiled, eager, row, write_run
+from support.rows import A100, ROWS, T4, At, Speedup, Times, compiled, eager, row, write_one_csv, write_run
 
 from suite.cli import main
 from suite.report.load import load
@@ -612,3 +612,24 @@ def test_beside_the_guide_the_back_to_back_figures_stand_when_the_rows_have_them
     text = t.markdown()
     assert "Durations: latency" in text and "back-to-back (ms), back-to-back speed-up: throughput" in text
     assert "TF32: matmul off, cuDNN on" in t.subtitle
+
+
+def test_a_run_whose_rows_carry_two_nightlies_is_refused_in_one_line(tmp_path: Path, capsys):
+    """A re-run that resolved another night would mix two nights in one run's tables: the merge
+    refuses the run (exit 2, one line) and writes nothing; two runs of two nights merge."""
+    first = [row("nightly", A100, "ViT", bs, "eager", nightly_date="20261125", median_ms=5.0, mean_ms=5.0)
+             for bs in (1, 4)]  # fmt: skip
+    second = [row("nightly", A100, "ViT", 16, "eager", nightly_date="20261126", median_ms=5.0, mean_ms=5.0)]
+    older = [row("nightly", A100, "DETR", 1, "eager", "oom", torch_version="2.16.0.dev20261124+cu130")]
+    mixed = write_one_csv(tmp_path / "mixed", [*first, *second, *older], "nightly__cuda-a100.csv")
+    assert main(["merge", str(mixed)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("suite merge: error: run t, build nightly: rows of 3 torch nightlies ")
+    assert "(20261124, 20261125, 20261126)" in err and "new run id" in err
+    assert not (mixed / "tables").exists()
+    for r in second:
+        r["run_id"] = "t2"
+    one = write_one_csv(tmp_path / "one", first, "nightly__cuda-a100.csv")
+    other = write_one_csv(tmp_path / "other", second, "nightly__cuda-a100.csv")
+    assert load([one, other]).frame.shape[0] == 3

@@ -192,6 +192,43 @@ def test_bench_nightly_follows_tonights_nightly_against_the_release(fake: Simple
     assert "the torch nightly of 20261125: torch 2.16.0.dev20261125+cu130" in proc.stderr
 
 
+def test_a_re_run_of_a_run_keeps_its_night_when_the_index_gains_a_newer_one(fake: SimpleNamespace) -> None:
+    """A run id's night is in its manifest.json: resuming the run after a newer night reached
+    the index builds the same night's wheels; another night, asked or handed, is one line."""
+    build_index(fake.tmp / "index", [Night("20261124"), Night("20261125")])
+    flags = ["--run-id", "r1", "--out", str(fake.out), "--profile", "smoke", "--models", "ViT", "--no-merge"]
+    with serve(fake.tmp / "index") as url:
+        first = nox(fake, "-s", "bench-nightly", "--", *flags, SUITE_NIGHTLY_INDEX=url,
+                    FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
+        assert first.returncode == 0, first.stderr
+    (built,) = [c for c in calls(fake) if c[0] == "build" and _args(c)["BUILD_NAME"] == "nightly-current"]
+    assert _args(built)["TORCH_NIGHTLY_DATE"] == "20261125"
+    tag = built[built.index("--tag") + 1]
+    hashes = build_index(fake.tmp / "index", [Night("20261124"), Night("20261125"), Night("20261126")])
+    Path(fake.env["FAKE_DOCKER_LOG"]).write_text("")
+    with serve(fake.tmp / "index") as url:
+        newest = pin_resolve(url, "newest")
+        again = nox(fake, "-s", "bench-nightly", "--", *flags, SUITE_NIGHTLY_INDEX=url,
+                    FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        # the same night's image (already built: no build), not the newest night's
+        assert not [c for c in calls(fake) if c[0] == "build"] and runs(fake)[1].count(tag) == 1
+        assert newest["date"] == "20261126"
+        assert hashes[wheel_name("torch", "2.16.0.dev20261126+cu130")] == newest["torch_sha256"]
+        asked = nox(fake, "-s", "bench-nightly", "--", *flags, "--nightly-date", "20261126",
+                    SUITE_NIGHTLY_INDEX=url, FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
+        handed = nox(fake, "-s", "bench-nightly", "--", *flags, SUITE_NIGHTLY_INDEX=url,
+                     SUITE_NIGHTLY_RESOLVED=json.dumps({"nightly-current": newest}),
+                     FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
+    for proc, where in ((asked, "--nightly-date"), (handed, "SUITE_NIGHTLY_RESOLVED")):
+        assert proc.returncode == 2
+        line = one_error_line(proc)
+        assert f"error: {where}: run r1 measured nightly-current on the torch nightly of 20261125" in line
+        assert line.endswith("not 20261126: a new night needs a new run id")
+    kept = json.loads((fake.out / "r1" / "manifest.json").read_text())["nightly"]["nightly-current"]
+    assert kept["date"] == "20261125"
+
+
 def test_a_pinned_night_gone_from_the_index_is_one_line_before_any_build(fake: SimpleNamespace) -> None:
     build_index(fake.tmp / "index", [Night("20261124"), Night("20261125")])
     with serve(fake.tmp / "index") as url:

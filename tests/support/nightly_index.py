@@ -5,16 +5,12 @@ nothing is guessed then)."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
-import re
-import threading
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from suite.sessions.nightly_mirror import NoRangeHandler, RangeHandler, serve
 
 
 @dataclass(frozen=True)
@@ -78,50 +74,6 @@ def build_index(root: Path, nights: list[Night], python: str = "311") -> dict[st
     return hashes
 
 
-class RangeHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves files, and `Range: bytes=a-b` / `bytes=-n` as 206 partial content."""
-
-    ranges = True
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        spec = self.headers.get("Range", "")
-        match = re.fullmatch(r"bytes=(\d*)-(\d*)", spec)
-        path = Path(self.translate_path(self.path))
-        if not (self.ranges and match and path.is_file()):
-            super().do_GET()
-            return
-        size = path.stat().st_size
-        start, end = match.groups()
-        if start:
-            first, last = int(start), min(int(end) if end else size - 1, size - 1)
-        else:
-            first, last = max(size - int(end), 0), size - 1
-        with open(path, "rb") as fh:
-            fh.seek(first)
-            part = fh.read(last + 1 - first)
-        self.send_response(206)
-        self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
-        self.send_header("Content-Length", str(len(part)))
-        self.end_headers()
-        self.wfile.write(part)
-
-
-class NoRangeHandler(RangeHandler):
-    ranges = False
-
-
-@contextmanager
-def serve(root: Path, ranges: bool = True) -> Iterator[str]:
-    """The folder as http://127.0.0.1:PORT (its index URL), for the block's duration."""
-    handler = functools.partial(RangeHandler if ranges else NoRangeHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+# The index is served as the container path's own local nightly index is: HTTP range requests
+# as download.pytorch.org answers them (or none, to check that nothing is guessed then).
+__all__ = ["NoRangeHandler", "RangeHandler", "serve"]

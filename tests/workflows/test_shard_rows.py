@@ -90,6 +90,10 @@ def test_a_shard_killed_in_attempt_1_is_finished_by_attempt_2_every_cell_once(tm
     started = tmp_path / "third-started"
     proc = start(stub, first, {"STUB_SLOW_FAIL": "*/002-*", "STUB_STARTED": str(started),
                                "STUB_FAIL_AFTER": str(tmp_path / "never")})  # fmt: skip
+    # the night bench-nightly's host resolved for the run (suite.sessions.nightly.write_manifest)
+    manifest = '{"nightly": {"nightly-current": {"date": "20261125"}}}\n'
+    (first / "gh7").mkdir(parents=True)
+    (first / "gh7" / "manifest.json").write_text(manifest)
     uploader = shard_rows.Uploader(first / "gh7", f"{JOB}-attempt-1", lambda n, d: download(artifacts, n, d))
     deadline = time.monotonic() + 120
     while not started.exists() and time.monotonic() < deadline:
@@ -106,7 +110,11 @@ def test_a_shard_killed_in_attempt_1_is_finished_by_attempt_2_every_cell_once(tm
     second = tmp_path / "attempt-2" / "results"
     (csv_name,) = [p.name for p in (first / "gh7" / "raw").glob("*.csv")]
     lines = shard_rows.restore(artifacts, second / "gh7", JOB)
-    assert lines == [f"raw/{csv_name}: 2 row(s) from 1 earlier upload(s)"]
+    assert lines == [
+        f"raw/{csv_name}: 2 row(s) from 1 earlier upload(s)",
+        f"manifest.json: from {JOB}-attempt-1-rows-00002",
+    ]
+    assert (second / "gh7" / "manifest.json").read_text() == manifest  # the re-run keeps the run's night
     proc = start(stub, second, {})
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err

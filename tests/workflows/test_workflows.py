@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 from support import nightly_script
 from support.nightly_index import Night, build_index, serve, wheel_name
+from support.rows import write_one_csv
 
 from suite.cli.values import RUN_ID_RE
 from suite.spec.shard import Shard
@@ -25,6 +27,10 @@ T4 = ["self-hosted", "linux", "gpu", "t4"]
 
 
 nightly = nightly_script()
+tally = nightly.tally  # beside it, imported by it
+history_branch = importlib.import_module(
+    "history_branch"
+)  # beside it (nightly.py put its folder on the path)
 
 
 def test_workflows_pass_actionlint() -> None:
@@ -107,7 +113,8 @@ def test_collect_gathers_every_artifacts_raw_csvs(tmp_path: Path) -> None:
     _artifact(arts, "raw-a100-shard-1-of-2-attempt-1", "nightly__nvidia-a100__shard-1-of-2.csv")
     _artifact(arts, "raw-t4-shard-1-of-2-attempt-1", "nightly__tesla-t4__shard-1-of-2.csv")
     expected = [f"raw-{g}-shard-{i}-of-2" for g in ("a100", "t4") for i in (1, 2)]
-    lines = nightly.collect(arts, tmp_path / "run", expected)
+    lines, delivered = nightly.collect(arts, tmp_path / "run", expected)
+    assert delivered["raw-t4-shard-1-of-2"] == ["nightly__tesla-t4__shard-1-of-2.csv"]
     got = sorted(p.name for p in (tmp_path / "run" / "raw").iterdir())
     assert got == ["nightly__nvidia-a100__shard-1-of-2.csv", "nightly__tesla-t4__shard-1-of-2.csv"]
     assert (tmp_path / "run" / "raw" / got[1]).read_text() == "rows of raw-t4-shard-1-of-2-attempt-1\n"
@@ -173,7 +180,8 @@ def test_no_upload_replaces_another() -> None:
     uploads = [s for j in (bench, merge) for s in j["steps"] if "upload-artifact" in s.get("uses", "")]
     assert uploads and all("overwrite" not in s["with"] for s in uploads)
     assert bench["env"]["UPLOAD"].endswith("-attempt-${{ github.run_attempt }}")
-    assert "github.run_attempt" in merge["steps"][-1]["with"]["name"]
+    (final,) = [s for s in merge["steps"] if s.get("with", {}).get("name", "").startswith("bench-")]
+    assert "github.run_attempt" in final["with"]["name"]
 
 
 def test_a_re_run_fetches_its_own_earlier_uploads_before_it_starts() -> None:
@@ -290,6 +298,51 @@ def test_the_default_builds_resolve_tonights_nightly(tmp_path: Path, monkeypatch
     assert nightly.companions(["nightly"]) == ["stable"] and nightly.followed(["nightly", "release"]) == []
 
 
+def test_a_re_run_keeps_the_night_of_the_runs_first_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attempt 1's plan job resolves the newest night and keeps it as an artifact; a newer night
+    then reaches the index; "Re-run all jobs" (attempt 2, its plan job run again) hands every bench
+    job attempt 1's night, not the newest."""
+    build_index(tmp_path / "index", [Night("20270101"), Night("20270102")])
+    monkeypatch.chdir(ROOT)
+    keep = tmp_path / "uploads" / f"{nightly.NIGHT_ARTIFACT}1" / nightly.NIGHT_FILE
+    for key, value in {"BUILDS": "nightly-current", "NIGHTLY_DATE": "", "NIGHT_FILE": str(keep),
+                       "EARLIER_NIGHT": str(tmp_path / "none"), "GITHUB_OUTPUT": str(tmp_path / "out1"),
+                       "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    with serve(tmp_path / "index") as url:
+        monkeypatch.setenv("SUITE_NIGHTLY_INDEX", url)
+        assert nightly.main(["resolve"]) == 0
+    build_index(tmp_path / "index", [Night("20270101"), Night("20270102"), Night("20270103")])
+    monkeypatch.setenv(
+        "NIGHT_FILE", str(tmp_path / "uploads" / f"{nightly.NIGHT_ARTIFACT}2" / nightly.NIGHT_FILE)
+    )
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out2"))
+    monkeypatch.setenv("EARLIER_NIGHT", str(tmp_path / "uploads"))  # what download-artifact fetched
+    with serve(tmp_path / "index") as url:
+        monkeypatch.setenv("SUITE_NIGHTLY_INDEX", url)
+        assert nightly.main(["resolve"]) == 0
+        newest = json.loads(nightly.run_resolve(["resolve", "--build", "nightly-current"]))
+    handed = [json.loads((tmp_path / f"out{a}").read_text().split("=", 1)[1]) for a in (1, 2)]
+    assert handed[0] == handed[1] and handed[1]["nightly-current"]["date"] == "20270102"
+    assert newest["date"] == "20270103"  # what a fresh resolution would have handed
+    assert (
+        "the torch nightly of 20270102, kept from night-attempt-1 of this run"
+        in (tmp_path / "summary").read_text()
+    )
+    steps = _workflow("bench-nightly.yml")["jobs"]["setup"]["steps"]
+    at = next(i for i, s in enumerate(steps) if s.get("id") == "nightly")
+    fetch, upload = steps[at - 1], steps[at + 1]
+    assert (
+        fetch["with"]["pattern"] == f"{nightly.NIGHT_ARTIFACT}*"
+        and fetch["with"]["run-id"] == "${{ github.run_id }}"
+    )
+    assert fetch["with"]["path"] == steps[at]["env"]["EARLIER_NIGHT"]
+    assert upload["with"]["name"] == f"{nightly.NIGHT_ARTIFACT}${{{{ github.run_attempt }}}}"
+    assert upload["with"]["path"] == steps[at]["env"]["NIGHT_FILE"]
+
+
 def test_ci_runs_python_3_10_on_the_stable_pins() -> None:
     legs = _workflow("ci.yml")["jobs"]["tests"]["strategy"]["matrix"]["include"]
     by_python = {leg["python"]: leg["session"] for leg in legs}
@@ -314,6 +367,7 @@ def test_each_shard_is_priced_for_every_build_it_runs() -> None:
         first, second = per.split(", 1/2 ")
         return (
             f"profile full: 7 cell(s), build {args[3]}\n...\n"
+            "estimated total 0:20:00 on a GPU (suite/spec/cost.py at the rates of one H200: a rough model)\n"
             f"estimated per shard: 1/2 {first} (this one), 2/2 {second}; largest/mean 1.05\n"
         )
 
@@ -321,8 +375,43 @@ def test_each_shard_is_priced_for_every_build_it_runs() -> None:
     assert builds == ["stable", "nightly"]
     lines = nightly.price("full", builds, 2, plan)
     assert [a[3] for a in asked] == ["stable", "nightly"] and all(a[-1] == "1/2" for a in asked)
-    assert lines[-3] == "| **each shard** | | 1/2 0:30:00, 2/2 24:09:05 |"
+    assert all(a[a.index("--device") + 1] == "cuda" for a in asked)  # the GPU's price on any machine
+    assert lines[-5] == "| **each shard** | | 1/2 0:30:00, 2/2 24:09:05 |"
     assert "| `stable` | 7 | 0:10:00, 0:09:00 |" in lines
+    assert "at the GPU rates of one H200" in lines[-3]
+    assert lines[-1].startswith(
+        "**Over the benchmark step's 290 minutes**: the fullest shard is estimated at 24:09:05"
+    )
+    assert lines[-1].endswith("BENCH_SHARDS) to 10 or more.")
+    cpu = "estimated total 1:00:00 on a CPU (suite/spec/cost.py at the rates of a 2-core CPU: ...)\n"
+    with pytest.raises(nightly.Invalid, match="priced with a CPU's rates"):
+        nightly.rates_of(cpu)
+    steps = _workflow("bench-nightly.yml")["jobs"]["bench"]["steps"]
+    (bench,) = [s for s in steps if "nox -s bench-nightly" in s.get("run", "")]
+    assert bench["timeout-minutes"] == nightly.STEP_LIMIT_MIN
+
+
+def test_the_plan_job_prices_the_full_night_for_a_gpu_on_a_machine_without_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The real `suite plan` as the plan job runs it (no GPU here): a GPU's price, the one
+    `--device cuda` gives, never the CPU's of this machine, and the shards it sizes."""
+    monkeypatch.chdir(ROOT)
+    gpu = nightly.run_plan(["--profile", "full", "--build", "release", "--device", "cuda", "--shard", "1/2"])
+    cpu = nightly.run_plan(["--profile", "full", "--build", "release", "--device", "cpu", "--shard", "1/2"])
+    assert nightly.rates_of(gpu).startswith("one NVIDIA H200")
+    assert sum(nightly.shard_costs(gpu)) * 3 < sum(nightly.shard_costs(cpu))  # a CPU's would be far more
+    summary = tmp_path / "summary"
+    for key, value in {"SHARDS": "2", "PROFILE": "full", "BUILDS": "nightly-current",
+                       "GITHUB_STEP_SUMMARY": str(summary)}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    assert nightly.main(["price"]) == 0
+    text = summary.read_text()
+    assert (
+        "| `release` |" in text
+        and "| `nightly-current` |" in text
+        and "at the GPU rates of one NVIDIA H200" in text
+    )
 
 
 def test_shard_builds_keep_the_stable_build_first_and_once() -> None:
@@ -499,27 +588,42 @@ def test_a_shard_with_failed_cells_fails_its_job_after_the_upload(
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.delenv("ALLOW_FAILED", raising=False)
-    assert nightly.main(["failed", str(run)]) == 1
+    monkeypatch.setenv("MAX_UNMEASURED_PCT", "50")
+    assert nightly.main(["shard", str(run)]) == 1
     assert "::error::2 cell(s) ended in error or timeout" in capsys.readouterr().out
     text = summary.read_text()
-    assert text.startswith("## 2 failed cell(s) in this shard") and "| stable | ViT | 1 | default |" in text
+    assert text.startswith("## This shard: 2 ok, 1 skipped, 1 out of memory, 2 failed\n")
+    assert "2 of 6 cell(s) of this shard measured nothing (skipped or out of memory), 33%: within" in text
+    assert "- 1 cell(s): skipped happened" in text  # why, from the row's error column
+    assert "## 2 failed cell(s) in this shard" in text and "| stable | ViT | 1 | default |" in text
     assert "| error | boom |" in text
     monkeypatch.setenv("ALLOW_FAILED", "true")  # the input allow-failed-cells
-    assert nightly.main(["failed", str(run)]) == 0
+    assert nightly.main(["shard", str(run)]) == 0
+    monkeypatch.setenv("MAX_UNMEASURED_PCT", "30")  # skipped + OOM above the share fail the job too
+    assert nightly.main(["shard", str(run)]) == 1
+    assert "::error::2 of 6 cell(s) of this shard measured nothing" in capsys.readouterr().out
+    monkeypatch.setenv("MAX_UNMEASURED_PCT", "lots")
+    assert nightly.main(["shard", str(run)]) == 1
+    assert "::error::BENCH_MAX_UNMEASURED_PCT: 'lots' is not a percent" in capsys.readouterr().out
     assert nightly.failed_cells(tmp_path / "empty") == []
-    # the workflow: after the upload, on every outcome, with the input and its variable
+    # the workflow: after the upload, on every outcome, with the input, its variable and the share
     steps = _workflow("bench-nightly.yml")["jobs"]["bench"]["steps"]
-    at = next(i for i, s in enumerate(steps) if "nightly.py failed" in s.get("run", ""))
+    at = next(i for i, s in enumerate(steps) if "nightly.py shard" in s.get("run", ""))
     upload = next(i for i, s in enumerate(steps) if "upload-artifact" in s.get("uses", ""))
     assert upload < at and steps[at]["if"] == "always()"
     assert "inputs.allow-failed-cells" in steps[at]["env"]["ALLOW_FAILED"]
+    share = steps[at]["env"]["MAX_UNMEASURED_PCT"]
+    assert (
+        share == "${{ vars.BENCH_MAX_UNMEASURED_PCT || '10' }}"
+        and float("10") == tally.DEFAULT_MAX_UNMEASURED_PCT
+    )
     inputs = _workflow("bench-nightly.yml")["on"]["workflow_dispatch"]["inputs"]
     assert (
         inputs["allow-failed-cells"]["type"] == "boolean" and inputs["allow-failed-cells"]["default"] is False
     )
 
 
-def test_the_merge_is_strict_and_its_summary_lists_failed_cells_first_and_torn_files(
+def test_the_merge_is_strict_and_its_summary_lists_torn_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = _night(tmp_path)
@@ -539,17 +643,87 @@ def test_the_merge_is_strict_and_its_summary_lists_failed_cells_first_and_torn_f
     steps = _workflow("bench-nightly.yml")["jobs"]["merge"]["steps"]
     (merge,) = [s for s in steps if "nox -s merge" in s.get("run", "")]
     assert '"$RUN_DIR" --strict' in merge["run"] and "merge-summary" in merge["run"]
-    # the collect step's summary: the night's failed cells before the jobs' table
-    artifacts = tmp_path / "artifacts"
-    _artifact(artifacts, "raw-a100-shard-1-of-1-attempt-1")
-    (artifacts / "raw-a100-shard-1-of-1-attempt-1" / "raw" / "stable__cuda-a100.csv").write_bytes(
-        (run / "raw" / "stable__cuda-a100.csv").read_bytes()
-    )
-    summary.unlink()
-    monkeypatch.setenv("MATRIX", json.dumps({"include": [{"artifact": "raw-a100-shard-1-of-1"}]}))
-    assert nightly.main(["collect", str(artifacts), str(tmp_path / "merged")]) == 0
+
+
+def _fake_night(tmp_path: Path) -> tuple[Path, Path]:
+    """The merge job's inputs for a night of two shards (one of them failed before any row) and
+    a third that delivered: skipped cells (a driver floor), OOM cells, a failed one; the history's
+    verdict with two cells slower beyond the rule."""
+    from support.rows import row
+
+    a100 = "NVIDIA A100-SXM4-80GB"
+    floor = "the driver 535.104 is older than CUDA 13.0 needs (>= 580): not built"
+    arts = tmp_path / "artifacts"
+    shard1 = [row("stable", a100, "ViT", bs, "eager") for bs in (1, 4, 16)]
+    shard1 += [row("nightly", a100, "ViT", bs, "default", status="skipped", error=floor) for bs in (1, 4, 16)]
+    shard2 = [row("stable", a100, "DETR", 1, "eager"), row("stable", a100, "DETR", 16, "eager", status="oom"),
+              row("stable", a100, "DETR", 1, "default", status="timeout")]  # fmt: skip
+    for job, rows in (("raw-a100-shard-1-of-3", shard1), ("raw-a100-shard-2-of-3", shard2)):
+        for build in ("stable", "nightly"):
+            mine = [r for r in rows if r["build"] == build]
+            if mine:
+                write_one_csv(
+                    arts / f"{job}-attempt-1", mine, f"{build}__cuda-a100__shard-{job[-6]}-of-3.csv"
+                )
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    slower = [{"night": "nightly on NVIDIA A100-SXM4-80GB", "cell": "ViT bs1 eager", "verdict": "regression",
+               "ratio": 1.12},
+              {"night": "stable on NVIDIA A100-SXM4-80GB", "cell": "DETR bs1 eager",
+               "verdict": "slower compile",
+               "ratio": None}]  # fmt: skip
+    (parts / nightly.SLOWER_FILE).write_text(json.dumps({"run": "r", "slower": slower}))
+    return arts, parts
+
+
+def test_the_nights_summary_tells_each_shard_skipped_oom_failed_and_slower_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arts, parts = _fake_night(tmp_path)
+    run_dir = tmp_path / "results" / "nightly-20261201-0217-gh77"
+    summary = tmp_path / "summary.md"
+    matrix = {"include": [{"artifact": f"raw-a100-shard-{i}-of-3"} for i in (1, 2, 3)]}
+    for key, value in {"GITHUB_STEP_SUMMARY": str(summary), "SUMMARY_PARTS": str(parts),
+                       "MATRIX": json.dumps(matrix),
+                       "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r",
+                       "GITHUB_RUN_ID": "77", "MAX_UNMEASURED_PCT": "10"}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    assert nightly.main(["collect", str(arts), str(run_dir)]) == 0
+    assert not summary.exists()  # the jobs' table waits for the night's summary
+    assert nightly.main(["night", str(run_dir)]) == 0
+    assert "::warning::4 of 9 cell(s) of the night measured nothing" in capsys.readouterr().out
     text = summary.read_text()
-    assert text.startswith("## 2 failed cell(s) in this run") and text.index("## Benchmark jobs") > 0
+    assert text.startswith(
+        "## The night of nightly-20261201-0217-gh77\n\n[The run on GitHub](https://github.com/o/r/actions/runs/77)"
+    )
+    assert "| raw-a100-shard-1-of-3 | 3 | 3 | 0 | 0 | 6 |" in text
+    assert "| raw-a100-shard-2-of-3 | 1 | 0 | 1 | 1 | 3 |" in text
+    assert "| raw-a100-shard-3-of-3 | | | | | none delivered |" in text
+    assert "| **the night** | **4** | **3** | **1** | **1** | **9** |" in text
+    assert (
+        "4 of 9 cell(s) of the night measured nothing (skipped or out of memory), 44%: "
+        "over BENCH_MAX_UNMEASURED_PCT=10%" in text
+    )
+    assert "- 3 cell(s): the driver 535.104 is older than CUDA 13.0 needs (>= 580): not built" in text
+    assert "**2 cell(s) slower beyond the rule against the night before, awaiting confirmation**" in text
+    assert "| nightly on NVIDIA A100-SXM4-80GB | ViT bs1 eager | regression | 1.120 |" in text
+    assert "| stable on NVIDIA A100-SXM4-80GB | DETR bs1 eager | slower compile | — |" in text
+    assert (
+        "## 1 failed cell(s) in this run" in text
+        and "| stable | DETR | 1 | default | inference | timeout |" in text
+    )
+    assert text.index("## The night of") < text.index("## 1 failed cell(s)") < text.index("## Benchmark jobs")
+    (parts / nightly.SLOWER_FILE).unlink()  # the history's step did not finish
+    summary.unlink()
+    assert nightly.main(["night", str(run_dir)]) == 0
+    assert "No verdict of the history this time" in summary.read_text()
+    # the workflow: the night's summary after the merge and the history, before the tables
+    steps = _workflow("bench-nightly.yml")["jobs"]["merge"]["steps"]
+    order = [next(i for i, s in enumerate(steps) if key in s.get("run", "")) for key in
+             ("nox -s merge", "nightly.py history", "nightly.py night", "tables.md",
+              "verdict.md")]  # fmt: skip
+    assert order == sorted(order)
+    assert steps[order[2]]["if"] == "always() && steps.gather.outcome == 'success'"
 
 
 def test_pages_are_switched_by_a_variable() -> None:
@@ -557,3 +731,76 @@ def test_pages_are_switched_by_a_variable() -> None:
     assert "vars.BENCH_PAGES == 'on'" in wf["jobs"]["pages"]["if"]
     (upload,) = [s for s in wf["jobs"]["merge"]["steps"] if "upload-pages-artifact" in s.get("uses", "")]
     assert upload["if"] == "vars.BENCH_PAGES == 'on'"
+
+
+def _variables_table() -> dict[str, tuple[str, str]]:
+    """docs/github-actions.md's table of secrets and variables: name -> (kind, default)."""
+    text = (ROOT / "docs" / "github-actions.md").read_text()
+    body = text.split("### What a run needs from the repository", 1)[1].split("\n\n| name |", 1)[1]
+    rows = {}
+    for line in body.split("\n\n", 1)[0].splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        for name in re.findall(r"`([A-Z0-9_]+)`", cells[0]):
+            rows[name] = (cells[1], cells[2])
+    return rows
+
+
+def test_the_docs_table_has_every_variable_the_workflows_read_with_its_default() -> None:
+    """Every `vars.X` and `secrets.X` of every workflow is a row of the table, and every row is
+    read by a workflow; a default the workflow writes (`vars.X || 'd'`) is the table's, and
+    a variable with none says "(none" there."""
+    table = _variables_table()
+    text = "".join(p.read_text() for p in WORKFLOWS)
+    read = {m[1]: m[0] for m in re.findall(r"\b(vars|secrets)\.([A-Z0-9_]+)", text)}
+    assert set(read) == set(table), (sorted(set(read) - set(table)), sorted(set(table) - set(read)))
+    for name, kind in read.items():
+        assert table[name][0].startswith("secret" if kind == "secrets" else "variable"), name
+        defaults = set(re.findall(rf"vars\.{name} \|\| '([^']*)'", text))
+        assert len(defaults) <= 1, (name, defaults)  # one default wherever it is read
+        if defaults:
+            assert table[name][1] == f"`{defaults.pop()}`", name
+        else:
+            assert table[name][1].startswith("(none"), name
+    # the defaults the scripts hold are the workflow's
+    assert table["BENCH_MIN_FREE_GB"][1] == f"`{nightly.MIN_FREE_GB}`"
+    assert table["BENCH_MAX_UNMEASURED_PCT"][1] == f"`{tally.DEFAULT_MAX_UNMEASURED_PCT:g}`"
+    assert table["BENCH_HISTORY_BRANCH"][1] == f"`{history_branch.DEFAULT_BRANCH}`"
+
+
+def test_the_uploads_made_while_a_shard_ran_go_once_its_final_upload_holds_them() -> None:
+    """Attempt 1 of shard 1 ended (its final upload is there): its -rows-N uploads go. Attempt 1
+    of shard 2 lost its runner (no final upload): its -rows-N stay, the only copy of its rows,
+    for the re-run that restores from them. Nothing else is touched."""
+    names = [
+        "raw-a100-shard-1-of-2-attempt-1-rows-00003", "raw-a100-shard-1-of-2-attempt-1-rows-00006",
+        "raw-a100-shard-1-of-2-attempt-1",
+        "raw-a100-shard-2-of-2-attempt-1-rows-00003",
+        "raw-a100-shard-2-of-2-attempt-2-rows-00003", "raw-a100-shard-2-of-2-attempt-2",
+        "bench-nightly-20261201-0217-gh77-attempt-1", "night-attempt-1",
+    ]  # fmt: skip
+    pages = [names[:5], names[5:]]
+    calls: list[tuple[str, str]] = []
+
+    def github(url: str, headers: dict[str, str], method: str) -> bytes:
+        calls.append((method, url))
+        assert headers["Authorization"] == "Bearer tok"
+        if method == "GET":
+            page = int(url.rsplit("page=", 1)[1]) - 1
+            found = pages[page] if page < len(pages) else []
+            return json.dumps({"artifacts": [{"name": n, "id": names.index(n)} for n in found]}).encode()
+        return b""
+
+    nightly_api = {"GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "77", "GH_TOKEN": "tok"}
+    pages[0] = pages[0] * 20  # a full page (100) asks for the next one
+    lines = nightly.tidy(nightly_api, github)
+    deleted = [url.rsplit("/", 1)[1] for method, url in calls if method == "DELETE"]
+    assert sorted(names[int(i)] for i in deleted) == [names[0], names[1], names[4]]
+    assert lines[-1].startswith("deleted 3 upload(s) made while the shards ran")
+    assert next(u for m, u in calls if m == "GET") == (
+        "https://api.github.com/repos/o/r/actions/runs/77/artifacts?per_page=100&page=1"
+    )
+    steps = _workflow("bench-nightly.yml")["jobs"]["merge"]["steps"]
+    tidy = next(i for i, s in enumerate(steps) if "nightly.py tidy" in s.get("run", ""))
+    final = next(i for i, s in enumerate(steps) if s.get("with", {}).get("name", "").startswith("bench-"))
+    assert final < tidy and "if" not in steps[tidy]  # only once the merge and its upload succeeded
+    assert _workflow("bench-nightly.yml")["jobs"]["merge"]["permissions"]["actions"] == "write"
