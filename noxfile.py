@@ -255,7 +255,7 @@ def pages_screenshot(session: nox.Session) -> None:
     """The README's screenshot (docs/img/run-page.png): the committed smoke run's page, merged
     anew into a scratch folder and opened in headless Chromium, a point hovered.
     `-- [RUN_DIR] [PNG]` for another run or file."""
-    glue.pages_script(session, "suite.report.pages.screenshot")
+    glue.pages_script(session, "tools.pages.screenshot")
 
 
 @suite_session(name="pages-bench", python=MERGE_PYTHON)
@@ -263,4 +263,4 @@ def pages_bench(session: nox.Session) -> None:
     """A benchmark, not a test: the weight of a generated full-profile run's page (108 cells x 2
     builds) and of a year of history's, and how soon each is ready in headless Chromium
     (`-- --repeat N --nights N`)."""
-    glue.pages_script(session, "suite.report.pages.bench")
+    glue.pages_script(session, "tools.pages.bench")

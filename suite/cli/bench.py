@@ -13,13 +13,14 @@ from suite.cli.needs import TORCH, TORCH_HINT, needs
 from suite.errors import UsageError
 from suite.measure import provenance
 from suite.measure.energy import OFF_ENV
-from suite.run import pinning, preflight, runner
-from suite.run.nvidia_smi import no_nvidia_gpu
+from suite.run import preflight, runner
 from suite.spec.cost import RATES_FROM, STUDY_GOAL_S, estimate_schedule, estimate_seconds, format_duration
 from suite.spec.model import Cell
 from suite.spec.schedule import AHEAD, SERIAL, forks, overlap_cores, pool_size
 from suite.spec.shard import select, siblings
 from suite.spec.vocab import STOP_CI
+from suite.system import cpus
+from suite.system.nvidia_smi import no_nvidia_gpu
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -133,7 +134,7 @@ def _schedule_label(args: argparse.Namespace) -> str:
     if args.schedule == SERIAL:
         return SERIAL
     if args.overlap:
-        cores = len(pinning.available()) or 1
+        cores = len(cpus.available()) or 1
         pool = pool_size(cores - overlap_cores(cores), args.compile_pool)
         return f"{AHEAD} with --overlap (compile pool {pool}, beside the timing on its own cores)"
     return f"{AHEAD} (compile pool {pool_size(None, args.compile_pool)})"

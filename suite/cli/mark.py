@@ -21,6 +21,7 @@ from suite.measure.provenance import Environment, cpu_name
 from suite.results import slug
 from suite.run import unrun
 from suite.spec.shard import select
+from suite.system import gpus
 
 ONLY = ("all", "compiled", "eager")
 
@@ -30,7 +31,7 @@ def add_mark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reason", required=True, help="one line: why the cells did not run")
     p.add_argument("--only", choices=ONLY, default="all", help="all cells, or the compiled or eager ones")
     p.add_argument("--count", action="store_true", help="print how many cells there are; write nothing")
-    p.add_argument("--gpu-state", default="", help="the GPU's state as suite.measure.machine reads it (JSON)")
+    p.add_argument("--gpu-state", default="", help="the GPU's state as suite.system.gpus reads it (JSON)")
     p.add_argument("--image-tag", default="", help="the image the cells were to run in, if built")
     p.add_argument("--image-id", default="", help="its ID as Docker reports it")
 
@@ -39,15 +40,15 @@ def host_environment(args: argparse.Namespace) -> Environment:
     """What a row can say about where its cell was to run, without running it: the GPU as
     nvidia-smi showed it to the host, the image if there is one; nothing about torch."""
     device = "cpu" if args.device == "cpu" else "cuda"
-    gpu = machine.GpuState.from_json(args.gpu_state) if args.gpu_state else None
+    gpu = gpus.GpuState.from_json(args.gpu_state) if args.gpu_state else None
     if args.gpu_state and gpu is None:
-        raise UsageError("--gpu-state", "not the JSON of a GPU's state (suite.measure.machine.GpuState)")
+        raise UsageError("--gpu-state", "not the JSON of a GPU's state (suite.system.gpus.GpuState)")
     if device == "cuda" and (gpu is None or not gpu.name):
         raise UsageError("--gpu-state", "--device cuda needs the GPU's state (at least its name)")
     cpu = cpu_name()
     environ = {
-        machine.CLOCKS_ENV: os.environ.get(machine.CLOCKS_ENV, ""),
-        machine.IMAGE_ID_ENV: args.image_id,
+        gpus.CLOCKS_ENV: os.environ.get(gpus.CLOCKS_ENV, ""),
+        gpus.IMAGE_ID_ENV: args.image_id,
     }
     return Environment(
         device=slug(gpu.name) if device == "cuda" and gpu else "cpu",

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from suite.cli import values
 from suite.errors import UsageError
-from suite.measure.pairing import BASE, NEW
 from suite.results import read_rows
 from suite.run import pairrule
 from suite.run.pair import SOCKET_NAME, Coordinator, Side, run_pair
 from suite.run.runner import new_run_id
+from suite.spec.pair_protocol import BASE, NEW
 
 # the pair's own flags, which its runners do not take: (flag, takes a value)
 OWN_FLAGS: dict[str, bool] = {

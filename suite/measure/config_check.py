@@ -7,7 +7,8 @@ which builds a ViT without encoder layers whose row then says `ok`) surfaces onl
 cells, or never. The parent (plan, run) never imports torch, so
 `suite.run.preflight.check_models` runs `python -m suite.measure.config_check`, which reads
 the models as JSON on stdin and prints the problems as one JSON line; transformers' config
-modules import no torch, so the check takes seconds.
+modules import no torch, so the check takes seconds. Under `run` the same child probes the
+device first (`--probe D`), so that the parent expands the cells once, for what it found.
 """
 
 from __future__ import annotations
@@ -229,34 +230,38 @@ def check_items(items: list[dict[str, Any]]) -> list[Problem]:
     return problems
 
 
-def read_request(text: str) -> tuple[list[dict[str, Any]], str | None]:
-    """The models to check, and the device to probe for (None: no probe), from main's stdin."""
-    request = json.loads(text)
-    return (request["models"], request["device"]) if isinstance(request, dict) else (request, None)
+def read_request(text: str) -> list[dict[str, Any]]:
+    """The models to check, from main's stdin (nothing sent: none to check)."""
+    return json.loads(text) if text.strip() else []
 
 
-def main() -> int:
-    """Child side: JSON [{spec, shrink, from_config}] on stdin -> {"problems": [...]} on stdout;
-    or {"models": [...], "device": D}, which also probes this Python for device D (what
-    `suite env --json --device D` says, or why it cannot), since importing transformers has
-    imported torch already: `run` then starts one Python before its first cell, not two."""
-    items, device = read_request(sys.stdin.read())
+def probe(device: str) -> dict[str, Any]:
+    """What `suite env --json --device D` says of this Python, or why it cannot: `run` then starts
+    one Python before its first cell, not two."""
+    from suite.measure import provenance
+
+    try:
+        return {"environment": asdict(provenance.collect(device))}
+    except RuntimeError as exc:  # --device cuda without a GPU: said where `run` probes
+        return {"device_error": str(exc)}
+    except Exception as exc:  # any other surprise: the parent probes on its own, and says what
+        return {"probe_failed": first_line(str(exc))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Child side: `--probe D` first answers what the probe for device D found (one JSON line);
+    then JSON [{spec, shrink, from_config}] on stdin -> {"problems": [...]} on stdout. The parent
+    sends the models once it has expanded the cells for what the probe found."""
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--probe"] and len(args) == 2:
+        print(json.dumps(probe(args[1])), flush=True)
+    items = read_request(sys.stdin.read())
     try:
         import transformers  # noqa: F401
     except ImportError as exc:
         print(json.dumps({"unavailable": f"transformers cannot be imported: {exc}"}))
         return 0
-    answer: dict[str, Any] = {"problems": [asdict(p) for p in check_items(items)]}
-    if device is not None:
-        from suite.measure import provenance
-
-        try:
-            answer["environment"] = asdict(provenance.collect(device))
-        except RuntimeError as exc:  # --device cuda without a GPU: said where `run` probes
-            answer["device_error"] = str(exc)
-        except Exception:  # any other surprise: the parent probes on its own, and says what
-            pass
-    print(json.dumps(answer))
+    print(json.dumps({"problems": [asdict(p) for p in check_items(items)]}))
     return 0
 
 

@@ -11,10 +11,8 @@ the end hands the new build's worker the pair's figures for its row. A cell that
 has, a second process of a cell, or a partner that died, is timed alone (`solo`) under the
 cell's own stopping rule, with the device still held for it.
 
-The line protocol, one JSON object a line over a Unix socket (`PAIR_ENV` names its path, which
-the containers see through the results mount), worker -> coordinator: hello {role, key, cpus},
-ready {compile_s}, round {figures}, timed, bye; coordinator -> worker: prepare, time {mode, cpus},
-turn, stop, solo, finish {fields}. Standard library only (it runs in the containers).
+The line protocol's words are suite.spec.pair_protocol's. Standard library only (it runs in the
+containers).
 """
 
 from __future__ import annotations
@@ -23,82 +21,18 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from suite.measure import gate
+from suite.spec.pair_protocol import PAIR_ENV, ROLE_ENV, ROLES, SOLO, STOP, TURN, UnixAddress, pair_key
+from suite.system.cpus import available, cpu_text, pin
 
-PAIR_ENV = "SUITE_PAIR"  # the coordinator's socket
-ROLE_ENV = "SUITE_PAIR_ROLE"  # base | new
-BASE, NEW = "base", "new"
-ROLES = (BASE, NEW)
-PAIRED, SOLO = "paired", "solo"
-TURN, STOP = "turn", "stop"
 CONNECT_TIMEOUT_S = 30.0
 
 
 class PairLost(ConnectionError):
     """The coordinator went away: the worker goes on alone under its own rule."""
-
-
-def pair_key(key_fields: dict[str, object]) -> str:
-    """A cell's identity in a pair: its row key without the build (the two builds' cells of one
-    cell share it) and the device, as one stable string."""
-    kept = {k: v for k, v in key_fields.items() if k not in ("build", "device")}
-    return json.dumps(kept, sort_keys=True, default=str)
-
-
-class UnixAddress:
-    """A Unix socket's path as bind and connect can take it: a path longer than the kernel's
-    limit (108 bytes; a run folder deep in a CI workspace) is reached through its folder's open
-    descriptor, /proc/self/fd/N/NAME. A context manager: the descriptor is closed after."""
-
-    LIMIT = 100
-
-    def __init__(self, path: str) -> None:
-        self.path, self.fd = path, -1
-
-    def __enter__(self) -> str:
-        if len(self.path.encode()) < self.LIMIT:
-            return self.path
-        folder, name = os.path.split(self.path)
-        self.fd = os.open(folder or ".", os.O_RDONLY)
-        return f"/proc/self/fd/{self.fd}/{name}"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-
-
-def allowed_cpus() -> list[int]:
-    """The CPUs this process may run on (its cgroup's cpuset in a container)."""
-    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-
-
-def pin_threads(cpus: Sequence[int]) -> None:
-    """Every thread of this process (torch's intra-op threads too) onto `cpus`: affinity is per
-    thread on Linux, and threads made later inherit their creator's."""
-    if not cpus or not hasattr(os, "sched_setaffinity"):
-        return
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), cpus)
-        except (OSError, ValueError):  # a thread that ended meanwhile
-            continue
-
-
-def cpu_text(cpus: Sequence[int]) -> str:
-    """`0-3,8`: a CPU list as the kernel writes one (the row's `timing_cpus`)."""
-    out: list[str] = []
-    for c in sorted(set(cpus)):
-        if out and "-" not in out[-1] and int(out[-1]) == c - 1:
-            out[-1] = f"{out[-1]}-{c}"
-        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == c - 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{c}"
-        else:
-            out.append(str(c))
-    return ",".join(out)
 
 
 @dataclass
@@ -129,7 +63,7 @@ class Partner:
             sock.connect(address)
         sock.settimeout(None)  # a partner's compile may take as long as the cell's timeout
         partner = Partner(sock, role, sock.makefile("r", encoding="utf-8"))
-        partner.send("hello", role=role, key=pair_key(key_fields), cpus=allowed_cpus(), **hello)
+        partner.send("hello", role=role, key=pair_key(key_fields), cpus=available(), **hello)
         return partner
 
     def send(self, op: str, **fields: Any) -> None:
@@ -167,8 +101,8 @@ class Partner:
         self.mode, self.cpus = granted["mode"], [int(c) for c in granted.get("cpus") or []]
         # the partner holds the device too, but only ever times between this worker's rounds
         gate.add_idle({int(p) for p in granted.get("partner_pids") or []})
-        self.before = allowed_cpus()
-        pin_threads(self.cpus)
+        self.before = available()
+        pin(os.getpid(), self.cpus)
         return self.mode
 
     def turn(self) -> str:
@@ -192,7 +126,7 @@ class Partner:
     def timed(self) -> dict[str, Any]:
         """Timing over: the threads unpinned; wait for the go to finish the cell (energy,
         scenario extras: alone on the device); the pair's fields for this worker's row."""
-        pin_threads(self.before)
+        pin(os.getpid(), self.before)
         try:
             self.send("timed")
             fields = dict(self.receive("finish").get("fields") or {})

@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from suite.measure.pairing import PAIRED, SOLO, STOP, Partner
+from suite.measure.pairing import Partner
+from suite.spec.pair_protocol import PAIRED, SOLO, STOP
 from suite.spec.settings import Settings
 from suite.spec.vocab import STOP_CI, STOP_RULES
 from suite.spec.warmup import BLOCK_CALLS, SETTLE_MAX_CALLS, SETTLE_MS, warmup_calls

@@ -20,10 +20,10 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 
 from suite.errors import last_line
 from suite.measure import allocator
@@ -87,7 +87,7 @@ def last_log_line(path: Path) -> str:
         return ""
 
 
-def _log_path(paths: RunPaths, stem: str) -> Path:
+def next_log_path(paths: RunPaths, stem: str) -> Path:
     """`<stem>.log`, or `<stem>.attempt<n>.log` when an earlier attempt's log is there
     (a re-run never overwrites the log a superseded row points to)."""
     path, n = paths.logs / f"{stem}.log", 1
@@ -97,31 +97,41 @@ def _log_path(paths: RunPaths, stem: str) -> Path:
     return path
 
 
-def spawn(cmd: list[str], extra: dict[str, str]) -> subprocess.Popen[bytes]:
-    """A cell's child process: its own session (killed as a group), output piped to a log pump,
-    its start stamped in its environment (for time to first result)."""
-    extra[SPAWN_ENV] = repr(time.time())
+def spawn(cmd: list[str], extra: Mapping[str, str], pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
+    """A child Python of the run (a worker, a fork server): its own session (killed as a group),
+    output piped to a log pump, its start stamped in its environment (for time to first result)."""
     return subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
-        env=child_env(extra),
+        env=child_env({**extra, SPAWN_ENV: repr(time.time())}),
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
 
 
-def _pump(source: Any, log: Any) -> None:
-    """Copy the worker's output to its log line by line, secrets redacted."""
-    try:
-        for line in iter(source.readline, b""):
-            log.write(redact_bytes(line))
-            log.flush()
-    except (OSError, ValueError):  # the log was closed under us: the cell is over
-        pass
+def pump(source: IO[bytes], log_path: Path, mode: str = "wb", header: str = "") -> threading.Thread:
+    """A thread that copies a process's output to its log (`mode` "ab": appended to, after
+    `header`) line by line, secrets redacted, until the output ends."""
+    args = (source, log_path, mode, header)
+    thread = threading.Thread(target=_copy, args=args, name="log-pump", daemon=True)
+    thread.start()
+    return thread
 
 
-def _result_fields(path: Path, keep: Collection[str] = COLUMNS) -> dict[str, Any]:
+def _copy(source: IO[bytes], log_path: Path, mode: str, header: str) -> None:
+    with open(log_path, mode) as log:
+        try:
+            log.write(header.encode())
+            for line in iter(source.readline, b""):
+                log.write(redact_bytes(line))
+                log.flush()
+        except (OSError, ValueError):  # the pipe or the log closed under us: the process is over
+            pass
+
+
+def result_fields(path: Path, keep: Collection[str] = COLUMNS) -> dict[str, Any]:
     """The worker's result, checked: a garbled one becomes an error, never a crash of the sweep.
     A several-row cell's rows (under "rows") are checked the same way, each on its own. Only the
     fields in `keep` (the CSV's columns, for the worker) are kept."""
@@ -192,7 +202,9 @@ class WorkerJob:
     by default the cell's `compile_cache` setting decides (cold: fresh, removed after). `log_path`:
     append to this log instead of starting the cell's own. `module` is run as
     `python -m MODULE CELL_JSON RESULT_JSON DEVICE [PHASE] [ARGS...]` (the worker by default; the
-    cross-check's child too), and the fields in `keep` are taken from its result."""
+    cross-check's child too), and the fields in `keep` are taken from its result. `sweep_env`:
+    what every process of the sweep starts with (a pair's coordinator: suite.run.runner.Pairing),
+    kept by every process of the cell; `extra_env`: this process's own."""
 
     cell: Cell
     device_type: str
@@ -206,6 +218,108 @@ class WorkerJob:
     module: str = WORKER_MODULE
     args: tuple[str, ...] = ()
     keep: Collection[str] = COLUMNS
+    sweep_env: Mapping[str, str] = field(default_factory=dict)
+
+
+class Process(Protocol):
+    """What the runner uses of a worker process: spawned (`subprocess.Popen`) or forked from a
+    fork server (suite.run.zygotes.Forked)."""
+
+    pid: int
+    stdout: Any
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+# A fork server's offer to start `python -m MODULE ARGV...` with an environment: the process, or
+# None where it cannot (suite.run.zygotes.Zygotes.spawn); the worker is then spawned.
+Fork = Callable[[str, list[str], Mapping[str, str]], Process | None]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt at a job: its name (its scratch files are named for it only, so a worker left
+    over from a killed run can never hand its result to a resumed one), its log, and its compile
+    cache (`owned`: a fresh one, removed when the process ends)."""
+
+    name: str
+    log_path: Path
+    appending: bool
+    cache: Path
+    owned: bool
+    scratch: Path
+
+    @staticmethod
+    def of(job: WorkerJob) -> Attempt:
+        paths, cell = job.paths, job.cell
+        paths.logs.mkdir(parents=True, exist_ok=True)
+        paths.scratch.mkdir(parents=True, exist_ok=True)
+        stem = cell_stem(cell, job.index)
+        name = f"{stem}.{uuid.uuid4().hex[:12]}"
+        owned = job.cache is None and cell.settings.compile_cache == "cold"
+        cache = job.cache or (paths.scratch / f"{name}.compile-cache" if owned else paths.compile_cache)
+        log_path = job.log_path or next_log_path(paths, stem)
+        return Attempt(name, log_path, job.log_path is not None, cache, owned, paths.scratch)
+
+    def file(self, suffix: str) -> Path:
+        """One of the attempt's scratch files (`.cell.json`, `.result.json`, ...)."""
+        return self.scratch / f"{self.name}{suffix}"
+
+
+@dataclass
+class Started:
+    """A worker as started: its process, its attempt, the thread that copies its output to its
+    log. `end` kills what is left of it and removes what it owned."""
+
+    proc: Process
+    attempt: Attempt
+    pump: threading.Thread
+
+    def end(self) -> None:
+        kill_group(self.proc)
+        self.pump.join(timeout=10)  # EOF once the group is gone
+        if self.attempt.owned:
+            shutil.rmtree(self.attempt.cache, ignore_errors=True)
+
+
+def worker_env(job: WorkerJob, attempt: Attempt) -> dict[str, str]:
+    """What a worker starts with beyond the suite's own (suite.run.environ): its runner (it dies
+    with it), its compile caches, its allocator, the sweep's environment and its own."""
+    return {
+        PARENT_ENV: str(os.getpid()),
+        **cache_env(attempt.cache),
+        **allocator.child_env(job.cell.settings.malloc, os.environ),
+        **job.sweep_env,
+        **job.extra_env,
+    }
+
+
+def start_worker(job: WorkerJob, attempt: Attempt, argv: Sequence[str], fork: Fork | None = None) -> Started:
+    """The one way a worker starts (`python -m MODULE ARGV...`, every schedule's): its
+    environment, its log (the attempt's, appended to with a header when the job names one),
+    forked from a fork server where `fork` can, else spawned."""
+    extra = worker_env(job, attempt)
+    proc = fork(job.module, list(argv), extra) if fork is not None else None
+    proc = proc or spawn([job.python, "-m", job.module, *argv], extra)
+    if attempt.appending:
+        log = pump(proc.stdout, attempt.log_path, "ab", f"\n--- {job.phase} process ---\n")
+    else:
+        log = pump(proc.stdout, attempt.log_path)
+    return Started(proc, attempt, log)
+
+
+def exit_fields(returncode: int, log_path: Path) -> dict[str, Any]:
+    """A worker that ended without a result: why, with its log's last line."""
+    tail = last_log_line(log_path)
+    reason = describe_exit(returncode) + (f"; last log line: {tail}" if tail else "")
+    return {"status": "error", "error": one_line(reason)}
+
+
+def timeout_fields(timeout_s: float) -> dict[str, Any]:
+    """A worker killed at its cell's timeout."""
+    return {"status": "timeout", "error": f"no result after {timeout_s:g} s (worker killed)"}
 
 
 @dataclass
@@ -251,63 +365,34 @@ def rows_of(cell: Cell, fields: dict[str, Any]) -> list[dict[str, Any]]:
 def run_worker(job: WorkerJob) -> WorkerResult:
     """Run one child process of a cell, with its timeout; whatever comes back, or does not,
     becomes its rows."""
-    cell, paths = job.cell, job.paths
-    paths.logs.mkdir(parents=True, exist_ok=True)
-    paths.scratch.mkdir(parents=True, exist_ok=True)
-    stem = cell_stem(cell, job.index)
-    appending = job.log_path is not None
-    log_path = job.log_path or _log_path(paths, stem)
-    attempt = f"{stem}.{uuid.uuid4().hex[:12]}"  # files of this attempt only
-    cell_file = paths.scratch / f"{attempt}.cell.json"
-    result_path = paths.scratch / f"{attempt}.result.json"
+    cell = job.cell
+    attempt = Attempt.of(job)
+    cell_file, result_path = attempt.file(".cell.json"), attempt.file(".result.json")
     cell_file.write_text(cell.to_json())
-    extra: dict[str, str] = {PARENT_ENV: str(os.getpid()), **job.extra_env}
-    cache = job.cache
-    owned = cache is None and cell.settings.compile_cache == "cold"  # a fresh cache removed after
-    if cache is None:
-        cache = paths.scratch / f"{attempt}.compile-cache" if owned else paths.compile_cache
-    extra.update(cache_env(cache))
-    extra.update(allocator.child_env(cell.settings.malloc, os.environ))
-    cmd = [job.python, "-m", job.module, str(cell_file), str(result_path), job.device_type]
-    cmd += [job.phase] if job.phase != MEASURE else []
-    cmd += list(job.args)
+    argv = [str(cell_file), str(result_path), job.device_type]
+    argv += [job.phase] if job.phase != MEASURE else []
     start = time.monotonic()
-    with open(log_path, "ab" if appending else "wb") as log:
-        if appending:
-            log.write(f"\n--- {job.phase} process ---\n".encode())
-            log.flush()
-        proc = spawn(cmd, extra)
-        pump = threading.Thread(target=_pump, args=(proc.stdout, log), name="log-pump", daemon=True)
-        pump.start()
-        try:
-            returncode = proc.wait(timeout=cell.settings.timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            returncode = -signal.SIGKILL
-        finally:
-            _kill_group(proc)
-            pump.join(timeout=10)  # EOF once the group is gone
+    worker = start_worker(job, attempt, [*argv, *job.args])
+    try:
+        returncode: int | None = worker.proc.wait(timeout=cell.settings.timeout_s)
+    except subprocess.TimeoutExpired:
+        returncode = None
+    finally:
+        worker.end()
     wall = time.monotonic() - start
-    if owned:
-        shutil.rmtree(cache, ignore_errors=True)
     cell_file.unlink(missing_ok=True)
-    if timed_out:
-        fields: dict[str, Any] = {
-            "status": "timeout",
-            "error": f"no result after {cell.settings.timeout_s:g} s (worker killed)",
-        }
+    if returncode is None:
+        fields = timeout_fields(cell.settings.timeout_s)
     elif result_path.exists():
-        fields = _result_fields(result_path, job.keep)
+        fields = result_fields(result_path, job.keep)
         result_path.unlink(missing_ok=True)
     else:
-        tail = last_log_line(log_path)
-        reason = describe_exit(returncode) + (f"; last log line: {tail}" if tail else "")
-        fields = {"status": "error", "error": one_line(reason)}
-    return WorkerResult(rows_of(cell, fields), wall, str(log_path.relative_to(paths.run_dir)))
+        fields = exit_fields(returncode, attempt.log_path)
+    log_file = str(attempt.log_path.relative_to(job.paths.run_dir))
+    return WorkerResult(rows_of(cell, fields), wall, log_file)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: Process) -> None:
     """Kill the worker's whole process group (compile workers included) and reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)

@@ -1,5 +1,5 @@
 """Two builds timed side by side: the coordinator of a pair (the host's side of
-suite.measure.pairing), and a runner's line to it.
+suite.measure.pairing; the protocol's words: suite.spec.pair_protocol), and a runner's line to it.
 
 Two runners (`suite run --pair SOCKET --pair-role base|new`, each in its build's environment: a
 virtualenv, or a container that sees the socket through the results mount) go through the same
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suite.measure.pairing import BASE, NEW, PAIRED, ROLES, SOLO, STOP, TURN, UnixAddress
+from suite.spec.pair_protocol import BASE, NEW, PAIRED, ROLES, SOLO, STOP, TURN, UnixAddress
 from suite.spec.warmup import BLOCK_CALLS
 from suite.stats import median, median_ci, percentile
 

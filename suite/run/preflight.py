@@ -1,19 +1,24 @@
 """Checks made before the first cell: where results go, the environment (probed in a child,
-so the parent never imports torch), the build label, the models against transformers (again in
-a child), and the image every cell feeds. Each failure is a UsageError: one line, exit status 2.
+so the parent never imports torch), the build label, the models against transformers (in the
+same child), and the image every cell feeds. Each failure is a UsageError: one line, exit status 2.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from suite.errors import UsageError, last_line
 from suite.measure import inputs, machine, provenance
@@ -25,22 +30,119 @@ from suite.spec.expand import Filters, image_field, pick_build
 from suite.spec.model import Cell, Matrix
 from suite.spec.request import Request
 from suite.spec.settings import ImageSpec
+from suite.system import gpus
 
 # Below this much free space where results go, no cell starts (`run --min-free-mb`):
 # a cold compile cache alone can take hundreds of MB per cell.
 DEFAULT_MIN_FREE_MB = 1024
 
 
-# What the model check's child found when it was also asked to probe (run, repeat and
-# crosscheck check their models first: `prepare`), by device: the
-# Environment, or the reason the device cannot be used.
-_probed: dict[str, provenance.Environment | str] = {}
+CHECK_MODULE = "suite.measure.config_check"
+CHECK_TIMEOUT_S = 300
 
 
-def probe(device: str, python: str = sys.executable) -> provenance.Environment:
-    """Collect provenance in a child process (also checks --device cuda before any cell); the
-    model check's answer where it already probed this Python (one child instead of two)."""
-    found = _probed.pop(device, None) if python == sys.executable else None
+class Child:
+    """The one Python a run starts before its first cell (suite.measure.config_check): with a
+    `device` it probes it first (what `suite env --json --device D` says), and then checks the
+    models the parent sends once it has expanded the cells for what the probe found; without one
+    (`plan`) it only checks. Started on the first question; a context manager that ends it."""
+
+    def __init__(self, device: str | None = None) -> None:
+        self.device = device
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.errors: collections.deque[str | None] = collections.deque(maxlen=20)  # its stderr's last lines
+        self.probed: dict[str, Any] | None = None  # the probe's answer, once read
+
+    def __enter__(self) -> Child:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def environment(self) -> provenance.Environment | str | None:
+        """What the probe found: the environment, the reason the device cannot be used, or None
+        where the child could not say (the caller probes on its own, and says what)."""
+        assert self.device is not None, "a child started without a device probes nothing"
+        if self.probed is None:
+            self.probed = self._answer(self._started()) or {}
+        answer = self.probed
+        if "environment" in answer:
+            return provenance.Environment(**answer["environment"])
+        return str(answer["device_error"]) if "device_error" in answer else None
+
+    def problems(self, models: str) -> list[Problem] | str | None:
+        """Problems transformers finds in `models` (JSON: [{spec, shrink, from_config}]); the
+        reason as text when this Python has no transformers, None when the check failed
+        otherwise (said in a warning). Either way unchecked: the workers will report a bad model
+        in their rows instead."""
+        if self.device is not None:
+            self.environment()  # its first answer is the probe's
+        proc = self._started()
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):  # a child that died: said by its answer's absence
+            proc.stdin.write(models)
+            proc.stdin.close()
+        answer = self._answer(proc)
+        if answer is None:
+            return None
+        if "unavailable" in answer:
+            return str(answer["unavailable"])
+        return [Problem(**p) for p in answer["problems"]]
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def _started(self) -> subprocess.Popen[str]:
+        if self.proc is not None:
+            return self.proc
+        cmd = [sys.executable, "-m", CHECK_MODULE] + (["--probe", self.device] if self.device else [])
+        pipe = subprocess.PIPE
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdin=pipe, stdout=pipe, stderr=pipe, env=child_env(), text=True
+            )
+        except OSError as exc:  # the workers' Python cannot even start: no cell could
+            raise UsageError("env", f"cannot start {sys.executable}: {exc.strerror or exc}") from None
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines.put), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.errors.append), daemon=True).start()
+        return self.proc
+
+    @staticmethod
+    def _read(stream: IO[str], keep: Callable[[str | None], None]) -> None:
+        for line in stream:
+            keep(line)
+        keep(None)
+
+    def _answer(self, proc: subprocess.Popen[str]) -> dict[str, Any] | None:
+        """The child's next answer (one JSON line); None, with a warning, where none comes."""
+        try:
+            line = self.lines.get(timeout=CHECK_TIMEOUT_S)
+        except queue.Empty:
+            print(f"suite: warning: checking the models took over {CHECK_TIMEOUT_S} s", file=sys.stderr)
+            return None
+        try:
+            answer = json.loads(line) if line else None
+        except json.JSONDecodeError:
+            answer = None
+        if not isinstance(answer, dict):
+            why = self._tail(proc)
+            print(f"suite: warning: models not checked against transformers ({why})", file=sys.stderr)
+            return None
+        return answer
+
+    def _tail(self, proc: subprocess.Popen[str]) -> str:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+        return last_line("".join(line for line in self.errors if line), "no output")
+
+
+def probe(device: str, child: Child | None = None, python: str = sys.executable) -> provenance.Environment:
+    """Collect provenance in a child process (also checks --device cuda before any cell): the
+    model check's `child` where it has probed (one child instead of two), else `suite env`."""
+    found = child.environment() if child is not None else None
     if isinstance(found, provenance.Environment):
         return found
     if isinstance(found, str):
@@ -107,7 +209,8 @@ def check_run_folder(run_dir: Path) -> None:
         check_writable(folder, "--run-id", RUN_FOLDER_HINT, create=False)
 
 
-def _mb(value: float) -> str:
+def megabytes(value: float) -> str:
+    """A free-disk figure as the messages write it."""
     return f"{value:.0f}" if value >= 10 else f"{value:g}"
 
 
@@ -124,38 +227,28 @@ def check_free_space(out: Path, min_free_mb: float) -> None:
     if free < min_free_mb:
         raise UsageError(
             "--out",
-            f"only {_mb(free)} MB free on the disk of {out}, below the minimum of {_mb(min_free_mb)} MB: "
-            "free some space (or lower --min-free-mb)",
+            f"only {megabytes(free)} MB free on the disk of {out}, below the minimum of "
+            f"{megabytes(min_free_mb)} MB: free some space (or lower --min-free-mb)",
         )
 
 
-CHECK_TIMEOUT_S = 300
-_checked: set[str] = set()  # models already checked in this process (cmd_run expands twice)
-
-
 def check_models(
-    matrix: Matrix, cells: Iterable[Cell], warn_unchecked: bool = False, probe_device: str | None = None
+    matrix: Matrix, cells: Iterable[Cell], warn_unchecked: bool = False, child: Child | None = None
 ) -> None:
     """Raise UsageError for the first problem transformers finds in the models `cells` use
-    (suite.measure.config_check, in a child process): an unknown model type or class, and
-    for the models built from their config (random weights, custom configurations) the
-    config's fields, types, ranges and head counts. `probe_device`: the child also probes
-    for it, and a later `probe(probe_device)` takes its answer."""
-    if probe_device is not None:
-        _probed.clear()  # what an earlier check found is not this run's probe
-    wanted = _unchecked(cells)
+    (suite.measure.config_check, in a child process: `child`, the one that probed, or one of its
+    own): an unknown model type or class, and for the models built from their config (random
+    weights, custom configurations) the config's fields, types, ranges and head counts. A clean
+    check is remembered (suite.run.checkcache): the same models start no second check."""
+    wanted = _models_of(cells)
     if not wanted:
         return
     models = "[" + ", ".join(wanted) + "]"
     key = checkcache.key_of(models)
-    if probe_device is None and checkcache.found_clean(key):  # `plan`: checked clean before
-        _checked.update(wanted)
+    if checkcache.found_clean(key):
         return
-    if probe_device is None:
-        payload = models
-    else:
-        payload = f'{{"models": {models}, "device": {json.dumps(probe_device)}}}'
-    problems = _run_child(payload, probe_device)
+    with child or Child() as asked:
+        problems = asked.problems(models)
     if isinstance(problems, str):  # no transformers in this Python
         if warn_unchecked:
             print(f"suite: warning: models not checked ({problems})", file=sys.stderr)
@@ -167,11 +260,10 @@ def check_models(
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
         raise UsageError(f"{matrix.path}: {p.field}", p.message + more)
     checkcache.remember_clean(key)
-    _checked.update(wanted)
 
 
-def _unchecked(cells: Iterable[Cell]) -> dict[str, None]:
-    """The models of `cells` this process has not checked yet, each as the child reads it."""
+def _models_of(cells: Iterable[Cell]) -> list[str]:
+    """The models of `cells`, each once, as the child reads it."""
     wanted: dict[str, None] = {}
     for cell in cells:
         # default=str: a config may hold YAML values JSON has no type for (the child sees their text)
@@ -183,9 +275,8 @@ def _unchecked(cells: Iterable[Cell]) -> dict[str, None]:
             },
             default=str,
         )
-        if item not in _checked:
-            wanted.setdefault(item, None)
-    return wanted
+        wanted.setdefault(item, None)
+    return list(wanted)
 
 
 def check_image(image: ImageSpec, where: str, offline: bool) -> None:
@@ -210,55 +301,17 @@ def check_inputs(
     filters: Filters,
     cells: Sequence[Cell],
     warn_unchecked: bool = False,
-    probe_device: str | None = None,
+    child: Child | None = None,
 ) -> None:
-    """What every cell needs before the first one runs: its model as transformers sees it,
-    and its image (each cell of one expansion feeds the same one). `warn_unchecked`: say so
-    when this Python has no transformers to check the models with (`run`, once the probe has
-    found torch: its workers would fail; `plan` runs on hosts without either, quietly).
-    `probe_device`: see check_models."""
+    """What every cell needs before the first one runs: its image (each cell of one expansion
+    feeds the same one) and its model as transformers sees it. `warn_unchecked`: say so when
+    this Python has no transformers to check the models with (`run`, once the probe has found
+    torch: its workers would fail; `plan` runs on hosts without either, quietly). `child`: see
+    check_models."""
     if cells:
         where = image_field(matrix, profile, filters.overrides)
         check_image(cells[0].settings.image, where, any(inputs.is_offline(c.settings.weights) for c in cells))
-    check_models(matrix, cells, warn_unchecked, probe_device)
-
-
-def _run_child(payload: str, probe_device: str | None = None) -> list[Problem] | str | None:
-    """Problems found by `python -m suite.measure.config_check`; the reason as text when this
-    Python has no transformers, None when the check failed otherwise (said in a warning). Either
-    way unchecked: the workers will report a bad model in their rows instead. What it probed
-    for `probe_device` is kept for `probe`."""
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "suite.measure.config_check"],
-            input=payload,
-            capture_output=True,
-            text=True,
-            env=child_env(),
-            timeout=CHECK_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        print(f"suite: warning: checking the models took over {CHECK_TIMEOUT_S} s", file=sys.stderr)
-        return None
-    except OSError as exc:  # the workers' Python cannot even start: no cell could
-        raise UsageError("env", f"cannot start {sys.executable}: {exc.strerror or exc}") from None
-    lines = proc.stdout.strip().splitlines()
-    try:
-        answer = json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
-        tail = last_line(proc.stderr, "no output")
-        print(f"suite: warning: models not checked against transformers ({tail})", file=sys.stderr)
-        return None
-    if "unavailable" in answer:
-        return str(answer["unavailable"])
-    if probe_device is not None and "environment" in answer:
-        _probed[probe_device] = provenance.Environment(**answer["environment"])
-    elif probe_device is not None and "device_error" in answer:
-        _probed[probe_device] = str(answer["device_error"])
-    return [Problem(**p) for p in answer["problems"]]
+    check_models(matrix, cells, warn_unchecked, child)
 
 
 @dataclass(frozen=True)
@@ -277,35 +330,31 @@ def check_gpu(environment: provenance.Environment, allow_busy: bool, allow_mig: 
     or is in MIG mode (unless allowed). Skipped inside a container session's container: the
     host checked its GPU before starting it (SUITE_GPU_STATE), and a container cannot see the
     host's processes."""
-    if environment.device_type != "cuda" or os.environ.get(machine.STATE_ENV):
+    if environment.device_type != "cuda" or os.environ.get(gpus.STATE_ENV):
         return
     gpu = machine.for_this_process()
     if gpu is None:
         return
-    why = machine.refusal(gpu, machine.compute_apps(), allow_busy, allow_mig)
+    why = gpus.refusal(gpu, gpus.compute_apps(), allow_busy, allow_mig)
     if why:
         raise UsageError("--device", why)
 
 
 def prepare(request: Request, min_free_mb: float | None = DEFAULT_MIN_FREE_MB) -> Prepared:
     """Every check before the first cell of `run`, `repeat` and `crosscheck`, cheapest first:
-    a resumed run folder; the selection, its models and image (the model check's child probes
-    the device too: one Python started, not two); where results go and its free disk
-    (`min_free_mb` None: not checked); then the probe, the build, and the cells for the device."""
-    matrix, filters = request.matrix, request.filters
+    a resumed run folder; where results go and its free disk (`min_free_mb` None: not checked);
+    then one child Python probes the device, the profile and the build follow from what it found,
+    the cells are expanded once, and the same child checks their models (their image too)."""
+    matrix = request.matrix
     if request.run_id:  # a damaged run folder is found in a moment, before the slower checks
         check_run_folder(request.out / request.run_id)
-    guess = request.profile_for(None)
-    planned = request.planned(guess, request.build or "?")
-    check_inputs(matrix, guess, filters, planned, probe_device=request.device)
-    if request.profile:  # without one, the probe decides (smoke on CPU, full on a GPU)
-        request.selected(planned, guess)
     check_writable(request.out)
     if min_free_mb is not None:
         check_free_space(request.out, min_free_mb)
-    environment = probe(request.device)
-    profile = request.profile_for(environment.device_type)
-    build = resolve_build(matrix, request.build, environment)
-    cells = request.cells(profile, build)
-    check_inputs(matrix, profile, filters, cells, warn_unchecked=True)
+    with Child(request.device) as child:
+        environment = probe(request.device, child)
+        profile = request.profile_for(environment.device_type)
+        build = resolve_build(matrix, request.build, environment)
+        cells = request.cells(profile, build)
+        check_inputs(matrix, profile, request.filters, cells, warn_unchecked=True, child=child)
     return Prepared(environment, profile, build, cells)

@@ -20,21 +20,22 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
-from suite.measure.pairing import PAIR_ENV, ROLE_ENV, ROLES, pair_key
 from suite.measure.provenance import Environment
 from suite.measure.random_init import WEIGHTS_INIT
 from suite.results import TIMING_COLUMNS, RowWriter, health, key_of, samples
 from suite.results.rows import stop_rule_text
 from suite.results.samples import samples_path
-from suite.run import cell_path, pinning, preflight, resume, tidy
+from suite.run import cell_path, preflight, resume, tidy
 from suite.run import schedule as schedule_mod
 from suite.run.launch import SAMPLES, RunPaths, WorkerJob, WorkerResult
 from suite.run.lock import RunLock
 from suite.run.pair import RunnerLine
-from suite.run.preflight import DEFAULT_MIN_FREE_MB, _mb
+from suite.run.preflight import DEFAULT_MIN_FREE_MB, megabytes
 from suite.run.progress import Progress, row_warnings
 from suite.spec import schedule as plan_mod
 from suite.spec.model import Cell
+from suite.spec.pair_protocol import PAIR_ENV, ROLE_ENV, ROLES, pair_key
+from suite.system import cpus
 
 
 @dataclass
@@ -153,7 +154,7 @@ class Sweep:
     compile_pool: int | None = None  # `ahead`: compiles at once (None: suite.spec.schedule.pool_size)
     process_start: str = plan_mod.SPAWN  # `ahead`: FORK its processes from a zygote where it can
     pair: Pairing | None = None  # one side of a pair (suite.run.pair): `serial`, the device shared
-    overlap: bool = False  # `ahead`: the next wave compiles while one is timed (suite.run.pinning)
+    overlap: bool = False  # `ahead`: the next wave compiles while one is timed (suite.system.cpus)
 
     def __post_init__(self) -> None:
         if not self.cells:
@@ -166,7 +167,7 @@ class Sweep:
             raise UsageError(
                 "--schedule", f"must be one of {', '.join(plan_mod.SCHEDULES)}, got {self.schedule!r}"
             )
-        if self.overlap and not pinning.available():
+        if self.overlap and not cpus.available():
             raise UsageError("--overlap", "this system cannot pin a process to CPUs (no sched_setaffinity)")
 
     @property
@@ -243,7 +244,7 @@ def _serial(sweep: Sweep, paths: RunPaths, todo: Sequence[tuple[int, Cell]], rec
             record.check_disk(cell)
             record.progress.start(cell)
             started = _now()
-            job = WorkerJob(cell, sweep.environment.device_type, paths, index, sweep.python, extra_env=env)
+            job = WorkerJob(cell, sweep.environment.device_type, paths, index, sweep.python, sweep_env=env)
             record(index, cell, schedule_mod.tagged(cell_path.run_cell(job), plan_mod.SERIAL), started)
             if line is not None:
                 line.ended(key)
@@ -271,8 +272,8 @@ def _check_disk(sweep: Sweep, paths: RunPaths, cell: Cell) -> None:
     if free < sweep.min_free_mb:
         raise UsageError(
             "--out",
-            f"only {_mb(free)} MB left on the disk of {paths.run_dir} (minimum "
-            f"{_mb(sweep.min_free_mb)} MB): stopped before {cell.label}; {_resume_hint(sweep)}",
+            f"only {megabytes(free)} MB left on the disk of {paths.run_dir} (minimum "
+            f"{megabytes(sweep.min_free_mb)} MB): stopped before {cell.label}; {_resume_hint(sweep)}",
         )
 
 

@@ -23,24 +23,18 @@ cores are free, the compiles' wall time. Every row says which way it was measure
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from suite.measure import allocator
 from suite.measure.gate import GATE_ENV, READY, open_gate
-from suite.measure.lifeline import PARENT_ENV
-from suite.results import one_line
-from suite.run import cell_path, launch, pinning, rerun
-from suite.run.launch import RunPaths, WorkerJob, WorkerResult
+from suite.run import cell_path, launch, rerun
+from suite.run.launch import Attempt, RunPaths, Started, WorkerJob, WorkerResult
 from suite.run.zygotes import Forked, Zygotes
 from suite.spec.cost import compile_process_seconds, estimate_schedule, format_duration
 from suite.spec.model import Cell
@@ -58,6 +52,7 @@ from suite.spec.schedule import (
     timing_cpus,
     waves,
 )
+from suite.system.cpus import available, pin
 
 POLL_S = 0.1  # how often the runner looks at its processes (their results, their gates)
 EXIT_WAIT_S = 60.0  # how long a process that gave its last result may take to exit
@@ -108,7 +103,7 @@ class Ahead:
     pool: int | None = None  # processes compiling at once (None: pool_size of the cores)
     stream: Any = field(default_factory=lambda: sys.stderr)
     fork: bool = False  # the shared processes forked from a zygote (suite.run.zygotes), where it can
-    overlap: bool = False  # the next wave compiles while this one is timed (suite.run.pinning)
+    overlap: bool = False  # the next wave compiles while this one is timed (suite.system.cpus)
 
 
 RUNNING, WAITING, DONE = "running", "waiting", "done"
@@ -116,15 +111,13 @@ RUNNING, WAITING, DONE = "running", "waiting", "done"
 
 @dataclass(eq=False)
 class Held:
-    """One process of a wave: its cells, where it writes, and where it stands (the cell it is on,
-    the gate it waits at, the seconds it was active for the cell: waits at its gate excluded)."""
+    """One process of a wave: its cells, the worker as started (suite.run.launch), where its
+    results go, and where it stands (the cell it is on, the gate it waits at, the seconds it was
+    active for the cell: waits at its gate excluded)."""
 
     cells: list[Indexed]
-    proc: subprocess.Popen[bytes] | Forked
+    worker: Started
     results: Path
-    log: tuple[Path, str]
-    cache: Path | None
-    pump: threading.Thread
     served: int = 0
     gate: int = 0
     since: float = field(default_factory=time.monotonic)
@@ -134,6 +127,14 @@ class Held:
     wave: int = 1  # processes of its wave, compiling at once with it
     state: str = RUNNING
     leftover: list[Indexed] = field(default_factory=list)
+
+    @property
+    def proc(self) -> launch.Process:
+        return self.worker.proc
+
+    @property
+    def log_path(self) -> Path:
+        return self.worker.attempt.log_path
 
     @property
     def start(self) -> str:
@@ -203,7 +204,7 @@ class _Waves:
     compiling: list[Held] = field(default_factory=list)
 
     def cpus(self) -> tuple[frozenset[int], frozenset[int]]:
-        return timing_cpus(pinning.available())
+        return timing_cpus(available())
 
     def start(self, wave: list[list[Indexed]]) -> list[Held]:
         ahead = self.ahead
@@ -213,7 +214,7 @@ class _Waves:
             h.wave = len(held)
             self.jobs[id(h)] = job
             if ahead.overlap:
-                pinning.pin(h.proc.pid, self.cpus()[1])
+                pin(h.proc.pid, self.cpus()[1])
         self.live += held
         self.compiling += held
         return held
@@ -244,7 +245,7 @@ class _Waves:
         try:
             for h in wave:
                 if self.ahead.overlap:
-                    pinning.pin(h.proc.pid, self.cpus()[0])
+                    pin(h.proc.pid, self.cpus()[0])
                 while _poll(self.ahead, h) != DONE:
                     self.watch()
                     if h.state == WAITING:
@@ -270,39 +271,22 @@ class _Waves:
 
 
 def _start(ahead: Ahead, cells: list[Indexed], zygotes: Zygotes | None = None) -> Held:
-    """One process for `cells`: fresh compile caches (`compile_cache: cold`) or the run's;
-    forked from a zygote where `zygotes` can, else spawned."""
-    paths = ahead.paths
-    paths.logs.mkdir(parents=True, exist_ok=True)
+    """One process for `cells`, started as every worker is (suite.run.launch.start_worker) with
+    its first cell's settings (its compile caches, its allocator, its log); forked from a zygote
+    where `zygotes` can, else spawned."""
     index, first = cells[0]
-    attempt = f"{launch.cell_stem(first, index)}.{uuid.uuid4().hex[:12]}"
-    results = paths.scratch / f"{attempt}.results"
+    job = WorkerJob(first, ahead.device_type, ahead.paths, index, ahead.python)
+    attempt = Attempt.of(job)
+    results = attempt.file(".results")
     results.mkdir(parents=True, exist_ok=True)
-    cells_file = paths.scratch / f"{attempt}.cells.json"
+    cells_file = attempt.file(".cells.json")
     cells_file.write_text(json.dumps([c.to_json() for _, c in cells]))
     names = ", ".join(sorted({c.mode for _, c in cells}))
     print(f"{first.model.name}: {len(cells)} cell(s) ({names}) in one process", file=ahead.stream, flush=True)
-    cold = first.settings.compile_cache == "cold"
-    cache = paths.scratch / f"{attempt}.compile-cache" if cold else None
-    log_path = launch._log_path(paths, launch.cell_stem(first, index))  # its first cell's
-    extra = {PARENT_ENV: str(os.getpid()), GATE_ENV: str(results)}
-    extra.update(launch.cache_env(cache or paths.compile_cache))
-    extra.update(allocator.child_env(first.settings.malloc, os.environ))
     argv = ["--cells", str(cells_file), str(results), ahead.device_type]
-    log = open(log_path, "wb")  # noqa: SIM115 (closed by the pump when the process ends)
-    forked = zygotes.spawn(launch.WORKER_MODULE, argv, extra) if zygotes is not None else None
-    proc = forked or launch.spawn([ahead.python, "-m", launch.WORKER_MODULE, *argv], extra)
-    pump = threading.Thread(target=_pump_and_close, args=(proc, log), daemon=True)
-    pump.start()
-    logs = (log_path, str(log_path.relative_to(paths.run_dir)))
-    return Held(cells, proc, results, logs, cache, pump)
-
-
-def _pump_and_close(proc: subprocess.Popen[bytes] | Forked, log: Any) -> None:
-    try:
-        launch._pump(proc.stdout, log)
-    finally:
-        log.close()
+    fork = zygotes.spawn if zygotes is not None else None
+    worker = launch.start_worker(replace(job, extra_env={GATE_ENV: str(results)}), attempt, argv, fork)
+    return Held(cells, worker, results)
 
 
 def _settle(h: Held) -> None:
@@ -311,16 +295,13 @@ def _settle(h: Held) -> None:
     try:
         h.proc.wait(timeout=EXIT_WAIT_S)
     except subprocess.TimeoutExpired:
-        launch._kill_group(h.proc)
+        launch.kill_group(h.proc)
 
 
 def _end(h: Held) -> None:
-    launch._kill_group(h.proc)
-    h.pump.join(timeout=10)
+    h.worker.end()
     shutil.rmtree(h.results, ignore_errors=True)
-    h.results.with_name(h.results.name.replace(".results", ".cells.json")).unlink(missing_ok=True)
-    if h.cache is not None:
-        shutil.rmtree(h.cache, ignore_errors=True)
+    h.worker.attempt.file(".cells.json").unlink(missing_ok=True)
 
 
 def _let_through(ahead: Ahead, h: Held, idle: list[int]) -> None:
@@ -343,7 +324,7 @@ def _poll(ahead: Ahead, h: Held) -> str:
         path = h.results / f"{h.served}.json"  # suite.measure.worker.CELL_RESULT
         exited = h.proc.poll()  # read before the result: a result written before exit is not missed
         if path.exists():
-            _emit(ahead, h, launch._result_fields(path))
+            _emit(ahead, h, launch.result_fields(path))
             continue
         if h.state == WAITING:
             return WAITING
@@ -352,12 +333,9 @@ def _poll(ahead: Ahead, h: Held) -> str:
             return WAITING
         active = time.monotonic() - h.since - h.waited
         if exited is not None:
-            tail = launch.last_log_line(h.log[0])
-            reason = launch.describe_exit(exited) + (f"; last log line: {tail}" if tail else "")
-            _fail(ahead, h, {"status": "error", "error": one_line(reason)})
+            _fail(ahead, h, launch.exit_fields(exited, h.log_path))
         elif active > cell.settings.timeout_s:
-            error = f"no result after {cell.settings.timeout_s:g} s (its process killed)"
-            _fail(ahead, h, {"status": "timeout", "error": error})
+            _fail(ahead, h, launch.timeout_fields(cell.settings.timeout_s))
         else:
             return RUNNING
     return DONE
@@ -367,7 +345,8 @@ def _emit(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
     """One cell's row, its wall time the process's active seconds for it (waits excluded)."""
     index, cell = h.cells[h.served]
     now = time.monotonic()
-    result = WorkerResult(launch.rows_of(cell, fields), now - h.since - h.waited, h.log[1])
+    log_file = str(h.log_path.relative_to(ahead.paths.run_dir))
+    result = WorkerResult(launch.rows_of(cell, fields), now - h.since - h.waited, log_file)
     wave = 1  # a cell compiled after the wave (compile_cache: run) compiled alone
     if h.served == 0 and compiled_ahead(cell):
         result.ahead_s, wave = h.compile_s, h.wave
@@ -379,7 +358,7 @@ def _emit(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
 
 
 def _fail(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
-    launch._kill_group(h.proc)
+    launch.kill_group(h.proc)
     h.leftover = h.cells[h.served + 1 :]
     _emit(ahead, h, fields)
     h.state = DONE

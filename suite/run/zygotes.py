@@ -30,18 +30,13 @@ from suite.measure.gate import GATE_ENV
 from suite.measure.lifeline import PARENT_ENV
 from suite.measure.zygote import MAX_MESSAGE
 from suite.run.environ import child_env
-from suite.run.launch import _pump
+from suite.run.launch import pump, spawn
 
 ZYGOTE_MODULE = "suite.measure.zygote"
 LATE_ENV = frozenset({PARENT_ENV, SPAWN_ENV, GATE_ENV, "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"})
 MAX_ZYGOTES = 2
 READY_TIMEOUT_S = 600.0  # imports of a cold disk on a slow machine; a spawn would pay them too
 REPLY_TIMEOUT_S = 60.0
-
-
-def _pump_to(source: IO[bytes], log: Path) -> None:
-    with open(log, "ab") as out:
-        _pump(source, out)
 
 
 class Forked:
@@ -71,19 +66,11 @@ class Zygote:
     def __init__(self, python: str, env: dict[str, str], log: Path) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {**env, PARENT_ENV: str(os.getpid())}
-        self.proc = subprocess.Popen(
-            [python, "-m", ZYGOTE_MODULE, str(theirs.fileno()), repr(time.time()), str(log.parent)],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
+        cmd = [python, "-m", ZYGOTE_MODULE, str(theirs.fileno()), repr(time.time()), str(log.parent)]
+        self.proc = spawn(cmd, env, pass_fds=(theirs.fileno(),))
         theirs.close()
         # its own output (a warning, a failed import) reaches its log redacted, as a worker's does
-        pump = threading.Thread(target=_pump_to, args=(self.proc.stdout, log), daemon=True)
-        pump.start()
+        pump(self.proc.stdout, log, "ab")
         self.sock = ours
         self.startup_s: float | None = None
         self.refused = ""

@@ -37,8 +37,9 @@ from pathlib import Path
 
 from suite.errors import UsageError, first_line
 from suite.redact import has_url_credentials, secrets_of
-from suite.run.nvidia_smi import NO_OUTPUT, no_nvidia_gpu, run_quietly
 from suite.spec.model import BuildSpec
+from suite.system.gpus import CLOCKS_ENV, IMAGE_ID_ENV, STATE_ENV
+from suite.system.nvidia_smi import NO_OUTPUT, no_nvidia_gpu, run_quietly
 
 # Inside the image (containers/Dockerfile): the suite, the results mount point, HF_HOME.
 RESULTS_IN_CONTAINER = "/results"
@@ -49,7 +50,7 @@ IMAGE_UID = 1000  # the image's non-root user `bench`
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 TOKEN_IN_CONTAINER = "/run/secrets/hf_token"
 # Passed by name: docker copies the value (not a secret) from our environment when it is set.
-BY_NAME_ENV = ("SUITE_GPU_CLOCKS_LOCKED",)
+BY_NAME_ENV = (CLOCKS_ENV,)
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 DOCS = "docs/containers.md"
 # The label every benchmark container carries, its value the runner that started it; the
@@ -198,9 +199,9 @@ def run_prefix(options: RunOptions, tag: str, name: str, image_id: str = "") -> 
     cmd += ["--mount", f"type=bind,source={run_dir},target={RESULTS_IN_CONTAINER}/{options.run_id}"]
     cmd += _hub_access(options)
     if options.gpu_state:
-        cmd += ["--env", f"SUITE_GPU_STATE={options.gpu_state}"]
+        cmd += ["--env", f"{STATE_ENV}={options.gpu_state}"]
     if image_id:
-        cmd += ["--env", f"SUITE_IMAGE_ID={image_id}"]
+        cmd += ["--env", f"{IMAGE_ID_ENV}={image_id}"]
     for name in BY_NAME_ENV:
         cmd += ["--env", name]
     return [*cmd, tag]

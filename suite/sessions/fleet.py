@@ -12,7 +12,7 @@ container's compile competes with another GPU's timed calls, and runners pinned 
 one container, `--gpus all` (or the runner's SUITE_GPU), the session's own shard, no pinning.
 A GPU in MIG mode or running other processes is refused (`refused`), unless allowed.
 
-Host side, standard library only; nvidia-smi is read once, through suite.measure.machine.
+Host side, standard library only; nvidia-smi is read once, through suite.system.gpus.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from suite.errors import UsageError
-from suite.measure.machine import GpuState, refusal
 from suite.spec.shard import Shard
+from suite.system.cpus import cpu_list, cpu_text
+from suite.system.gpus import GpuState, refusal
 
 GPUS_ENV = "SUITE_GPUS"  # the GPUs this machine's sessions use: indices or UUIDs, comma-separated
 GPU_ENV = "SUITE_GPU"  # a runner pinned to one GPU (one runner per GPU)
@@ -135,26 +136,6 @@ def topology(smi: str | None = None) -> dict[str, tuple[str, str]]:
     except (OSError, subprocess.SubprocessError):
         return {}
     return numa_affinity(proc.stdout) if proc.returncode == 0 else {}
-
-
-def cpu_list(text: str) -> list[int]:
-    """`0-3,8` -> [0, 1, 2, 3, 8]."""
-    found: list[int] = []
-    for part in text.split(",") if text else []:
-        low, _, high = part.partition("-")
-        found += range(int(low), int(high or low) + 1)
-    return found
-
-
-def cpu_text(cpus: Sequence[int]) -> str:
-    """[0, 1, 2, 3, 8] -> `0-3,8`: the form --cpuset-cpus takes."""
-    runs: list[list[int]] = []
-    for cpu in sorted(cpus):
-        if runs and cpu == runs[-1][1] + 1:
-            runs[-1][1] = cpu
-        else:
-            runs.append([cpu, cpu])
-    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
 
 
 def cpu_shares(affinity: Mapping[str, tuple[str, str]]) -> dict[str, str]:

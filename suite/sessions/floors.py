@@ -8,7 +8,7 @@ ptxas produces, and (3) the wheel has kernels for the GPU's compute capability. 
 and where they come from are in `WHEELS` and docs/containers.md ("Driver and GPU floors").
 
 Host side, standard library only (nox imports it); the facts come from
-suite.measure.machine's one nvidia-smi query.
+suite.system.gpus' one nvidia-smi query.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from suite.measure.machine import GpuState
 from suite.spec.model import BuildSpec
+from suite.system.gpus import GpuState
 
 DOCS = "docs/containers.md#driver-and-gpu-floors"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from suite.errors import UsageError
-from suite.measure import machine
 from suite.sessions import docker, fleet
 from suite.sessions.runner import Runner
 from suite.spec import BuildSpec
+from suite.system.gpus import compute_apps, query
 
 
 def run_docker(
@@ -100,7 +100,7 @@ def machine_slots(
     if containers != 1:
         raise UsageError("--containers", "is for --device cpu; on GPUs, each GPU gets one (SUITE_GPUS)")
     detail = docker.no_nvidia_gpu()
-    gpus, why = machine.query() if detail is None else ([], detail)
+    gpus, why = query() if detail is None else ([], detail)
     if not gpus:
         raise docker.DockerProblem(
             f"no NVIDIA GPU found ({why or 'nvidia-smi lists none'}): the containers need a GPU and its "
@@ -108,7 +108,7 @@ def machine_slots(
         )
     chosen = fleet.choose(gpus, os.environ)
     allow = allow or Allow()
-    chosen, said = fleet.refused(chosen, machine.compute_apps(), allow.busy, allow.mig)
+    chosen, said = fleet.refused(chosen, compute_apps(), allow.busy, allow.mig)
     for line in said:
         runner.log(f"refused: {line}")
     if not chosen:

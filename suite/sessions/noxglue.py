@@ -94,7 +94,7 @@ def confirm(session: Any, root: Path) -> None:
 
 
 def pages_script(session: Any, module: str) -> None:
-    """A pages script (`suite.report.pages.screenshot`, `.bench`) in Playwright's virtualenv."""
+    """A pages script (`tools.pages.screenshot`, `.bench`) in Playwright's virtualenv."""
     session.install(*PAGES_PACKAGES)
     run_suite(runner(session), [host_python(session), "-m", module, *session.posargs])
 

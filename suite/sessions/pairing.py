@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.measure.pairing import BASE, NEW
 from suite.run.pair import SOCKET_NAME
 from suite.spec import BuildSpec
+from suite.spec.pair_protocol import BASE, NEW
 from suite.spec.vocab import BASE_ORDER
 
 

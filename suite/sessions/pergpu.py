@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suite.measure.pairing import BASE, NEW
 from suite.run.pair import Coordinator
 from suite.sessions.fleet import Slot
 from suite.sessions.pairing import socket_path
 from suite.spec import BuildSpec
+from suite.spec.pair_protocol import BASE, NEW
 
 # `python -m suite ARGS` run by the session in its own process (the noxfile: the host's suite,
 # no torch): its standard output. A one-line error of the suite's ends the session.

@@ -109,11 +109,11 @@ def models_checked_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     process: the same problems, without importing transformers once per generated matrix
     (minutes over a fuzz run); an exception in it would now fail the test instead of being a
     warning."""
-    monkeypatch.setattr(
-        preflight,
-        "_run_child",
-        lambda payload, probe_device=None: config_check.check_items(config_check.read_request(payload)[0]),
-    )
+
+    def problems(child: preflight.Child, models: str) -> list[config_check.Problem]:
+        return config_check.check_items(config_check.read_request(models))
+
+    monkeypatch.setattr(preflight.Child, "problems", problems)
 
 
 def assert_one_line_error(code: int, err: str, verb: str) -> str:

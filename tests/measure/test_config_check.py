@@ -134,9 +134,8 @@ def test_a_python_without_transformers_is_warned_about_only_where_asked(
     from suite.run import preflight
     from suite.spec import expand
 
-    monkeypatch.setattr(
-        preflight, "_run_child", lambda payload, probe_device=None: "transformers cannot be imported: x"
-    )
+    unavailable = "transformers cannot be imported: x"
+    monkeypatch.setattr(preflight.Child, "problems", lambda child, models: unavailable)
     cells = expand(MATRIX, "custom-smoke", "current")
     preflight.check_models(MATRIX, cells)
     assert capsys.readouterr().err == ""

@@ -20,8 +20,8 @@ from suite.cli import main
 from suite.errors import UsageError
 from suite.report.pages import assets
 from suite.report.pages.history_page import CHANGE_COLUMNS, POINT_COLUMNS, history_data, write_history_page
-from suite.report.pages.sample import A100, sample_history, write_sample_run
 from suite.report.pages.shell import embed_json
+from tools.pages.sample import A100, sample_history, write_sample_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,9 +18,9 @@ from support.pages import MODELS, T4, TROUBLED, page_data
 
 from suite.cli import main
 from suite.errors import UsageError
-from suite.report.pages.browser import Browser, chromium, draw_all, hover_first_point
 from suite.report.pages.history_page import write_history_page
-from suite.report.pages.sample import A100, sample_history, write_sample_run
+from tools.pages.browser import Browser, chromium, draw_all, hover_first_point
+from tools.pages.sample import A100, sample_history, write_sample_run
 
 ROOT = Path(__file__).resolve().parents[2]
 # one worker runs them all (tests/conftest.py's groups): one browser started, not one per worker

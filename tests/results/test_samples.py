@@ -92,5 +92,5 @@ def test_process_samples_are_validated(field: str, value: object) -> None:
 def test_a_malformed_samples_result_is_dropped_not_the_row(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text('{"status": "ok", "error": "", "median_ms": 1.0, "samples": {"eager": [1, "x"]}}')
-    fields = launch._result_fields(path)
+    fields = launch.result_fields(path)
     assert fields["median_ms"] == 1.0 and launch.SAMPLES not in fields

@@ -255,7 +255,8 @@ class FakeWorkers:
 
     def __call__(self, job: launch.WorkerJob) -> launch.WorkerResult:
         phase, extra_env = job.phase, job.extra_env
-        self.calls.append({"phase": phase, "cache": job.cache, "log": job.log_path, "env": dict(extra_env)})
+        call = {"phase": phase, "cache": job.cache, "log": job.log_path, "env": dict(extra_env)}
+        self.calls.append({**call, "sweep": job.sweep_env})
         if phase == "measure":
             if self.save and extra_env:
                 Path(extra_env[child.MEGACACHE_ENV]).write_bytes(b"artifacts")
@@ -289,10 +290,12 @@ def test_a_compiled_cell_gets_a_warm_process_on_its_caches_and_a_mega_cache_one_
     fake = FakeWorkers()
     monkeypatch.setattr(launch, "run_worker", fake)
     cell = next(c for c in cells(tmp_path) if c.compile_cost)
-    result = cell_path.run_cell(launch.WorkerJob(cell, "cpu", paths(tmp_path), 0))
+    pair = {"SUITE_PAIR": "/run/.pair.sock"}  # a pair's runner: every process of the cell finds it
+    result = cell_path.run_cell(launch.WorkerJob(cell, "cpu", paths(tmp_path), 0, sweep_env=pair))
     fields, wall, log = result.fields, result.wall_s, result.log_file
     measure, warm, mega = fake.calls
     assert [c["phase"] for c in fake.calls] == ["measure", "warm", "megacache"]
+    assert measure["sweep"] == warm["sweep"] == mega["sweep"] == pair
     assert warm["cache"] == measure["cache"] != mega["cache"]  # warm: the first's caches; mega: fresh
     assert mega["env"][child.MEGACACHE_ENV] == measure["env"][child.MEGACACHE_ENV]
     assert warm["log"] == mega["log"] == paths(tmp_path).run_dir / "logs/x.log"  # one log per cell
@@ -345,9 +348,9 @@ def test_every_expected_row_gets_a_status(tmp_path: Path) -> None:
 def test_a_garbled_row_of_a_several_row_result_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "result.json"
     path.write_text(json.dumps({"status": "ok", "error": "", ROWS: [{"batch_size": 1, "status": "fine"}]}))
-    assert launch._result_fields(path)[ROWS][0]["status"] == "error"
+    assert launch.result_fields(path)[ROWS][0]["status"] == "error"
     path.write_text(json.dumps({"status": "ok", "error": "", ROWS: "oops"}))
-    assert launch._result_fields(path)["status"] == "error"
+    assert launch.result_fields(path)["status"] == "error"
 
 
 def test_the_runner_writes_a_row_per_batch_size_and_a_resume_only_the_missing(

@@ -17,24 +17,21 @@ TINY = Path(__file__).resolve().parents[1] / "data" / "tiny-matrix.yaml"
 
 @pytest.fixture
 def children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """A fresh cache folder and process memory; the model checks' children, as they start."""
+    """A fresh cache folder; the model checks' children, as they are asked."""
     monkeypatch.setenv("SUITE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(preflight, "_checked", set())
     started: list[str] = []
-    real = preflight._run_child
+    real = preflight.Child.problems
 
-    def recording(payload: str, probe_device: str | None = None):
-        started.append(payload)
-        return real(payload, probe_device)
+    def recording(child: preflight.Child, models: str):
+        started.append(models)
+        return real(child, models)
 
-    monkeypatch.setattr(preflight, "_run_child", recording)
+    monkeypatch.setattr(preflight.Child, "problems", recording)
     return started
 
 
 def _plan(matrix: Path) -> tuple[int, str]:
-    code, err = call(["plan", "--matrix", str(matrix), "--profile", "tiny"])
-    preflight._checked.clear()  # as a new `plan` process would start
-    return code, err
+    return call(["plan", "--matrix", str(matrix), "--profile", "tiny"])
 
 
 def test_a_clean_check_is_made_once(tmp_path: Path, children: list[str]) -> None:

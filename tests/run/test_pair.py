@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from suite.measure.pairing import BASE, NEW, PAIRED, SOLO, Partner, cpu_text, pair_key
+from suite.measure.pairing import Partner
 from suite.measure.timing import PAIRED_STOP, StopRule, TimingLoop
 from suite.run import pairrule
 from suite.run.pair import Coordinator, PairRule, RoundLog, RunnerLine, pair_fields
+from suite.spec.pair_protocol import BASE, NEW, PAIRED, SOLO, pair_key
+from suite.system.cpus import cpu_text
 
 KEY = {"build": "x", "device": "cpu", "model": "ResNet", "batch_size": 1, "mode": "default"}
 RULE = {"rule": "ci", "min_calls": 10, "max_calls": 100, "ci_target_pct": 1.0, "max_seconds": 60.0}

@@ -14,6 +14,7 @@ from suite.errors import UsageError
 from suite.results import read_rows
 from suite.run import preflight, runner
 from suite.spec import expand, load_matrix
+from suite.spec.request import Request
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "data" / "tiny-matrix.yaml"
@@ -70,32 +71,47 @@ def test_missing_gpu_when_cuda_was_asked_for(tmp_path: Path) -> None:
     assert code == 2 and err.startswith("suite env: error: --device: cuda was asked for"), err
 
 
-def test_run_starts_one_python_to_check_the_models_and_probe(tmp_path: Path, monkeypatch) -> None:
-    """The model check's child also probes the environment (it has imported torch already), so
-    `run` starts one Python before its first cell, not two, and probes what `env` would."""
-    monkeypatch.setattr(preflight, "_checked", set())  # models checked by an earlier test
-    monkeypatch.setattr(preflight, "_probed", {"cpu": "a probe an earlier run left, not to be taken"})
+def test_run_starts_one_python_to_probe_and_check_the_models(tmp_path: Path, monkeypatch) -> None:
+    """The model check's child probes the environment first (it imports torch anyway), so `run`
+    starts one Python before its first cell, not two, and probes what `env` would; the cells are
+    expanded once, for the profile and build the probe implies, and their models then checked
+    by the same child."""
+    monkeypatch.setenv("SUITE_CACHE_DIR", str(tmp_path / "cache"))  # no clean check remembered
     started: list[list[str]] = []
-    real = preflight.subprocess.run
+    real_popen, real_run = preflight.subprocess.Popen, preflight.subprocess.run
 
-    def recording(cmd, *args, **kwargs):
-        started.append(cmd[1:3])
-        return real(cmd, *args, **kwargs)
+    def popen(cmd, *args, **kwargs):
+        started.append(cmd[1:])
+        return real_popen(cmd, *args, **kwargs)
 
-    probed = []
+    def run(cmd, *args, **kwargs):
+        started.append(cmd[1:])
+        return real_run(cmd, *args, **kwargs)
 
-    def stop(matrix, requested, environment):
-        probed.append(environment)
-        raise UsageError("--build", "stopped by the test after the probe")
+    expanded: list[tuple[str, str]] = []
+    real_cells = Request.cells
 
-    monkeypatch.setattr(preflight.subprocess, "run", recording)
-    monkeypatch.setattr(preflight, "resolve_build", stop)
-    code, err = call(["run", *TINY_ARGS, "--device", "cpu", "--out", str(tmp_path), "--min-free-mb", "0"])
-    assert code == 2 and "stopped by the test after the probe" in err, err
-    assert started == [["-m", "suite.measure.config_check"]]
-    (environment,) = probed
+    def cells(request, profile, build):
+        expanded.append((profile, build))
+        return real_cells(request, profile, build)
+
+    checked: list[str] = []
+    real_problems = preflight.Child.problems
+
+    def problems(child, models):
+        checked.append(child.device)
+        return real_problems(child, models)
+
+    monkeypatch.setattr(preflight.subprocess, "Popen", popen)
+    monkeypatch.setattr(preflight.subprocess, "run", run)
+    monkeypatch.setattr(Request, "cells", cells)
+    monkeypatch.setattr(preflight.Child, "problems", problems)
+    request = Request(load_matrix(TINY), profile="tiny", device="cpu", out=tmp_path)
+    prepared = preflight.prepare(request, min_free_mb=None)
+    assert started == [["-m", "suite.measure.config_check", "--probe", "cpu"]]
+    assert expanded == [("tiny", prepared.build)] and checked == ["cpu"]
+    environment = prepared.environment
     assert environment.device_type == "cpu" and environment.torch_version and environment.cpu_name
-    assert preflight._probed == {}  # taken, not left for another run in this process
 
 
 def test_disk_filling_up_mid_sweep_stops_cleanly_and_resumes(

@@ -52,7 +52,7 @@ def test_an_accuracy_failure_shows_in_the_progress_line_and_the_done_summary(
 
 def test_the_done_line_says_it(tmp_path: Path, stub: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`suite run` itself: its last line counts the cells that failed the accuracy check."""
-    monkeypatch.setattr("suite.run.preflight.probe", lambda device: ENVIRONMENT)
+    monkeypatch.setattr("suite.run.preflight.probe", lambda device, child=None: ENVIRONMENT)
     worker = launch.run_worker
     monkeypatch.setattr(launch, "run_worker", lambda job: worker(replace(job, python=str(stub))))
     monkeypatch.setenv("STUB_DIFF", "NaN")

@@ -255,7 +255,7 @@ def test_a_process_is_pinned_with_all_its_threads() -> None:
     import subprocess
     import sys
 
-    from suite.run import pinning
+    from suite.system import cpus as pinning
 
     cpus = pinning.available()
     assert cpus, "Linux gives every process an affinity"

@@ -26,6 +26,7 @@ from suite.sessions import containers, docker, fleet, floors, pergpu
 from suite.sessions.runner import Runner
 from suite.spec import Filters, expand, load_matrix
 from suite.spec.shard import Shard, select
+from suite.system import cpus, gpus
 
 MATRIX = load_matrix(ROOT / "matrix.yaml")
 SMOKE = ["--profile", "smoke", "--models", "ViT,ResNet", "--no-merge"]
@@ -120,7 +121,7 @@ def test_a_busy_gpu_and_a_mig_gpu_are_refused_and_the_others_get_disjoint_cpus(f
             FAKE_SMI_MIG="6")  # fmt: skip
     mine = runs(fleet_env)
     assert sorted(flag(r, "--gpus") for r in mine) == [f"device={i}" for i in (0, 1, 3, 4, 5, 7)]
-    sets = [set(fleet.cpu_list(flag(r, "--cpuset-cpus"))) for r in mine]
+    sets = [set(cpus.cpu_list(flag(r, "--cpuset-cpus"))) for r in mine]
     assert all(len(s) == 28 for s in sets) and len(set().union(*sets)) == 28 * 6  # pairwise disjoint
     refused = [line for line in fleet_env.lines if line.startswith("refused: ")]
     assert refused == [
@@ -148,10 +149,10 @@ def test_suite_run_refuses_a_busy_or_mig_gpu_unless_allowed(monkeypatch: pytest.
     from suite.run import preflight
 
     env = stub_environment(device="nvidia-h100", device_type="cuda", gpu_count=1)
-    gpu = machine.GpuState("0", "GPU-x", "NVIDIA H100", mig="Enabled")
+    gpu = gpus.GpuState("0", "GPU-x", "NVIDIA H100", mig="Enabled")
     monkeypatch.delenv("SUITE_GPU_STATE", raising=False)
     monkeypatch.setattr(machine, "for_this_process", lambda *a, **k: gpu)
-    monkeypatch.setattr(machine, "compute_apps", lambda *a, **k: {"GPU-x": ["77 python"]})
+    monkeypatch.setattr(gpus, "compute_apps", lambda *a, **k: {"GPU-x": ["77 python"]})
     with pytest.raises(UsageError, match=r"^--device: GPU 0 \(GPU-x\) is in MIG mode"):
         preflight.check_gpu(env, allow_busy=False, allow_mig=False)
     with pytest.raises(UsageError, match=r"runs other processes \(77 python\); pass --allow-busy-gpu"):
@@ -164,7 +165,7 @@ def test_suite_run_refuses_a_busy_or_mig_gpu_unless_allowed(monkeypatch: pytest.
 def test_cpu_shares_split_each_node_among_its_gpus() -> None:
     affinity = {"0": ("0-3,8-11", "0"), "1": ("0-3,8-11", "0"), "2": ("4-7", "1"), "3": ("", "")}
     assert fleet.cpu_shares(affinity) == {"0": "0-1,8-9", "1": "2-3,10-11", "2": "4-7"}
-    assert fleet.cpu_text([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8" and fleet.cpu_list("0-2,5") == [0, 1, 2, 5]
+    assert cpus.cpu_text([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8" and cpus.cpu_list("0-2,5") == [0, 1, 2, 5]
     assert docker.compile_threads("0-2,5,7-8") == 6
 
 
@@ -213,8 +214,8 @@ def test_a_bad_gpu_choice_is_one_line_before_docker(fleet_env, env: dict[str, st
 
 
 def test_gpus_of_two_models_are_refused() -> None:
-    a100 = machine.GpuState("0", "GPU-a", "NVIDIA A100")
-    t4 = machine.GpuState("1", "GPU-b", "Tesla T4")
+    a100 = gpus.GpuState("0", "GPU-a", "NVIDIA A100")
+    t4 = gpus.GpuState("1", "GPU-b", "Tesla T4")
     with pytest.raises(UsageError, match="the GPUs are of 2 models"):
         fleet.choose([a100, t4], {})
     assert fleet.choose([a100, t4], {"SUITE_GPUS": "GPU-b"}) == [t4]
@@ -347,7 +348,7 @@ def test_an_old_driver_without_compute_cap_leaves_the_capability_empty(fleet_env
     ],
 )
 def test_the_floors_table(build: str, driver: str, capability: str, runs_: str) -> None:
-    gpu = machine.GpuState("0", "GPU-x", "GPU", driver, capability)
+    gpu = gpus.GpuState("0", "GPU-x", "GPU", driver, capability)
     verdict = floors.check(MATRIX.builds[build], gpu)
     assert verdict.runs == runs_, verdict.reason
     if runs_ != "all":
@@ -377,7 +378,7 @@ def test_nvidia_smi_state_is_parsed_and_missing_values_stay_empty() -> None:
     text = (
         "3, GPU-abc, NVIDIA H100 80GB HBM3, 550.54.15, 9.0, Enabled, 700.00, Enabled, [N/A], 1980, 0:1B:0\n"
     )
-    (gpu,) = machine.parse(text)
+    (gpu,) = gpus.parse(text)
     assert (gpu.index, gpu.capability, gpu.power_limit_w, gpu.mig, gpu.app_clock_mhz) == (
         "3",
         "9.0",
@@ -390,8 +391,8 @@ def test_nvidia_smi_state_is_parsed_and_missing_values_stay_empty() -> None:
     assert machine.columns(gpu, {"SUITE_GPU_CLOCKS_LOCKED": "no"})["gpu_clocks_locked"] == "no"
     assert machine.columns(gpu, {"SUITE_GPU_CLOCKS_LOCKED": "garbage"})["gpu_clocks_locked"] == ""
     assert machine.columns(None, {"SUITE_GPU_CLOCKS_LOCKED": "no"})["gpu_clocks_locked"] == ""  # CPU row
-    assert machine.GpuState.from_json(gpu.to_json()) == gpu
-    assert machine.GpuState.from_json('{"nonsense": 1}') is None
+    assert gpus.GpuState.from_json(gpu.to_json()) == gpu
+    assert gpus.GpuState.from_json('{"nonsense": 1}') is None
     handed = machine.for_this_process({"SUITE_GPU_STATE": gpu.to_json()})
     assert handed == gpu
 
@@ -408,7 +409,7 @@ def test_numa_affinity_reads_topo_m_with_its_escapes() -> None:
 
 
 def test_mark_args_carry_the_slot() -> None:
-    slot = fleet.Slot(machine.GpuState("2", "GPU-2", "A100"), gpus_arg="2", shard="1/3,3/4")
+    slot = fleet.Slot(gpus.GpuState("2", "GPU-2", "A100"), gpus_arg="2", shard="1/3,3/4")
     mark = pergpu.Mark("error", "died", slot, only="eager", image_tag="t", image_id="sha256:9")
     args = pergpu.mark_args(MATRIX.builds["stable"], "r", "/out", "cuda", ["--shard", "1/3", "--x"], mark)
     assert flag(args, "--shard") == "1/3,3/4" and args.count("--shard") == 1

@@ -13,9 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from suite.measure.pairing import Partner, pair_key
+from suite.measure.pairing import Partner
 from suite.measure.timing import StopRule, TimingLoop
 from suite.run.pair import RunnerLine
+from suite.spec.pair_protocol import pair_key
 
 
 def host_path(args: list[str], inside: str) -> str:

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from suite.report.pages.sample import A100, SampleRun
+from tools.pages.sample import A100, SampleRun
 
 T4 = "Tesla T4"
 MODELS = (("Image Classification", "ViT"), ("Object Detection", "DETR"), ("Image Segmentation", "Segformer"))

@@ -5,8 +5,8 @@ inlined, plotly.js (a kept, vendored bundle) is shipped beside each page, so a p
 - `assets`: the vendored plotly.js bundle (version, checksum) and our own page script and style;
 - `shell`: one HTML page around a data object (inlined, escaped) and the scripts;
 - `run_data`, `run_page`: the run page's data, read off the merge's tables and study;
-- `history_page`: the history page from a `HistoryView`'s two frames (docs/pages.md);
-- `browser`: headless Chromium as a user's browser, for the tests, the screenshot and the benchmark;
-- `sample`: generated runs and histories (tests, benchmark); `merge`: the merge they make;
-- `bench` (`nox -s pages-bench`), `screenshot` (`nox -s pages-screenshot`): scripts, not tests.
+- `history_page`: the history page from a `HistoryView`'s two frames (docs/pages.md).
+
+Their development helpers (a headless browser, generated runs, the screenshot and the benchmark)
+are the project's tools, apart from the suite: tools/pages.
 """

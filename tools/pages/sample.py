@@ -21,7 +21,7 @@ from suite.results.series_key import CHANGE_COLUMNS
 from suite.spec.load import load_matrix
 from suite.stats import breakeven_calls
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 A100 = "NVIDIA A100-SXM4-80GB"
 TORCH = {"stable": "2.0.1+cu118", "nightly": "2.1.0.dev20230605+cu118"}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from suite.report.publish import MergeResult, run_merge
 from suite.report.reference import REFERENCE_DIR
 
-MATRIX = Path(__file__).resolve().parents[3] / "matrix.yaml"
+MATRIX = Path(__file__).resolve().parents[2] / "matrix.yaml"
 
 
 def merge(run: Path, out: Path) -> MergeResult:

@@ -1,8 +1,8 @@
 """How heavy the pages are, and how soon they answer: `nox -s pages-bench` (or
-`python -m suite.report.pages.bench`). A benchmark, not a test: it prints figures.
+`python -m tools.pages.bench`). A benchmark, not a test: it prints figures.
 
 It generates a full-profile run (12 models x batch 1/4/16 x eager, default, reduce-overhead: 108
-cells a build, two builds; suite.report.pages.sample), merges it, and a year of history (the
+cells a build, two builds; tools.pages.sample), merges it, and a year of history (the
 contract's frames, 365 nights of those cells on two build lines), writes both pages, then opens
 each in headless Chromium `--repeat` times, alternating with a baseline page (plotly.js and one
 small chart) whose time says how busy the machine is. Per page: its weight (the HTML and the
@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from suite.report.pages.assets import PLOTLY_FILE, ship_plotly
-from suite.report.pages.browser import chromium
 from suite.report.pages.history_page import write_history_page
-from suite.report.pages.merge import merge
-from suite.report.pages.sample import SampleRun, sample_history, write_sample_run
+from tools.pages.browser import chromium
+from tools.pages.merge import merge
+from tools.pages.sample import SampleRun, sample_history, write_sample_run
 
 BASELINE = f"""<!doctype html><html><head><meta charset="utf-8"><title>baseline</title></head>
 <body><div id="c"></div><script src="{PLOTLY_FILE}"></script><script>
@@ -94,9 +94,7 @@ def measure(paths: dict[str, Path], repeat: int) -> dict[str, dict[str, list[flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m suite.report.pages.bench", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m tools.pages.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="openings of each page (default: %(default)s)")
     parser.add_argument("--nights", type=int, default=365, help="nights of history (default: %(default)s)")
     parser.add_argument(

@@ -1,5 +1,5 @@
 """The README's screenshot of a run page: `nox -s pages-screenshot` (or `python -m
-suite.report.pages.screenshot [RUN_DIR] [PNG]`). It merges the run (by default the committed smoke
+tools.pages.screenshot [RUN_DIR] [PNG]`). It merges the run (by default the committed smoke
 run of results/) into a scratch folder, opens its page in headless Chromium, hovers the first
 model's first point and saves the compile-vs-eager charts with the hover label showing. Any
 console error or failed request stops it.
@@ -12,10 +12,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from suite.report.pages.browser import chromium, draw_all, hover_first_point
-from suite.report.pages.merge import merge
+from tools.pages.browser import chromium, draw_all, hover_first_point
+from tools.pages.merge import merge
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE_RUN = ROOT / "results" / "2026-11-21-cpu-amd-epyc-smoke"
 PNG = ROOT / "docs" / "img" / "run-page.png"
 WIDTH, HEIGHT = 1400, 860
@@ -43,7 +43,7 @@ def screenshot(run: Path, png: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m suite.report.pages.screenshot", description=__doc__.split("\n")[0]
+        prog="python -m tools.pages.screenshot", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
         "run", nargs="?", type=Path, default=SMOKE_RUN, help="a run folder (default: %(default)s)"
