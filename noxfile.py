@@ -160,7 +160,7 @@ def repeat(session: nox.Session) -> None:
 
 @suite_session(python=False)
 def coverage(session: nox.Session) -> None:
-    """A benchmark, not a test (issue 27): the same full-size cells 11 times (the last held out)
+    """A benchmark, not a test (docs/intervals.md): the same full-size cells 11 times (the last held out)
     with 1 process per cell and with 3; how often a repetition's median (and paired speed-up) lies inside
     another's 95% interval (target 90-97%), and the machine's between-run noise to set as run_noise_pct /
     speedup_noise_pct. `-- --models ResNet --times 10 --hold-out 1 --build B` narrow it."""
@@ -209,7 +209,7 @@ def merge(session: nox.Session) -> None:
     glue.merge(session, ROOT, MERGE_PACKAGES)
 
 
-# The history (issue 25, docs/history.md): the results store, trends, change points, bisect.
+# The history (docs/history.md): the results store, trends, change points, bisect.
 @suite_session(python=MERGE_PYTHON, reuse_venv=True)
 def history(session: nox.Session) -> None:
     """`python -m suite history VERB ...` in a kept virtualenv with DuckDB, pyarrow, pandas and

@@ -222,7 +222,7 @@ def hierarchical_ratio_ci(
     return percentile(ratios, 100 * alpha / 2), percentile(ratios, 100 * (1 - alpha / 2))
 
 
-# --- Where another run's median should fall (issue 27, docs/intervals.md) ---------------------
+# --- Where another run's median should fall (docs/intervals.md) ---------------------------------
 #
 # A run's log median = the cell's level + the run's own level shift (what moves between runs: the
 # host's speed, where the heap and code land, a neighbour's load; variance tau^2, the same for every

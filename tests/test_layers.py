@@ -19,7 +19,7 @@ import suite.run, suite.spec
 for pkg in (suite.run, suite.spec):
     for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
         importlib.import_module(info.name)
-for name in ("plan", "call", "packing", "cli"):  # the GPU study's side on the lent machine
+for name in ("plan", "call", "packing", "cli"):  # the GPU study's side on the GPU machine
     importlib.import_module("suite.gpustudy." + name)
 from suite.cli import main
 with contextlib.redirect_stdout(io.StringIO()):

@@ -21,7 +21,7 @@ load before and after:
    `Store.ingest`, the store opened, written and checkpointed per night: the nightly's ingest
    without its process start), for comparison with the suite before the backfill existed.
 
-Goals (issue 25): the year ingested in under a minute, the report in under 5 s.
+Goals (docs/history.md): the year ingested in under a minute, the report in under 5 s.
 """
 
 from __future__ import annotations

@@ -59,13 +59,13 @@ def add_medians_only_flag(p: argparse.ArgumentParser) -> None:
 
 
 def add_noise_flags(p: argparse.ArgumentParser) -> None:
-    """compare's and calibrate's between-run noise for rows that carry none (issue 27)."""
+    """compare's and calibrate's between-run noise for rows that carry none (docs/intervals.md)."""
     p.add_argument(
         "--run-noise-pct",
         type=run_noise_pct,
         default=None,
         help="the machine's between-run noise of a median, percent, for rows that carry none (runs from "
-        "before issue 27): their medians are then judged against it instead of the noise floor",
+        "before rows carried it): their medians are then judged against it instead of the noise floor",
     )
     p.add_argument(
         "--speedup-noise-pct",
@@ -230,9 +230,9 @@ def build_parser() -> Parser:
     p.add_argument("-o", "--output", type=Path, default=None, help="write the Markdown report here too")
     p.set_defaults(func=cmd_calibrate)
 
-    # `history ingest | report | verdict | ...` (issue 25) and `history html` (issue 26)
+    # `history ingest | report | verdict | ...` and `history html` (docs/history.md, docs/pages.md)
     add_html_verb(add_history_parser(sub))
-    add_gpu_study(sub, Parser)  # issue 30
+    add_gpu_study(sub, Parser)  # docs/gpu-study.md
 
     p = sub.add_parser(
         "mark", help="record cells as skipped or error, with the reason, without running them (nox)"

@@ -30,6 +30,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     cells = request.cells(profile, build)
     shard = request.shard
     preflight.check_inputs(request.matrix, profile, request.filters, cells)
+    narrowed = request.narrowed(cells, profile)
+    if narrowed:
+        print(f"suite plan: warning: {narrowed}", file=sys.stderr)
     # the estimate's rates: a GPU's for --device cuda, a CPU's for --device cpu; with --device auto,
     # whichever this machine has (as `run` would find)
     no_gpu = None if request.device == "cpu" else no_nvidia_gpu()

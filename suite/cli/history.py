@@ -1,5 +1,5 @@
 """`python -m suite history html OUT_DIR [--store URL]`: the history's page, from the store of
-`suite.history` (issue 25) through its one function for pages, `view()`, drawn by
+`suite.history` (docs/history.md) through its one function for pages, `view()`, drawn by
 `suite.report.pages.history_page`. The store's package may be absent from a checkout (it lands
 on its own): then the verb says so in one line, exit status 2.
 """
@@ -41,7 +41,7 @@ def load_view(store: str | None, out: Path, filters: dict[str, str] | None = Non
     except ModuleNotFoundError as exc:
         if exc.name in ("suite.history", "suite"):
             raise UsageError(
-                "history html", "suite.history (the history store, issue 25) is not in this checkout"
+                "history html", "suite.history (the history store) is not in this checkout"
             ) from None
         raise UsageError(
             str(exc.name), f"not installed in this Python ({sys.executable}); the history store needs it"

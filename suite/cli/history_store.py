@@ -55,7 +55,7 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
 
 def add_history_parser(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:  # type: ignore[type-arg]
     """`history` and the store's verbs; returns its verbs' subparsers (the pages' `history html`,
-    issue 26, joins them there)."""
+    docs/pages.md, joins them there)."""
     history = sub.add_parser("history", help="the results store: ingest runs, trends, change points, bisect")
     verbs = history.add_subparsers(dest="history_verb", metavar="VERB", required=True, parser_class=Parser)
     add_store_verbs(verbs)

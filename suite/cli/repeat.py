@@ -48,7 +48,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
     )
     lines = repeat.render(spreads, environment.device_type, title, load)
     processes, device = cells[0].settings.processes, environment.device_type
-    lines += ["", *coverage.render(spreads, processes, device, args.hold_out)]  # issue 27
+    lines += ["", *coverage.render(spreads, processes, device, args.hold_out)]  # the intervals' coverage
     text = "\n".join(lines)
     print(text)
     (folder / "repeat.md").write_text(redact(text) + "\n", encoding="utf-8")

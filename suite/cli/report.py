@@ -97,10 +97,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     base, new = load([args.base]), load([args.new])
     calls = {"base": read_beside(base.files), "new": read_beside(new.files)}
-    # issue 27: each run's medians recomputed from the samples beside it (said after the verdict)
+    # each run's medians recomputed from the samples beside it (said after the verdict)
     found = [(name, recompute(calls[name], x.frame)) for name, x in (("base", base), ("new", new))]
     samples_lines = [f"suite compare: {name}: {report_line(rows)}" for name, rows in found if rows]
-    # issue 37: where both runs kept a cell's samples, its median is judged from them
+    # like with like: where both runs kept a cell's samples, its median is judged from them
     samples = None if args.medians_only else Samples(groups_of(calls["base"]), groups_of(calls["new"]))
     rule = _compare_rule(args, Rule())
     result = compare(base, new, rule.threshold, rule, samples)

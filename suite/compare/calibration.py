@@ -48,7 +48,7 @@ class Tally:
     untouched_flagged: int = 0
     aa_floors: list[float] = field(default_factory=list)  # the noise floor of each comparison
     slowed_floors: list[float] = field(default_factory=list)
-    judged_on_noise: int = 0  # cell-compares judged against the rows' between-run noise (issue 27)
+    judged_on_noise: int = 0  # cell-compares judged against the rows' between-run noise
     judged: int = 0
     apart: int = 0  # cell-compares not judged: the two rows' settings differ
 

@@ -15,11 +15,11 @@ which a real change in a few cells does not inflate), and a cell timed on an unh
 listed ("suspect"). The paired speed-up (eager / compiled, timed interleaved in one process)
 cancels the machine's drift inside a run, so its change is judged against the threshold, in every
 cell: a compiled function slowed against its own eager calls fails the gate even on a busy
-machine. Issue 27: where the rows carry the machine's measured between-run noise
+machine. Where the rows carry the machine's measured between-run noise
 (`run_noise_pct`, `speedup_noise_pct`; docs/intervals.md), a median and a speed-up must also clear
 `noise_z` standard deviations of it, and the medians' noise floor is not used for those cells.
 Compile time is one sample per cell: its own, wider threshold and a floor in seconds.
-Issue 37: only like is compared with like. A cell whose two rows differ in a setting that both
+Only like is compared with like. A cell whose two rows differ in a setting that both
 record (suite.compare.settings: compile cache, allocator, processes, stopping rule, ...) is not
 judged ("not comparable: settings differ", never a failing verdict) and is left out of the noise
 floor; where both runs kept their samples, a median's interval comes from them
@@ -83,7 +83,7 @@ class Rule:
     compile_threshold: float = COMPILE_THRESHOLD
     compile_floor_s: float = COMPILE_FLOOR_S
     noise_z: float = NOISE_Z
-    # the machine's between-run noise (percent) for rows that carry none (runs from before issue 27,
+    # the machine's between-run noise (percent) for rows that carry none (runs from before rows carried it,
     # a device not yet measured): `compare --run-noise-pct`; None: such rows get the noise floor
     run_noise_pct: float | None = None
     speedup_noise_pct: float | None = None  # the same for the paired speed-up
@@ -171,7 +171,7 @@ def between_run_sd(
     base: Measurement, new: Measurement, fallback_pct: float | None = None, sampled: Sampled | None = None
 ) -> float | None:
     """The log-scale standard deviation of new / base medians where nothing changed, when both rows
-    carry the machine's between-run noise (issue 27, docs/intervals.md; `fallback_pct` for a row
+    carry the machine's between-run noise (docs/intervals.md; `fallback_pct` for a row
     that carries none): both medians' sampling errors (from their CIs, or from both runs' samples
     where `sampled`) and both runs' level shifts. None when either lacks a figure."""
     pcts = [fallback_pct if m.run_noise_pct is None else m.run_noise_pct for m in (base, new)]

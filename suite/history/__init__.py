@@ -2,7 +2,7 @@
 the nightly verdict (docs/history.md). Host side (DuckDB, pyarrow, pandas, ruptures), but for
 `bisect` (the search, standard library only: `nox -s bisect` imports it without them).
 
-The pages (issue 26) use one function of it: `view(store, **filters) -> HistoryView`, imported
+The pages (docs/pages.md) use one function of it: `view(store, **filters) -> HistoryView`, imported
 on first use so that importing the package needs none of those libraries.
 """
 

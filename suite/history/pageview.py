@@ -1,4 +1,4 @@
-"""`suite.history.view()`: the history as the pages draw it (the contract with issue 26,
+"""`suite.history.view()`: the history as the pages draw it (the contract with the pages,
 docs/history.md): every point of every series and every confirmed change point, in two frames
 the page renders without computing anything of its own.
 """

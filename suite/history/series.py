@@ -1,7 +1,7 @@
 """The store's rows as series: one point per (series, night), and the change points of each.
 
 A series is one cell on one GPU and build line: (gpu, build_line, build, model, task, batch size,
-mode, dtype, scenario), as docs/history.md and the pages' contract (issue 26) name them. The
+mode, dtype, scenario), as docs/history.md and the pages' contract (docs/pages.md) name them. The
 model's name carries what else sets a row apart ("ViT (smoke, random weights)"), the scenario its
 dynamic setting. Change points are looked for along a build's whole track (its series joined
 across build lines), so a nightly that moves from 2.x to 2.y keeps its history, and a change at

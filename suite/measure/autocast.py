@@ -1,4 +1,4 @@
-"""Autocast cells (issue 28): float32 weights and inputs, each forward under
+"""Autocast cells (docs/precision.md): float32 weights and inputs, each forward under
 `torch.autocast(device_type, dtype=...)`, eager or compiled, as a user serving a float32
 checkpoint with mixed precision writes it. The weights are not cast: autocast casts the inputs
 of the ops on its lower-precision list (matmuls, convolutions, linear layers) for that op and

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from suite.measure import allocator, lifeline
+from suite.measure import allocator
 from suite.measure.failures import describe_exception, is_oom
 from suite.measure.timing import BLOCK_CALLS, FIXED, Events, StopRule, TimingLoop, Witness
-from suite.measure.worker import write_result
+from suite.measure.worker import child_cell, write_result
 from suite.results import one_line
 from suite.spec.model import Cell
 from suite.stats import median
@@ -172,14 +172,10 @@ def crosscheck_rounds(
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (4, 6):
-        print(
-            "usage: python -m suite.measure.crosscheck CELL RESULT DEVICE ROUNDS [SECONDS LEAST]",
-            file=sys.stderr,
-        )
+    usage = "python -m suite.measure.crosscheck CELL RESULT DEVICE ROUNDS [SECONDS LEAST]"
+    cell = child_cell(argv, len(argv) in (4, 6), usage)
+    if cell is None:
         return 2
-    lifeline.die_with_parent()  # never outlive the parent (it may be killed mid-cell)
-    cell = Cell.from_json(Path(argv[0]).read_text())
     device = argv[2]
     rounds = Rounds(int(argv[3]), *((float(argv[4]), int(argv[5])) if len(argv) == 6 else ()))
     print(f"crosscheck: {cell.label} | build {cell.build} | device {device} | {rounds}", flush=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from suite.measure.counters import cudagraph_skips
-from suite.measure.phases import Ledger, _version, records_cudagraphs, times_cudagraphs
+from suite.measure.phases import Ledger, records_cudagraphs, times_cudagraphs, torch_version
 
 COLUMNS: tuple[str, ...] = (
     "cudagraph_records",
@@ -43,7 +43,7 @@ def pool_mb(snapshot: list[dict[str, Any]] | None = None) -> tuple[float | None,
         snapshot = torch.cuda.memory_snapshot()
     segments = snapshot
     if segments and not all("segment_pool_id" in s for s in segments):
-        return None, f"torch {_version()}'s allocator snapshot names no memory pool"
+        return None, f"torch {torch_version()}'s allocator snapshot names no memory pool"
     held = sum(int(s["total_size"]) for s in segments if tuple(s["segment_pool_id"]) != DEFAULT_POOL)
     return held / 2**20, ""
 
@@ -69,7 +69,7 @@ def fields(
     if times_cudagraphs():
         out["cudagraph_records"], out["cudagraph_record_s"] = ledger.recordings()
     else:
-        notes.append(f"torch {_version()} does not count or time its CUDA-graph recordings")
+        notes.append(f"torch {torch_version()} does not count or time its CUDA-graph recordings")
     out["cudagraph_pool_mb"], why = pool_mb(snapshot)
     notes += [why] if why else []
     skipped = cudagraph_skips()  # inductor gave some graph no CUDA graph (its log says why)

@@ -147,13 +147,13 @@ def rapl_counter(root: Path = POWERCAP) -> tuple[RaplCounter | None, str]:
     return RaplCounter(zones), ""
 
 
-def nvml_counter(nvml: Callable[[], Any] = health._nvml) -> tuple[NvmlCounter | None, str]:
+def nvml_counter(nvml: Callable[[], Any] = health.open_nvml) -> tuple[NvmlCounter | None, str]:
     """The GPU's NVML total-energy counter, or None and why not."""
     module = nvml()
     if module is None:
         return None, "no NVML (package nvidia-ml-py or the NVIDIA driver missing)"
     try:
-        handle = health._handle(module)
+        handle = health.nvml_handle(module)
         module.nvmlDeviceGetTotalEnergyConsumption(handle)
     except Exception as exc:  # NVMLError_NotSupported: before Volta
         with contextlib.suppress(Exception):
@@ -164,7 +164,7 @@ def nvml_counter(nvml: Callable[[], Any] = health._nvml) -> tuple[NvmlCounter | 
 
 
 def open_counter(
-    device: str, nvml: Callable[[], Any] = health._nvml, powercap: Path = POWERCAP
+    device: str, nvml: Callable[[], Any] = health.open_nvml, powercap: Path = POWERCAP
 ) -> tuple[Counter | None, str]:
     if device == "cuda":
         return nvml_counter(nvml)

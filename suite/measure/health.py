@@ -85,7 +85,7 @@ def _page_faults() -> int | None:
 # GPU: NVML, sampled from a thread.
 
 
-def _nvml() -> Any | None:
+def open_nvml() -> Any | None:
     """pynvml, initialised; None without the package or a driver."""
     try:
         import pynvml
@@ -98,7 +98,7 @@ def _nvml() -> Any | None:
     return pynvml
 
 
-def _handle(nvml: Any) -> Any:
+def nvml_handle(nvml: Any) -> Any:
     """The NVML handle of the GPU torch uses (device 0 of the visible ones). NVML ignores
     CUDA_VISIBLE_DEVICES, so the GPU is found by its UUID where torch gives it."""
     try:
@@ -179,7 +179,7 @@ class Health:
     `calls`: how many timed calls the block makes (the page faults are given per call)."""
 
     def __init__(
-        self, device: str, calls: int = 0, interval_s: float = 0.1, nvml: Callable[[], Any] = _nvml
+        self, device: str, calls: int = 0, interval_s: float = 0.1, nvml: Callable[[], Any] = open_nvml
     ) -> None:
         self.device, self.calls, self.interval_s, self._open_nvml = device, calls, interval_s, nvml
         self._nvml: Any = None
@@ -200,7 +200,7 @@ class Health:
             self._nvml = self._open_nvml()
             if self._nvml is not None:
                 try:
-                    self._handle = _handle(self._nvml)
+                    self._handle = nvml_handle(self._nvml)
                 except Exception:
                     self._handle = None
             if self._handle is not None:

@@ -13,7 +13,7 @@ from suite.system.gpus import IMAGE_ID_ENV, STATE_ENV, GpuState, clocks_locked, 
 
 
 def columns(state: GpuState | None, environ: Mapping[str, str]) -> dict[str, str]:
-    """The row's machine-state columns (suite.results.columns, issue 24's block)."""
+    """The row's machine-state columns (suite.results.columns' machine-state block)."""
     s = state or GpuState()
     return {
         "gpu_uuid": s.uuid,

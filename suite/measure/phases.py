@@ -171,7 +171,7 @@ def split(new: Mapping[str, Sequence[float]]) -> dict[str, float] | None:
     return {k: max(0.0, v) for k, v in out.items()}
 
 
-def _version() -> str:
+def torch_version() -> str:
     """torch's version, for the notes (imported only when a note needs it)."""
     import torch
 
@@ -231,7 +231,7 @@ def gaps(device: str, mode: str) -> tuple[dict[str, str], list[str]]:
     """(phase -> why this build and device leave it empty, caveats on the phases shown)."""
     empty: dict[str, str] = {}
     caveats: list[str] = []
-    version = _version()
+    version = torch_version()
     if device != "cuda" or not records_cudagraphs(mode):
         why = f"on {device}" if device != "cuda" else f"mode {mode} records none"
         empty["cudagraphs"] = f"no CUDA graphs ({why})"
@@ -327,7 +327,7 @@ class Ledger:
         out.update(graphs=graphs, guards=self.guards, recompile_reasons=self.recompile_reasons())
         notes: list[str] = []
         if self.before is None:
-            out["phase_note"] = f"torch {_version()} keeps no compile-time accounting"
+            out["phase_note"] = f"torch {torch_version()} keeps no compile-time accounting"
             return out
         phases = split(self.first) if FRAME.present(self.first) else None
         if not FRAME.present(self.first):
@@ -351,7 +351,7 @@ class Ledger:
                         + ("" if named is None else f" ({Calls.words(*named)})")
                     )
         if self.guards is None and FRAME.present(self.first):
-            notes.append(f"guards: torch {_version()} keeps no guard count")
+            notes.append(f"guards: torch {torch_version()} keeps no guard count")
         out["phase_note"] = "; ".join(notes)
         return out
 

@@ -131,18 +131,25 @@ def main_cells(argv: list[str]) -> int:
     return 0
 
 
+def child_cell(argv: list[str], fits: bool, usage: str) -> Cell | None:
+    """A cell's child process starting (the worker, the cross-check's child): its arguments
+    checked (else the usage line, and None), its life tied to its runner's (it may be killed
+    mid-cell), its cell read from CELL_JSON (the first argument)."""
+    if not fits:
+        print(f"usage: {usage}", file=sys.stderr)
+        return None
+    lifeline.die_with_parent()
+    return Cell.from_json(Path(argv[0]).read_text())
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--cells"]:
         return main_cells(argv[1:])
-    if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] not in compile_cost.PHASES):
-        print(
-            "usage: python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE [PHASE: "
-            "measure|warm|megacache]",
-            file=sys.stderr,
-        )
+    fits = len(argv) in (3, 4) and (len(argv) == 3 or argv[3] in compile_cost.PHASES)
+    usage = "python -m suite.measure.worker CELL_JSON RESULT_JSON DEVICE [PHASE: measure|warm|megacache]"
+    cell = child_cell(argv, fits, usage)
+    if cell is None:
         return 2
-    lifeline.die_with_parent()  # never outlive the runner (it may be killed mid-cell)
-    cell = Cell.from_json(Path(argv[0]).read_text())
     device = argv[2]
     phase = argv[3] if len(argv) == 4 else compile_cost.MEASURE
     print(f"cell: {cell.label} | build {cell.build} | device {device} | {phase} process", flush=True)

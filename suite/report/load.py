@@ -225,7 +225,7 @@ def parse_numbers(raw: np.ndarray) -> np.ndarray:
 
 
 # One row per cell and allocator: a cell run under `steady` and under `system` keeps both rows (the
-# report's setups differ in it, suite.report.study.Setup; issue 27's both-allocator table).
+# report's setups differ in it, suite.report.study.Setup; the both-allocator table, report.tables.allocators).
 DEDUPE_COLUMNS: tuple[str, ...] = (*CELL_COLUMNS, "malloc")
 
 

@@ -78,7 +78,7 @@ def _figure(study: Study, g: CompileGroup, what: str, n_rows: int) -> tuple[Figu
     return fig, ax
 
 
-def _failed(ax: Axes, y: float, m: Measurement | None, prefix: str = "") -> None:
+def annotate_failure(ax: Axes, y: float, m: Measurement | None, prefix: str = "") -> None:
     """A failed or missing cell: its status as text at the axis start, never a bar."""
     text = "not measured" if m is None or m.ok else STATUS_WORDS[m.status]
     ax.text(
@@ -164,7 +164,7 @@ def duration_figure(study: Study, g: CompileGroup) -> Figure:
             if ms is not None:
                 _duration_bar(ax, i + offset, ms, low, high, color)
             else:
-                _failed(ax, i + offset, source, name)
+                annotate_failure(ax, i + offset, source, name)
     ax.set_yticks(range(len(rows)), [r.label for r in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first model on top; fixed even with no bar
     scale = duration_scale(study, g)
@@ -258,7 +258,7 @@ def improvement_figure(study: Study, g: CompileGroup, reference: Reference) -> F
                 left_labels = True
             xs += [lo, hi, shown]
         else:
-            _failed(ax, i, m, "speed-up: ")
+            annotate_failure(ax, i, m, "speed-up: ")
         guide = (
             None
             if not g.setup.guide_like  # the guide measured float32 inference of the real models

@@ -72,7 +72,7 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "Batch sizes that change (dynamic-batch: static, auto, marked)",
         "No dynamic-batch cell in the inputs (run with --scenarios dynamic-batch).",
     ),
-    # issue 29 (docs/phases-energy.md)
+    # compile phases, CUDA graphs, energy (docs/phases-energy.md)
     (
         "compile phases",
         "Where the compile goes (torch's own accounting, by phase)",
@@ -84,7 +84,7 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "No cell of a mode that records CUDA graphs in the inputs.",
     ),
     ("energy", "Energy per image (eager and compiled)", "No compiled cell in the inputs."),
-    # issue 28 (docs/precision.md, docs/pipeline.md)
+    # precision and the pipeline (docs/precision.md, docs/pipeline.md)
     (
         "precision",
         "What reduced precision and compiling change in the answer",
@@ -95,7 +95,7 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "What compiling saves per request (preprocess, forward, post-process)",
         "No compiled pipeline cell in the inputs (run the pipeline profile).",
     ),
-    # issue 40 (docs/serving.md)
+    # serving, mixed resolution, AOTInductor (docs/serving.md)
     (
         "serving",
         "Images a second at a p99 latency target (serving: eager vs compile modes)",
@@ -121,7 +121,7 @@ class MergeResult:
     tables: list[Table]
     index: Path
     plots: list[Path] = field(default_factory=list)
-    page: Path | None = None  # the run page, index.html beside tables.md (issue 26)
+    page: Path | None = None  # the run page, index.html beside tables.md (docs/pages.md)
     samples_line: str = ""  # the rows' medians recomputed from the samples (suite.report.samples)
     samples: Path | None = None  # tables/samples.parquet, when any samples were found
     exports: list[Path] = field(default_factory=list)  # report.json and the dynamo CSVs (report.export)
@@ -175,7 +175,7 @@ def run_merge(
     ]
     for table in tables:
         write_table(table, tables_dir)
-    # what other tools read: report.json, the dynamo scripts' CSVs (issue 40, suite.report.export)
+    # what other tools read: report.json, the dynamo scripts' CSVs (suite.report.export)
     exports = [write_report_json(loaded.frame, tables_dir, [shown(f) for f in loaded.files])]
     exports += write_dynamo_csvs(loaded.frame, tables_dir)
 

@@ -117,7 +117,7 @@ def pooled(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 def report_line(found: Sequence[Recomputed]) -> str:
     """One line for merge: how many rows' medians were recomputed, and whether they agree."""
     if not found:
-        return "samples: none beside the raw CSVs (a run from before issue 27, or nothing ok)"
+        return "samples: none beside the raw CSVs (a run from before samples were kept, or nothing ok)"
     bad = [r for r in found if not r.agrees]
     calls = sum(r.calls for r in found)
     verdict = "all agree with the CSV" if not bad else f"{len(bad)} differ from the CSV"

@@ -68,10 +68,10 @@ class Setup:
     weights: str
     variant: str
     # the workers' C allocator (the CSV's `malloc`: steady | system; "" in rows from before it):
-    # on a CPU it decides whether compiling pays (issue 27), so every setup line names it
+    # on a CPU it decides whether compiling pays (docs/trust.md), so every setup line names it
     malloc: str = ""
     # what float32 convolutions and matmuls ran as on a GPU (`tf32_label`; "" on a CPU, where TF32
-    # does not apply, and in rows from before the columns): results differ with it (issue 38)
+    # does not apply, and in rows from before the columns): results differ with it (docs/measurement.md)
     tf32: str = ""
 
     @property

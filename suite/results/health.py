@@ -25,7 +25,7 @@ WAIT_PCT = 10.0  # % of the time some runnable task waited for a CPU (PSI), whil
 LOAD_PER_CORE = 1.5  # without PSI: the 1-minute load as the cell ended, per core
 # host-varied: the host probe's spread while timed (host_speed_moved_pct) beyond the row's own
 # between-run noise (run_noise_pct: what its rerun interval allows for), or beyond this where the
-# device type has none: a launch-bound figure moves with the host CPU's speed (issue 38)
+# device type has none: a launch-bound figure moves with the host CPU's speed (docs/trust.md)
 HOST_VARIATION_PCT = 10.0
 
 COLUMNS: tuple[str, ...] = (

@@ -117,7 +117,7 @@ def _carry(fields: dict[str, Any], phase_fields: dict[str, Any], phase: str) -> 
     column = COLUMN_OF_PHASE[phase]
     if phase_fields.get("status") == "ok" and phase_fields.get(column) is not None:
         fields[column] = phase_fields[column]
-        # where its compile went (issue 29, suite.measure.phases), after the cell's own phase note
+        # where its compile went (suite.measure.phases), after the cell's own phase note
         parts = (fields.get("phase_note"), phase_fields.get("phase_note"))
         fields["phase_note"] = "; ".join(str(p) for p in parts if p)
         return str(phase_fields.get("compile_note") or "")

@@ -1,4 +1,4 @@
-"""Coverage of a repeat's intervals (issue 27, docs/intervals.md): over ordered pairs of
+"""Coverage of a repeat's intervals (docs/intervals.md): over ordered pairs of
 repetitions (i, j), i != j, how often repetition i's figure lies inside repetition j's 95%
 interval; a 95% interval for where a rerun's figure falls should hold 90-97% of the time. Two
 figures: each cell's median, and each compiled cell's paired speed-up.

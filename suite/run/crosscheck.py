@@ -47,7 +47,7 @@ class Budget:
         return f"{self.seconds:g} s a function ({min(MIN_ROUNDS, self.rounds)} to {self.rounds})"
 
 
-# How far the suite's median may be from an independent timer's (issue 13): an idle CPU, CUDA.
+# How far the suite's median may be from an independent timer's (docs/trust.md): an idle CPU, CUDA.
 TARGETS: dict[str, float] = {"cpu": 0.03, "cuda": 0.02}
 KEEP = ("status", "error", "timings", "malloc", "rounds_s", "stopped")  # the child's result fields
 LATENCY, THROUGHPUT = "latency", "throughput"

@@ -1,4 +1,4 @@
-"""A cell's figures from several processes' samples (issue 27, docs/intervals.md): the pooled
+"""A cell's figures from several processes' samples (docs/intervals.md): the pooled
 median and its 95% interval from a hierarchical bootstrap (processes, then calls within each), so
 that what moves between processes is inside the interval; the paired speed-up likewise (eager and
 compiled calls stay paired within their process). Standard library only (suite.stats)."""

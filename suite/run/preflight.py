@@ -357,4 +357,7 @@ def prepare(request: Request, min_free_mb: float | None = DEFAULT_MIN_FREE_MB) -
         build = resolve_build(matrix, request.build, environment)
         cells = request.cells(profile, build)
         check_inputs(matrix, profile, request.filters, cells, warn_unchecked=True, child=child)
+    narrowed = request.narrowed(cells, profile)
+    if narrowed:
+        print(f"suite: warning: {narrowed}", file=sys.stderr)
     return Prepared(environment, profile, build, cells)

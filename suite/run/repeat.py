@@ -13,7 +13,7 @@ from pathlib import Path
 
 from suite.results import CELL_COLUMNS, OK, read_rows
 
-# The spread of medians the suite aims for (issue 13): full-size models on a CPU, on an H100.
+# The spread of medians the suite aims for (docs/trust.md): full-size models on a CPU, on an H100.
 TARGETS: dict[str, float] = {"cpu": 0.03, "cuda": 0.015}
 
 
@@ -37,7 +37,7 @@ class CellSpread:
     speedups: tuple[float, ...]
     health: tuple[str, ...]
     failed: tuple[str, ...]  # the statuses of the repetitions that did not end ok
-    # each ok repetition's 95% CI of its median (ms), in the order of `medians` (issue 27)
+    # each ok repetition's 95% CI of its median (ms), in the order of `medians`
     intervals: tuple[tuple[float, float], ...] = ()
     # and its rerun interval (suite.run.rerun), where every repetition's row has one
     reruns: tuple[tuple[float, float], ...] = ()

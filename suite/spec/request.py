@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.spec.expand import Filters, expand, pick_build
+from suite.spec.expand import Filters, expand, pick_build, unmatched
 from suite.spec.model import Cell, Matrix
 from suite.spec.shard import Shard
 
@@ -53,3 +53,10 @@ class Request:
     def cells(self, profile: str, build: str) -> list[Cell]:
         """The profile's cells for `build`; none is a UsageError."""
         return self.selected(self.planned(profile, build), profile)
+
+    def narrowed(self, cells: list[Cell], profile: str) -> str:
+        """One line where a narrowing flag asked for what profile `profile` lacks (its cells run
+        without it), else "": `nox -s bench-local -- --batch-sizes 1,4` on a CPU runs the smoke
+        profile, batch size 1 only, and says so."""
+        said = unmatched(cells, self.filters)
+        return f"profile {profile!r}: {'; '.join(said)}" if said else ""

@@ -180,7 +180,7 @@ class Settings:
     tolerance: float = 1e-3
     shrink: bool = False
     compile_cache: str = "cold"  # cold: a fresh inductor/triton cache per cell; run: shared
-    # system (the default, issue 27): malloc as a plain python process has it; steady: glibc's
+    # system (the default, docs/trust.md): malloc as a plain python process has it; steady: glibc's
     # thresholds fixed for the worker
     malloc: str = MALLOC_SYSTEM
     image: ImageSpec = field(default_factory=ImageSpec)

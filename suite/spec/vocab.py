@@ -11,7 +11,7 @@ TASKS: dict[str, str] = {
     "Image Classification": "AutoModelForImageClassification",
     "Image Segmentation": "AutoModelForSemanticSegmentation",
     "Object Detection": "AutoModelForObjectDetection",
-    # issue 40: a bare backbone named with --models (suite.spec.outside): its features
+    # a bare backbone named with --models (suite.spec.outside): its features
     "Image Feature Extraction": "AutoModel",
 }
 FEATURES = "Image Feature Extraction"
@@ -21,10 +21,10 @@ MODES: tuple[str, ...] = (
     "reduce-overhead",
     "max-autotune",
     "max-autotune-no-cudagraphs",
-    # issue 40: torch.export + AOTInductor's package, loaded back in the timing process (suite.measure.aot)
+    # torch.export + AOTInductor's package, loaded back in the timing process (suite.measure.aot)
     "aot-inductor",
 )
-# autocast-<dtype> (issue 28): float32 weights and inputs, the forward under
+# autocast-<dtype> (docs/precision.md): float32 weights and inputs, the forward under
 # torch.autocast(device, dtype=<dtype>), so matmuls and convolutions run in <dtype> and the rest
 # in float32. A value of `dtype`, not a column of its own: the CSV's key stays one column and
 # every table that groups by dtype keeps doing so. Precision cells only (Cell's rule below).
@@ -33,10 +33,10 @@ AUTOCAST_DTYPES: tuple[str, ...] = ("autocast-float16", "autocast-bfloat16")
 DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", *AUTOCAST_DTYPES)
 WEIGHTS: tuple[str, ...] = ("pretrained", "random")
 DYNAMIC_BATCH = "dynamic-batch"  # one process serves several batch sizes in turn: a row per size
-# issue 28: `precision` is inference plus the task's answer judged against float32 eager
+# `precision` is inference plus the task's answer judged against float32 eager
 # (suite.measure.parity); `pipeline` times a whole request: preprocess, forward, post-process
 PRECISION, PIPELINE = "precision", "pipeline"
-# issue 40: `serving` searches the highest Poisson arrival rate whose p99 latency (queueing
+# `serving` searches the highest Poisson arrival rate whose p99 latency (queueing
 # included) stays under a target, in front of a dynamic batcher (suite.measure.loadgen)
 SERVING = "serving"
 # ... and `mixed-resolution` serves a fixed sequence of image sizes in one process under a

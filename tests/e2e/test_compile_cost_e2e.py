@@ -80,7 +80,7 @@ def test_the_compiled_cell_has_every_compile_cost_figure_its_build_can_give(rows
         warm / saved_s, rel=1e-3
     )
     note = r["compile_note"]
-    # where the warm compile went (issue 29): torch's accounting in that process, in phase_note
+    # where the warm compile went: torch's accounting in that process, in phase_note
     assert re.search(r"warm compile, largest phases: \w+ [\d.]+ s", r["phase_note"]), r["phase_note"]
     if torch_version() >= (2, 7):  # FX graph + AOTAutograd caches on by default; a mega-cache
         assert re.search(r"cold: FX graph 0/(\d+) hit", note), note  # cold really was cold

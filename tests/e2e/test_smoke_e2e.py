@@ -191,13 +191,13 @@ def test_the_run_merges_into_one_row_per_architecture_and_mode(smoke, smoke_run:
             assert "‡" in line and line.endswith(" | — | — | — | — |"), f"{table.name}: {line}"
     index = (tmp_path / "tables" / "tables.md").read_text()
     assert "## Summary" in index and "## Compile vs eager" in index
-    # the run page beside it (issue 26; tests/report/test_pages_browser.py opens one): every architecture
+    # the run page beside it (tests/report/test_pages_browser.py opens one): every architecture
     page = (tmp_path / "tables" / "index.html").read_text(encoding="utf-8")
     assert all(f'"model":"{r["model"]}"' in page for r in rows)
 
 
 def test_a_reduce_overhead_row_without_cuda_graphs_says_so(smoke) -> None:
-    """Issue 30: on a CPU inductor captures no CUDA graph, so a reduce-overhead row's figures are
+    """On a CPU inductor captures no CUDA graph, so a reduce-overhead row's figures are
     default mode's; its compile_note says so (where the build counts the skips: torch 2.1 on),
     and a default row never does. On a GPU the same note marks a graph inductor would not capture."""
     rows, _ = smoke
@@ -211,7 +211,7 @@ def test_a_reduce_overhead_row_without_cuda_graphs_says_so(smoke) -> None:
 
 
 def test_compile_phases_add_up_to_compile_s_within_the_margin(smoke) -> None:
-    """Issue 29 on the real run: every compiled row's phases (torch's own accounting) and
+    """Compile phases on the real run: every compiled row's phases (torch's own accounting) and
     `phase_other_s` add up to compile_s, |other| within the stated margin; on a CPU the CUDA-graph
     figures are empty with their reason, and so is energy where no RAPL counter is readable."""
     rows, _ = smoke

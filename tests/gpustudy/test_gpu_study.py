@@ -1,4 +1,4 @@
-"""The GPU study: its plan and the first call's fit, the packing for the device tool, the deadline
+"""The GPU study: its plan and the first call's fit, the packing for the call's machine, the deadline
 and the resume, one real step through the suite's CLI, `finish` over every attempt's files, and the
 committed H200 results against their rows."""
 
@@ -210,7 +210,7 @@ def test_steps_are_checked():
 
 
 # ---------------------------------------------------------------------------------------------
-# What comes back from the device machine
+# What comes back from the GPU machine
 
 
 def _run_folder(work: Path, run_id: str) -> None:
@@ -614,7 +614,7 @@ def test_a_finish_that_fails_leaves_nothing_behind(tmp_path, monkeypatch):
 
 
 def test_dynamic_narrows_the_dynamic_batch_cells(matrix):
-    """--dynamic (issue 30: the study's one dynamic-batch cell) narrows static/auto/marked."""
+    """--dynamic (the study's one dynamic-batch cell) narrows static/auto/marked."""
     parser = build_parser()
     base = [
         "plan",

@@ -117,7 +117,7 @@ def _cells(malloc: str | None) -> list[Cell]:
 
 
 def test_cells_are_system_unless_the_matrix_or_the_flag_says_steady(tmp_path: Path) -> None:
-    # issue 27 changed the default from steady to system (what a plain python process runs with)
+    # the default changed from steady to system (what a plain python process runs with)
     assert {c.settings.malloc for c in _cells(None)} == {MALLOC_SYSTEM}
     assert {c.settings.malloc for c in _cells(MALLOC_STEADY)} == {MALLOC_STEADY}
     assert dict(filters_of(build_parser().parse_args(["run", "--malloc", "system"])).overrides) == {
@@ -153,7 +153,7 @@ def test_the_launcher_gives_each_worker_its_cells_setting(
 
 
 def test_setup_lines_name_the_allocator_and_the_summary_lists_where_the_two_disagree() -> None:
-    """Issue 27: every table's setup line says which allocator; a compiled cell's speed-up under
+    """Every table's setup line says which allocator; a compiled cell's speed-up under
     steady and under system disagree when one is above 1x and the other below, or apart."""
     from suite.report.study import Setup
     from suite.report.tables.allocators import disagree

@@ -1,4 +1,4 @@
-"""Issue 28's autocast cells (suite/measure/autocast.py): float32 weights and inputs, every call
+"""Autocast cells (suite/measure/autocast.py): float32 weights and inputs, every call
 under torch.autocast, judged against float32 eager like the other precisions. The matrix's rules
 and one-line errors, the tiny matrix's 2-layer ViT in this process (eager, and the compiled
 call's wrapping with the model standing in for its compiled self), a torch that cannot autocast

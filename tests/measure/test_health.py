@@ -73,7 +73,7 @@ class FakeNvml:
 
 
 def opener(fake: FakeNvml):
-    """What suite.measure.health._nvml does with the real module: initialise it, hand it over."""
+    """What suite.measure.health.open_nvml does with the real module: initialise it, hand it over."""
 
     def open_nvml() -> FakeNvml:
         fake.nvmlInit()
@@ -310,7 +310,7 @@ def test_a_real_cpu_run_fills_the_cpu_columns_and_leaves_the_gpu_ones_empty(tmp_
         assert 0 <= float(row["cpu_steal_pct"]) <= 100
         assert float(row["page_faults_per_call"]) >= 0
         system_env = dict(os.environ, **allocator.child_env("system", os.environ))
-        assert row["malloc"] == allocator.in_effect(system_env)  # the default (issue 27): system
+        assert row["malloc"] == allocator.in_effect(system_env)  # the default: system
         if Path("/proc/pressure/cpu").exists():
             assert 0 <= float(row["cpu_wait_pct"]) <= 100
         assert row["health"] == verdict(row, os.cpu_count() or 1)

@@ -1,5 +1,5 @@
-"""Issue 29 without a GPU, a real compile or a RAPL counter: torch's compile-time accounting as
-each build records it (planted), the phases split from it; the CUDA-graph figures from a planted
+"""Compile phases and energy without a GPU, a real compile or a RAPL counter: torch's compile-time
+accounting as each build records it (planted), the phases split from it; the CUDA-graph figures from a planted
 allocator snapshot; energy per image from a fake NVML and a fake powercap tree (figures exactly
 as planted); what moved between builds, checked against the stable-vs table's own columns and
 shown the same way by compare; the tables and the picture from hand-made rows."""

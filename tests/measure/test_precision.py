@@ -1,4 +1,4 @@
-"""Issue 28: reduced precision judged by the task (suite/measure/parity.py, the `precision`
+"""Reduced precision judged by the task (suite/measure/parity.py, the `precision`
 scenario) and the whole request timed per stage (the `pipeline` scenario), their settings,
 profiles and tables. Unit tests on tiny tensors and the tiny matrix's 2-layer ViT in this
 process; one end-to-end run (slow) of three tiny cells through the CLI and the merge."""

@@ -1,5 +1,5 @@
 """Every row says which wheels ran: the nightly's date, the torch wheel by URL and sha256 as
-the image installed it, torchvision's version (issue 36)."""
+the image installed it, torchvision's version."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The timed loop's stopping rule (issue 27): fixed (the guide's count), or until the 95% CI of
+"""The timed loop's stopping rule: fixed (the guide's count), or until the 95% CI of
 every timed function's median is within a target, between a minimum and a maximum of calls or
 seconds; the row says how many calls and why it stopped. Fake clocks and functions: no model."""
 

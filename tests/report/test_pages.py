@@ -231,8 +231,7 @@ def test_history_html_without_the_store_package_says_so(tmp_path: Path, capsys, 
     assert main(["history", "html", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        "suite history: error: history html: suite.history (the history store, issue 25) "
-        "is not in this checkout"
+        "suite history: error: history html: suite.history (the history store) is not in this checkout"
     ]
 
 

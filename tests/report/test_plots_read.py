@@ -1,4 +1,4 @@
-"""Plots and tables that read right (issue 17): the improvement plot's legend names every colour,
+"""Plots and tables that read right: the improvement plot's legend names every colour,
 labels of slower bars sit left of their bar, clear of the zero line, nothing is drawn below
 -100% (huge slowdowns read `0.04x (25x slower)`); duration plots show the paired medians with
 their CIs on one scale per GPU and batch size; a release is compared with stable under its own

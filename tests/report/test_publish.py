@@ -536,7 +536,7 @@ def test_plots_of_an_ok_compiled_row_without_a_speed_up(tmp_path: Path):
     from matplotlib.figure import Figure
 
     from suite.report.measurement import measurement_of
-    from suite.report.plots import _failed
+    from suite.report.plots import annotate_failure
 
     rows = [
         eager("stable", A100, "ViT", 1, 10.0, 9.8, 9.7, 9.9),
@@ -549,7 +549,7 @@ def test_plots_of_an_ok_compiled_row_without_a_speed_up(tmp_path: Path):
     assert "| Image Classification/ViT | 9.800 ‡ | 7.900 | — |" in table  # no pair: each cell's median
     compiled_row = next(r for r in load([run]).frame.itertuples(index=False) if r.mode == "default")
     ax = Figure().add_subplot()
-    _failed(ax, 0, measurement_of(compiled_row), "speed-up: ")
+    annotate_failure(ax, 0, measurement_of(compiled_row), "speed-up: ")
     assert [t.get_text() for t in ax.texts] == ["speed-up: not measured"]
 
 

@@ -1,4 +1,4 @@
-"""Samples kept (issue 27): every ok row's per-call milliseconds, by process and series, in a JSON
+"""Samples kept: every ok row's per-call milliseconds, by process and series, in a JSON
 Lines file beside the raw CSV; merge reads them back, writes them as Parquet and recomputes each
 row's median from them. The runner is the real one, its worker a shell stub (tests/support/runner)."""
 

@@ -1,4 +1,4 @@
-"""Processes per cell (issue 27): the first process cold (its compile is compile_s), the others on
+"""Processes per cell: the first process cold (its compile is compile_s), the others on
 its caches (their compile apart, in warm_compile_s); the row's median, its interval and the paired
 speed-up pooled over every process with a hierarchical bootstrap (processes, then calls), whose
 interval widens with what moves between processes. Fake workers: no model, no child process."""

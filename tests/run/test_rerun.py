@@ -1,4 +1,4 @@
-"""Rerun intervals (issue 27, docs/intervals.md): where another run's median of a cell should fall,
+"""Rerun intervals (docs/intervals.md): where another run's median of a cell should fall,
 from the row's CI and the machine's between-run noise (`run_noise_pct`, per device type); the
 coverage of a repeat's intervals with that noise estimated from the other repetitions; compare
 judging a median against it. Synthetic runs drawn from the model the interval assumes, and the
@@ -169,7 +169,7 @@ def test_compare_judges_a_median_against_the_runs_between_run_noise() -> None:
     assert verdict == UNCHANGED and low < 1 < high  # within 4 sd of two runs' 7% noise
     quiet = (replace(BASE, run_noise_pct=1.0), replace(slower, run_noise_pct=1.0))
     assert judge(*quiet, 0.05, Rule())[0] == REGRESSION
-    # rows from before issue 27 carry none: compare --run-noise-pct gives it
+    # rows from before rows carried their noise carry none: compare --run-noise-pct gives it
     assert judge(BASE, slower, 0.05, Rule(run_noise_pct=7.0))[0] == UNCHANGED
 
 

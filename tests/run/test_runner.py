@@ -1,4 +1,4 @@
-"""Failures show where the user looks (issue 17): a compiled output that failed the accuracy
+"""Failures show where the user looks: a compiled output that failed the accuracy
 check in the cell's progress line and in the run's `done:` summary; NaN or infinite outputs
 as `nan` / `inf` in the CSV (read back by merge, compare and resume), with the reason in the
 worker's log; `plan --device cuda` on a machine without a GPU says so; a CPU row does not

@@ -1,4 +1,4 @@
-"""A run leaves a clean folder (issue 17): no lock file after it ends, no scratch files, and
+"""A run leaves a clean folder: no lock file after it ends, no scratch files, and
 the shared compile cache of `compile_cache: run` only when asked for (a README in it says
 what it is while it is there); the lock stays one-runner-per-CSV although its file goes.
 """

@@ -1,4 +1,4 @@
-"""Issue 24 on fake fleets: the container sessions against a fake `docker` and `nvidia-smi`
+"""One container per GPU on fake fleets: the container sessions against a fake `docker` and `nvidia-smi`
 (tests/support/docker.py) listing 1 to 8 GPUs on two NUMA nodes, with old drivers and new GPUs.
 
 The sessions run in this process (suite.sessions.containers.bench_containers with the noxfile's

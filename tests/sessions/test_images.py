@@ -123,7 +123,7 @@ def test_bench_nightly_builds_missing_images_then_runs_stable_and_nightly(fake: 
         "--user", expected_user(), "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
         "--mount", f"type=bind,source={run_dir},target=/results/r1",
         "--mount", f"type=bind,source={fake.tmp / 'hf'},target=/hf-cache",
-        # the token: a read-only file, never a value docker inspect would show (issue 24)
+        # the token: a read-only file, never a value docker inspect would show
         "--mount", f"type=bind,source={token_file},target=/run/secrets/hf_token,readonly",
         "--env", "HF_TOKEN_PATH=/run/secrets/hf_token",
         "--env", state, "--env", f"SUITE_IMAGE_ID=sha256:{hashlib.sha256(tag.encode()).hexdigest()}",
@@ -292,7 +292,7 @@ def test_offline_mode_has_no_network_and_results_as_the_only_writable_mount(fake
         assert writable == [f"type=bind,source={fake.out / 'r3'},target=/results/r3"]
         assert f"type=bind,source={fake.tmp / 'hf'},target=/hf-cache,readonly" in mounts
         envs = [run[i + 1] for i, a in enumerate(run) if a in ("--env", "-e")]
-        envs = [e for e in envs if not e.startswith("SUITE_")]  # the machine's state (issue 24)
+        envs = [e for e in envs if not e.startswith("SUITE_")]  # the machine's state
         assert envs == ["HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"]  # no token: no network anyway
 
 
@@ -492,7 +492,7 @@ def test_bad_input_is_one_line_exit_2_before_docker_is_touched(
     assert calls(fake) == []
 
 
-# --- secrets (issue 5) -----------------------------------------------------------------------
+# --- secrets ---------------------------------------------------------------------------------
 
 
 def test_a_secret_value_in_a_docker_command_is_refused() -> None:

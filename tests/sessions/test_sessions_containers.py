@@ -1,7 +1,7 @@
 """The container sessions' phase-2 behaviour, through the fake docker of support/docker.py: a CPU
 device, container names and the runner label, the one-GPU pin, the BuildKit client, the
 substitutes, the containers-e2e session where it cannot run and its checks, the offline merge,
-and secrets (issue 16, item 7): a docker command is checked before it is shown, and every
+and secrets: a docker command is checked before it is shown, and every
 line nox prints is redacted. No Docker, no GPU and no network are needed.
 """
 
@@ -210,7 +210,7 @@ def test_pip_ca_comes_from_pip_cert_or_pips_configuration(tmp_path: Path) -> Non
     assert images.pip_ca({"PIP_CERT": str(tmp_path / "missing.pem")}) is None
 
 
-# --- secrets: checked before shown, everything nox prints redacted (issue 16, item 7) ---------
+# --- secrets: checked before shown, everything nox prints redacted -----------------------
 
 PASSWORD = "Hunter2-planted-pw"
 
@@ -416,7 +416,7 @@ def test_torch_by_version_skips_the_wheels_by_url(tmp_path: Path, monkeypatch: p
 def test_containers_e2e_makes_or_names_the_missing_stand_in_base(
     fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 24: the stand-in base is checked before any build: there, made (root with
+    """The stand-in base is checked before any build: there, made (root with
     debootstrap), or one line naming the command that makes it."""
     for key, value in fake.env.items():
         monkeypatch.setenv(key, value)

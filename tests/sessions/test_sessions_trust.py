@@ -68,7 +68,7 @@ def test_gate_runs_aa_then_slowed_then_calibrates(ran, tmp_path: Path) -> None:
 
 
 def test_coverage_repeats_the_cells_with_one_process_then_three(ran, tmp_path: Path) -> None:
-    """Issue 27's coverage session: a benchmark (nox -s coverage), one repeat per k."""
+    """The rerun intervals' coverage session: a benchmark (nox -s coverage), one repeat per k."""
     reports = trust.coverage(_runner(), ["--run-id", "c", "--out", str(tmp_path), "--models", "ResNet"], ROOT)
     (one, _), (three, _) = ran
     for cmd, k in ((one, "1"), (three, "3")):

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support import call_output
 from support.matrices import LOAD_MINIMAL as MINIMAL
 
 from suite.cli import main
 from suite.errors import UsageError
 from suite.spec import Filters, expand, load_matrix
+from suite.spec.request import Request
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -168,6 +170,20 @@ def test_filters_narrow_and_accept_hub_ids_in_any_case(tmp_path: Path) -> None:
     assert [c.mode for c in cells] == ["default"]
     with pytest.raises(UsageError, match="--models: 'BEiT' is not a model"):
         expand(m, "smoke", "stable", Filters(models=("BEiT",)))
+
+
+def test_a_narrowing_flag_the_profile_lacks_is_said_in_one_line(tmp_path: Path) -> None:
+    """`nox -s bench-local -- --batch-sizes 1,4` on a CPU runs the smoke profile (batch size 1):
+    the cells run without 4, and `plan` and `run` say so in one line instead of dropping it."""
+    m = load_matrix(REPO / "matrix.yaml")
+    request = Request(m, filters=Filters(batch_sizes=(1, 4)))
+    cells = request.cells("smoke", "current")
+    assert cells and {c.batch_size for c in cells} == {1}
+    said = "profile 'smoke': --batch-sizes 4 selects no cell, run without it (batch size 1 only)"
+    assert request.narrowed(cells, "smoke") == said
+    assert Request(m, filters=Filters(batch_sizes=(1,))).narrowed(cells, "smoke") == ""
+    code, _, err = call_output(["plan", "--profile", "smoke", "--device", "cpu", "--batch-sizes", "1,4"])
+    assert code == 0 and err.splitlines()[0] == f"suite plan: warning: {said}", err
 
 
 def test_custom_configuration_gets_its_own_name(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Re-runs and cut-short shards lose nothing (issue 24): .github/scripts/shard_rows.py's uploads
+"""Re-runs and cut-short shards lose nothing: .github/scripts/shard_rows.py's uploads
 while a shard runs, the restore a re-run starts from, the merge job's gathering, and one shard
 killed in its first attempt and finished by its second, every cell once.
 

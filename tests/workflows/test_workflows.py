@@ -173,7 +173,7 @@ def test_bench_steps_time_out_before_the_job_so_the_upload_runs() -> None:
 
 
 def test_no_upload_replaces_another() -> None:
-    """Each attempt's uploads have names of their own (issue 24): a shorter re-run can never put
+    """Each attempt's uploads have names of their own: a shorter re-run can never put
     fewer rows in place of more; the merge of each attempt is its own artifact too."""
     wf = _workflow("bench-nightly.yml")
     bench, merge = wf["jobs"]["bench"], wf["jobs"]["merge"]

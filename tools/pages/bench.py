@@ -10,7 +10,7 @@ plotly.js beside it: all it loads), the time from navigation to ready (the chart
 the page answering: body[data-ready]), the CPU time the page's main thread spent until then
 (Chromium's ThreadTime: on a shared machine, what an idle one would take), and the time to draw
 every chart of the page.
-Targets (issue 26): the run page under 5 MB and 2 s, the history page under 10 MB and 4 s.
+Targets (docs/pages.md): the run page under 5 MB and 2 s, the history page under 10 MB and 4 s.
 """
 
 from __future__ import annotations

@@ -210,7 +210,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     calls = Calls(first_ms, eager_call_ms, row["median_ms"])  # what names the phases' remainder
     row.update(ledger.fields(row["compile_s"], device, mode, graphs_after_first - graphs_before, calls))
     row.update(cudagraphs.fields(device, mode, ledger, eager_mem.reserved_mb, mem.reserved_mb))
-    skipped = cudagraph_skips()  # issue 30: a reduce-overhead row timed without CUDA graphs says so
+    skipped = cudagraph_skips()  # a reduce-overhead row timed without CUDA graphs says so
     if skipped:
         row["compile_note"] = (
             f"{CUDAGRAPHS_SKIPPED}: {skipped} graph(s), timed without them (the log says why)"

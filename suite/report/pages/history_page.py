@@ -3,7 +3,7 @@ the nights, their CIs as bands), the change points marked with the last good and
 night and the commit range between them, and a link to each night's run page.
 
 Host side only. It reads a `HistoryView`'s two frames by the columns of the contract between the
-store (suite.history, issue 25) and this page (docs/pages.md, "The history view"; the columns
+store (suite.history) and this page (docs/pages.md, "The history view"; the columns
 are suite.results.series_key's), and nothing else of the store: it never imports suite.history,
 so it is tested with frames built from the contract alone.
 """

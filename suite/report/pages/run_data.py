@@ -188,33 +188,19 @@ def build_comparisons(report: RunReport) -> list[dict[str, Any]]:
         gains = _of_kind(table, "gain")
         base, other = table.columns[gains[0]].csv, table.columns[gains[1]].csv
         rule = next((i for i, c in enumerate(table.columns) if c.csv.endswith(": rule")), None)
-        rows = []
-        for context, row in zip(table.context, table.rows, strict=True):
-            rows.append(
-                {
-                    "task": context["task"],
-                    "label": row[0],
-                    "bs": context["batch size"],
-                    "base_speedup": gain_json(row[gains[0]]),
-                    "other_speedup": gain_json(row[gains[1]]),
-                    "eager_ratio": gain_json(row[gains[2]]),
-                    "compiled_ratio": gain_json(row[gains[3]]),
-                    # which rule judged the two builds: "separate", or the pair's verdict
-                    "rule": str(row[rule] or "") if rule is not None else "",
-                }
-            )
-        first = table.context[0] if table.context else {}
-        out.append(
+        rows = [
             {
-                "title": table.title,
-                "name": table.name,
-                "gpu": _gpu_label(first),
-                "mode": first.get("mode", ""),
-                "base": base,
-                "other": other,
-                "rows": rows,
+                **_row_head(context, row),
+                "base_speedup": gain_json(row[gains[0]]),
+                "other_speedup": gain_json(row[gains[1]]),
+                "eager_ratio": gain_json(row[gains[2]]),
+                "compiled_ratio": gain_json(row[gains[3]]),
+                # which rule judged the two builds: "separate", or the pair's verdict
+                "rule": str(row[rule] or "") if rule is not None else "",
             }
-        )
+            for context, row in zip(table.context, table.rows, strict=True)
+        ]
+        out.append(_chart(table, rows, ("mode",), base=base, other=other))
     return out
 
 
@@ -226,24 +212,12 @@ def mode_comparisons(report: RunReport) -> list[dict[str, Any]]:
         modes = [table.columns[i].csv for i in gains]
         rows = [
             {
-                "task": context["task"],
-                "label": row[0],
-                "bs": context["batch size"],
+                **_row_head(context, row),
                 "speedups": {m: gain_json(row[i]) for m, i in zip(modes, gains, strict=True)},
             }
             for context, row in zip(table.context, table.rows, strict=True)
         ]
-        first = table.context[0] if table.context else {}
-        out.append(
-            {
-                "title": table.title,
-                "name": table.name,
-                "gpu": _gpu_label(first),
-                "build": first.get("build", ""),
-                "modes": modes,
-                "rows": rows,
-            }
-        )
+        out.append(_chart(table, rows, ("build",), modes=modes))
     return out
 
 
@@ -265,26 +239,28 @@ def cost_groups(report: RunReport) -> list[dict[str, Any]]:
     for table in (t for t in report.tables if t.section == "compile cost"):
         rows = [
             {
-                "task": context["task"],
-                "label": row[0],
-                "bs": context["batch size"],
+                **_row_head(context, row),
                 **{name: qty_json(_value(table, row, csv)) for name, csv in COST_COLUMNS},
             }
             for context, row in zip(table.context, table.rows, strict=True)
         ]
-        first = table.context[0] if table.context else {}
-        out.append(
-            {
-                "title": table.title,
-                "name": table.name,
-                "gpu": _gpu_label(first),
-                "build": first.get("build", ""),
-                "mode": first.get("mode", ""),
-                "rows": rows,
-                "plots": [_plot_link(p) for p in report.plot_links.get(table.name, [])],
-            }
-        )
+        plots = [_plot_link(p) for p in report.plot_links.get(table.name, [])]
+        out.append(_chart(table, rows, ("build", "mode"), plots=plots))
     return out
+
+
+def _row_head(context: dict[str, Any], row: Sequence[Any]) -> dict[str, Any]:
+    """What every chart's row starts with: its task, its label (the table's first cell), its
+    batch size."""
+    return {"task": context["task"], "label": row[0], "bs": context["batch size"]}
+
+
+def _chart(table: Table, rows: list[dict[str, Any]], shared: Sequence[str], **extra: Any) -> dict[str, Any]:
+    """A table as one chart's data: its title, name and GPU, the `shared` context its rows have
+    in common (their first row's), what else the chart needs, and its rows."""
+    first = table.context[0] if table.context else {}
+    head = {"title": table.title, "name": table.name, "gpu": _gpu_label(first)}
+    return {**head, **{key: first.get(key, "") for key in shared}, **extra, "rows": rows}
 
 
 def _gpu_label(context: dict[str, object]) -> str:

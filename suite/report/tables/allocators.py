@@ -1,4 +1,4 @@
-"""Compile's speed-up under both allocators (issue 27): on a CPU the workers' C allocator
+"""Compile's speed-up under both allocators (docs/trust.md): on a CPU the workers' C allocator
 (`malloc`: steady | system, suite.measure.allocator) can decide whether compiling pays. For every
 compiled cell measured under both (the same cell in a `steady` run and a `system` run merged
 together), the cells where the two disagree: one says faster and the other slower, or their 95%

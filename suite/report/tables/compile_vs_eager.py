@@ -89,7 +89,7 @@ def compile_vs_eager(study: Study, group: CompileGroup, reference: Reference) ->
     kind = study.kind(g.build)
     guide_table = reference.table_for(g.gpu.name, kind, g.mode, g.batch_size) if g.setup.guide_like else None
     beside_guide = guide_table is not None
-    # throughput (back-to-back calls, issue 38) where the rows have it: the guide's statistic
+    # throughput (back-to-back calls, docs/measurement.md) where the rows have it: the guide's statistic
     throughput = any(
         m is not None and m.more.get("throughput_speedup") is not None
         for m in (study.get(g.key(t, mo)) for t, mo in study.models)

@@ -30,7 +30,7 @@ class MemoryGroup:
     dtype: str
     weights: str
     variant: str
-    malloc: str = ""  # the workers' allocator (issue 27): named in the setup line
+    malloc: str = ""  # the workers' allocator (docs/trust.md): named in the setup line
 
     @property
     def label(self) -> str:

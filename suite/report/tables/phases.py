@@ -1,4 +1,4 @@
-"""Where compile time, memory and energy go (issue 29, docs/phases-energy.md), per GPU, setup,
+"""Where compile time, memory and energy go (docs/phases-energy.md), per GPU, setup,
 build and compile mode: a cold start taken apart into torch's phases, the CUDA graphs'
 recording and memory, and the energy per image of eager and compiled calls.
 

@@ -1,4 +1,4 @@
-"""Issue 28's two tables, read off the merged rows: "what reduced precision and compiling change
+"""The precision tables, two of them, read off the merged rows: "what reduced precision and compiling change
 in the answer" (the `precision` rows: the task's agreement with float32 eager, the parity
 verdict, and each precision's speed over float32 eager) and "what compiling saves per
 request" (the `pipeline` rows: each stage's median, the end-to-end medians and the speed-up of

@@ -112,7 +112,7 @@ def summary_table(study: Study) -> Table:
             "CSV: busy, steal, throttled, clock-varied, shared-gpu, host-varied); their figures are suspect.",
         ],
     )
-    table.notes.extend(allocator_notes(study))  # issue 27: where malloc decides whether compile pays
+    table.notes.extend(allocator_notes(study))  # where the allocator decides whether compile pays
     for r in summary_rows(study):
         n = len(r.speedups)
         gm, gmc = r.geomean, r.geomean_clipped
