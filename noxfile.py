@@ -123,7 +123,8 @@ def containers_e2e(session: nox.Session) -> None:
 
 @suite_session(python=TEST_PYTHON)
 def tests(session: nox.Session) -> None:
-    """Unit tests and the CPU end-to-end smoke test (no GPU, no Docker, no network)."""
+    """Unit tests and the CPU end-to-end smoke test (no GPU, no Docker; PyPI on the first run, to make
+    its environment, and no network after that)."""
     glue.tests(session, ROOT, TEST_EXTRAS)
 
 
@@ -252,7 +253,7 @@ def history_scale(session: nox.Session) -> None:
 # The pages (docs/pages.md), opened in Debian's Chromium (`apt-get install chromium`) by Playwright.
 @suite_session(name="pages-screenshot", python=MERGE_PYTHON)
 def pages_screenshot(session: nox.Session) -> None:
-    """The README's screenshot (docs/img/run-page.png): the committed smoke run's page, merged
+    """The pages' screenshot (docs/img/run-page.png, in docs/pages.md): the committed smoke run's page, merged
     anew into a scratch folder and opened in headless Chromium, a point hovered.
     `-- [RUN_DIR] [PNG]` for another run or file."""
     glue.pages_script(session, "tools.pages.screenshot")

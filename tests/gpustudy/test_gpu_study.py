@@ -726,7 +726,9 @@ def test_the_h200_readme_is_what_its_rows_say():
     for figure in (
         f"{float(default['eager_median_ms']):.2f} ms eager",
         f"{float(default['median_ms']):.2f} ms compiled ({float(default['speedup']):.2f}x",
-        f"{float(resnet['median_ms']):.2f} ms under reduce-overhead ({float(resnet['speedup']):.2f}x",
+        # the reduce-overhead speed-up beside its own cell's eager median, not the default cell's
+        f"{float(resnet['eager_median_ms']):.2f} ms eager, {float(resnet['median_ms']):.2f} ms under "
+        f"reduce-overhead ({float(resnet['speedup']):.2f}x",
     ):
         assert figure in " ".join(excerpt.split()), figure
 

@@ -1,4 +1,4 @@
-"""The README's screenshot of a run page: `nox -s pages-screenshot` (or `python -m
+"""The screenshot of a run page in docs/pages.md: `nox -s pages-screenshot` (or `python -m
 tools.pages.screenshot [RUN_DIR] [PNG]`). It merges the run (by default the committed smoke
 run of results/) into a scratch folder, opens its page in headless Chromium, hovers the first
 model's first point and saves the compile-vs-eager charts with the hover label showing. Any
