@@ -221,15 +221,7 @@ def sample_history(
                         task, model = models[0]
                         changes.append(
                             {
-                                "gpu": gpu,
-                                "build_line": line,
-                                "build": build,
-                                "model": model,
-                                "task": task,
-                                "batch_size": bs,
-                                "mode": mode,
-                                "dtype": "float32",
-                                "scenario": "inference",
+                                **_series(gpu, line, build, (task, model, bs, mode)),
                                 "metric": "median_ms",
                                 "last_good_date": pd.Timestamp(good),
                                 "first_bad_date": pd.Timestamp(bad),
@@ -274,12 +266,10 @@ class _Cell(NamedTuple):
     slower: bool  # after the change point
 
 
-def _point(rng: random.Random, night: _Night, cell: _Cell) -> dict[str, object]:
-    gpu, line, build, day, run_id, git, n = night
-    task, model, bs, mode, eager, slower = cell
-    failed = n % 40 == 17 and mode != "eager"
-    busy = n % 25 == 3
-    point: dict[str, object] = {
+def _series(gpu: str, line: str, build: str, cell: tuple[str, str, int, str]) -> dict[str, object]:
+    """A series' key columns (suite.results.series_key): a sample's float32 inference cell."""
+    task, model, bs, mode = cell
+    return {
         "gpu": gpu,
         "build_line": line,
         "build": build,
@@ -289,6 +279,16 @@ def _point(rng: random.Random, night: _Night, cell: _Cell) -> dict[str, object]:
         "mode": mode,
         "dtype": "float32",
         "scenario": "inference",
+    }
+
+
+def _point(rng: random.Random, night: _Night, cell: _Cell) -> dict[str, object]:
+    gpu, line, build, day, run_id, git, n = night
+    task, model, bs, mode, eager, slower = cell
+    failed = n % 40 == 17 and mode != "eager"
+    busy = n % 25 == 3
+    point: dict[str, object] = {
+        **_series(gpu, line, build, (task, model, bs, mode)),
         "date": day.isoformat(),
         "run_id": run_id,
         "torch_version": "2.0.1+cu118" if line == "stable" else f"2.10.0.dev{day:%Y%m%d}+cu128",
