@@ -128,7 +128,7 @@ def accounting(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[float]]:
     table: dict[str, list[float]] = {"_compile": [99.0], "OutputGraph.call_user_compiler": [98.0]}
     monkeypatch.setattr(phases, "_accounting", lambda: table)
     monkeypatch.setattr(phases, "_compile_records", lambda: [])
-    monkeypatch.setattr(phases, "_version", lambda: "2.0.1")  # no torch import: seconds of CI
+    monkeypatch.setattr(phases, "torch_version", lambda: "2.0.1")  # no torch import: seconds of CI
     monkeypatch.setattr(counters, "guard_failures", lambda: [])
     return table
 
@@ -182,7 +182,7 @@ def test_a_build_without_accounting_says_so(accounting, monkeypatch: pytest.Monk
 
 
 def test_cuda_graph_pools_and_their_absence(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cudagraphs, "_version", lambda: "2.0.1")
+    monkeypatch.setattr(cudagraphs, "torch_version", lambda: "2.0.1")
     snapshot = [
         {"total_size": 2 * 2**20, "segment_pool_id": (0, 0)},
         {"total_size": 3 * 2**20, "segment_pool_id": (0, 1)},  # a CUDA graph's private pool
@@ -201,7 +201,7 @@ def test_cuda_graph_pools_and_their_absence(monkeypatch: pytest.MonkeyPatch) -> 
 def test_cuda_graph_figures_on_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cudagraphs, "records_cudagraphs", lambda mode: mode == "reduce-overhead")
     monkeypatch.setattr(cudagraphs, "times_cudagraphs", lambda: True)
-    monkeypatch.setattr(cudagraphs, "_version", lambda: "2.13.0")
+    monkeypatch.setattr(cudagraphs, "torch_version", lambda: "2.13.0")
     monkeypatch.setattr(cudagraphs, "cudagraph_skips", lambda: 0)
     ledger = Ledger({}, first={"CUDAGraphNode.record": [0.4]}, later={"CUDAGraphNode.record": [0.1]})
     snapshot = [{"total_size": 64 * 2**20, "segment_pool_id": (0, 3)}]
@@ -283,7 +283,7 @@ def planted(fake: FakeNvml, clock: Clock, mj_per_call: int, s_per_call: float):
 
 
 def test_nvml_energy_per_image_exactly_as_planted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    monkeypatch.setattr(energy.health, "nvml_handle", lambda nvml: "gpu0")
     fake, clock = FakeNvml(), Clock()
 
     def idle(seconds: float) -> None:  # 60 W for the idle second
@@ -310,7 +310,7 @@ def test_the_idle_power_is_taken_before_any_work(monkeypatch: pytest.MonkeyPatch
     """The H200's idle read 121 W when taken after the model was loaded, 80 W before the run: a
     cell opens its counter and reads the idle before the model is built, with no synchronize (it
     would make a CUDA context); entering the block later does not measure it again."""
-    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    monkeypatch.setattr(energy.health, "nvml_handle", lambda nvml: "gpu0")
     fake, clock, syncs = FakeNvml(), Clock(), []
 
     def idle(seconds: float) -> None:  # 80 W before any work
@@ -328,7 +328,7 @@ def test_the_idle_power_is_taken_before_any_work(monkeypatch: pytest.MonkeyPatch
 
 
 def test_a_counter_that_fails_midway_loses_the_energy_figures_not_the_cell(monkeypatch) -> None:
-    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    monkeypatch.setattr(energy.health, "nvml_handle", lambda nvml: "gpu0")
     fake, clock = FakeNvml(), Clock()
     opener = lambda device: nvml_counter(lambda: fake)  # noqa: E731
     with Energy("cuda", 1, lambda: None, opener=opener, clock=clock, sleep=lambda s: None) as e:
@@ -339,7 +339,7 @@ def test_a_counter_that_fails_midway_loses_the_energy_figures_not_the_cell(monke
 
 
 def test_a_gpu_without_the_counter_and_the_off_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    monkeypatch.setattr(energy.health, "nvml_handle", lambda nvml: "gpu0")
     counter, why = nvml_counter(lambda: FakeNvml(supported=False))
     assert counter is None and "no total-energy counter" in why and "Volta" in why
     assert nvml_counter(lambda: None) == (None, "no NVML (package nvidia-ml-py or the NVIDIA driver missing)")
@@ -565,7 +565,7 @@ def test_a_process_measures_each_eager_function_and_the_idle_once(monkeypatch: p
     """In a shared process (`ahead`), an eager cell after its compiled sibling runs no blocks: its
     eager figure is that row's; the idle is read by the process's first cell only; another
     owner (batch size) is measured again, and a compiled function always."""
-    monkeypatch.setattr(energy.health, "_handle", lambda nvml: "gpu0")
+    monkeypatch.setattr(energy.health, "nvml_handle", lambda nvml: "gpu0")
     fake, clock = FakeNvml(), Clock()
 
     def idle(seconds: float) -> None:
