@@ -13,10 +13,13 @@ from typing import Any
 import pandas as pd
 
 from suite.report.tables.cells import number
-from suite.report.tables.table import Column, Table
-from suite.results import slug
+from suite.report.tables.table import Heading, Table, TextColumn, text_table
 
 AOT_SECTION = "aot-inductor"
+AOT_COLUMNS: tuple[TextColumn, ...] = (
+    "Task/Model", "Batch Size", "package", "load (s)", "start: package / JIT (s)",
+    "median: package / JIT (ms)", "vs eager: package / JIT", "lead",
+)  # fmt: skip
 AOT_NOTE = (
     "package start: its first call over an eager call, less the export and compile done ahead "
     "(aoti_load_package in the timing process and the first run; the load alone where the row lacks "
@@ -52,26 +55,13 @@ def aot_tables(frame: pd.DataFrame) -> list[Table]:
         aot = group[group["mode"] == "aot-inductor"]
         if aot.empty:
             continue
-        table = Table(
-            name="__".join(slug(str(p)) for p in ("aot-inductor", device, gpu, build, dtype)),
-            section=AOT_SECTION,
-            title=f"Compiling ahead (AOTInductor) vs the JIT · {gpu} ({device}) · {build} · {dtype}",
-            subtitle="The package's load and median beside the default mode's compile and median.",
-            columns=[
-                Column(h, h, "text")
-                for h in (
-                    "Task/Model",
-                    "Batch Size",
-                    "package",
-                    "load (s)",
-                    "start: package / JIT (s)",
-                    "median: package / JIT (ms)",
-                    "vs eager: package / JIT",
-                    "lead",
-                )
-            ],
-            notes=[AOT_NOTE],
+        heading = Heading(
+            AOT_SECTION,
+            f"Compiling ahead (AOTInductor) vs the JIT · {gpu} ({device}) · {build} · {dtype}",
+            "The package's load and median beside the default mode's compile and median.",
+            AOT_NOTE,
         )
+        table = text_table(("aot-inductor", device, gpu, build, dtype), heading, AOT_COLUMNS)
         for _, a in aot.iterrows():
             jit = group[
                 (group["mode"] == "default")

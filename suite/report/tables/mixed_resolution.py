@@ -11,11 +11,15 @@ from typing import Any
 import pandas as pd
 
 from suite.report.tables.cells import number
-from suite.report.tables.table import Column, Table
-from suite.results import slug
+from suite.report.tables.table import Heading, Table, TextColumn, text_table
 from suite.spec.vocab import DYNAMIC_SETTINGS, MIXED_RESOLUTION
 
 MIXED_SECTION = "mixed resolution"
+MIXED_COLUMNS: tuple[TextColumn, ...] = (
+    "Task/Model", "sizes", "dynamic", ("first compile (s)", "compile_s"), "recompiles",
+    ("compile after first (s)", "mixed_compile_s"), ("re-records", "mixed_cudagraph_records"),
+    ("fixed p50 / p99", "fixed"), ("mixed p50 / p99", "mixed"), ("mixed eager p50 / p99", "mixed_eager"),
+)  # fmt: skip
 MIXED_NOTE = (
     "One process per setting serves the image sizes in turn, then the first again, with one compiled "
     "model: static = torch.compile(dynamic=False); auto = torch's default; marked = the default plus "
@@ -56,25 +60,13 @@ def mixed_resolution_tables(frame: pd.DataFrame) -> list[Table]:
     tables = []
     keys = ["device", "gpu_name", "build", "dtype", "mode"]
     for (device, gpu, build, dtype, mode), group in rows.groupby(keys, sort=False):
-        table = Table(
-            name="__".join(slug(str(p)) for p in ("mixed-resolution", device, gpu, build, dtype, mode)),
-            section=MIXED_SECTION,
-            title=f"Image sizes that change · {gpu} ({device}) · {build} · {dtype} · mode {mode}",
-            subtitle="One process per dynamic setting serving a fixed sequence of image sizes.",
-            columns=[
-                Column("Task/Model", "Task/Model", "text"),
-                Column("sizes", "sizes", "text"),
-                Column("dynamic", "dynamic", "text"),
-                Column("first compile (s)", "compile_s", "text"),
-                Column("recompiles", "recompiles", "text"),
-                Column("compile after first (s)", "mixed_compile_s", "text"),
-                Column("re-records", "mixed_cudagraph_records", "text"),
-                Column("fixed p50 / p99", "fixed", "text"),
-                Column("mixed p50 / p99", "mixed", "text"),
-                Column("mixed eager p50 / p99", "mixed_eager", "text"),
-            ],
-            notes=[MIXED_NOTE],
+        heading = Heading(
+            MIXED_SECTION,
+            f"Image sizes that change · {gpu} ({device}) · {build} · {dtype} · mode {mode}",
+            "One process per dynamic setting serving a fixed sequence of image sizes.",
+            MIXED_NOTE,
         )
+        table = text_table(("mixed-resolution", device, gpu, build, dtype, mode), heading, MIXED_COLUMNS)
         order = {d: i for i, d in enumerate(DYNAMIC_SETTINGS)}
         group = group.assign(_d=group["dynamic"].map(order).fillna(len(order)))
         for _, r in group.sort_values(["task", "model", "batch_size", "_d"], kind="stable").iterrows():

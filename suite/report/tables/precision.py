@@ -15,8 +15,7 @@ from typing import Any
 import pandas as pd
 
 from suite.report.tables.cells import number
-from suite.report.tables.table import Column, Table
-from suite.results import slug
+from suite.report.tables.table import Heading, Table, TextColumn, text_table
 from suite.spec.vocab import DTYPES, PIPELINE, PRECISION
 
 PRECISION_SECTION, PIPELINE_SECTION = "precision", "pipeline"
@@ -91,24 +90,14 @@ def precision_tables(frame: pd.DataFrame) -> list[Table]:
     for (device, gpu, build, bs), group in rows.groupby(
         ["device", "gpu_name", "build", "batch_size"], sort=False
     ):
-        table = Table(
-            name="__".join(slug(str(p)) for p in ("precision", device, gpu, build, f"bs{bs}")),
-            section=PRECISION_SECTION,
-            title=f"What reduced precision and compiling change in the answer · {gpu} ({device}) · {build} · "
+        heading = Heading(
+            PRECISION_SECTION,
+            f"What reduced precision and compiling change in the answer · {gpu} ({device}) · {build} · "
             f"batch size {bs}",
-            subtitle="Against float32 eager on the same inputs, per model, compile mode and dtype.",
-            columns=[
-                Column("Task/Model", "Task/Model", "text"),
-                Column("mode", "mode", "text"),
-                Column("dtype", "dtype", "text"),
-                Column("parity", "parity", "text"),
-                Column("agreement with fp32 eager", "agreement", "text"),
-                Column("max abs diff", "max_abs_diff", "text"),
-                Column("median (ms)", "median_ms", "text"),
-                Column("vs fp32 eager", "vs_fp32_eager", "text"),
-            ],
-            notes=[PARITY_NOTE],
+            "Against float32 eager on the same inputs, per model, compile mode and dtype.",
+            PARITY_NOTE,
         )
+        table = text_table(("precision", device, gpu, build, f"bs{bs}"), heading, PRECISION_COLUMNS)
         order = group.assign(
             _mode=(group["mode"] != "eager").astype(int),
             _dtype=group["dtype"].map({d: i for i, d in enumerate(DTYPES)}).fillna(len(DTYPES)),
@@ -165,6 +154,15 @@ PARITY_COLUMNS = (
     "parity_max_abs_diff",
 )
 STAGES = ("pre", "pre_fast", "forward", "post", "e2e")
+PRECISION_COLUMNS: tuple[TextColumn, ...] = (
+    "Task/Model", "mode", "dtype", "parity", ("agreement with fp32 eager", "agreement"),
+    ("max abs diff", "max_abs_diff"), ("median (ms)", "median_ms"), ("vs fp32 eager", "vs_fp32_eager"),
+)  # fmt: skip
+PIPELINE_COLUMNS: tuple[TextColumn, ...] = (
+    "Task/Model", "Batch Size", "pre", ("pre fast", "pre_fast"), ("forward eager → compiled", "forward"),
+    "post", ("request eager → compiled", "e2e"), ("speed-up: forward", "speedup"),
+    ("speed-up: request", "e2e_speedup"),
+)  # fmt: skip
 
 
 def pipeline_tables(frame: pd.DataFrame) -> list[Table]:
@@ -174,24 +172,13 @@ def pipeline_tables(frame: pd.DataFrame) -> list[Table]:
     tables = []
     keys = ["device", "gpu_name", "build", "dtype", "mode"]
     for (device, gpu, build, dtype, mode), group in rows.groupby(keys, sort=False):
-        table = Table(
-            name="__".join(slug(str(p)) for p in ("pipeline", device, gpu, build, dtype, mode)),
-            section=PIPELINE_SECTION,
-            title=f"What compiling saves per request · {gpu} ({device}) · {build} · {dtype} · mode {mode}",
-            subtitle="One request from a decoded image to the task's answer, per stage (median ms).",
-            columns=[
-                Column("Task/Model", "Task/Model", "text"),
-                Column("Batch Size", "Batch Size", "text"),
-                Column("pre", "pre", "text"),
-                Column("pre fast", "pre_fast", "text"),
-                Column("forward eager → compiled", "forward", "text"),
-                Column("post", "post", "text"),
-                Column("request eager → compiled", "e2e", "text"),
-                Column("speed-up: forward", "speedup", "text"),
-                Column("speed-up: request", "e2e_speedup", "text"),
-            ],
-            notes=[PIPELINE_NOTE],
+        heading = Heading(
+            PIPELINE_SECTION,
+            f"What compiling saves per request · {gpu} ({device}) · {build} · {dtype} · mode {mode}",
+            "One request from a decoded image to the task's answer, per stage (median ms).",
+            PIPELINE_NOTE,
         )
+        table = text_table(("pipeline", device, gpu, build, dtype, mode), heading, PIPELINE_COLUMNS)
         for _, r in group.sort_values(["task", "model", "batch_size"], kind="stable").iterrows():
             ok = r["status"] == "ok"
             label = f"{r['task']}/{r['model']}"

@@ -13,8 +13,7 @@ from typing import Any
 import pandas as pd
 
 from suite.report.tables.cells import number
-from suite.report.tables.table import Column, Table
-from suite.results import slug
+from suite.report.tables.table import Heading, Table, text_table
 from suite.spec.vocab import MODES, SERVING
 
 SERVING_SECTION = "serving"
@@ -79,17 +78,14 @@ def serving_tables(frame: pd.DataFrame) -> list[Table]:
     ):
         present = set(group["mode"])
         modes = [m for m in MODE_ORDER if m in present] + sorted(present - set(MODE_ORDER))
-        table = Table(
-            name="__".join(slug(str(p)) for p in ("serving", device, gpu, build, dtype)),
-            section=SERVING_SECTION,
-            title=f"Images a second at a p99 target · {gpu} ({device}) · {build} · {dtype}",
-            subtitle="Highest arrival rate whose p99 latency met the target, per model and mode.",
-            columns=[
-                Column("Task/Model", "Task/Model", "text"),
-                *(Column(f"{m}: images/s (p99 / target) · vs eager", m, "text") for m in modes),
-            ],
-            notes=[SERVING_NOTE],
+        heading = Heading(
+            SERVING_SECTION,
+            f"Images a second at a p99 target · {gpu} ({device}) · {build} · {dtype}",
+            "Highest arrival rate whose p99 latency met the target, per model and mode.",
+            SERVING_NOTE,
         )
+        columns = ["Task/Model", *((f"{m}: images/s (p99 / target) · vs eager", m) for m in modes)]
+        table = text_table(("serving", device, gpu, build, dtype), heading, columns)
         for (task, model), by_model in group.groupby(["task", "model"], sort=False):
             by_mode = {r["mode"]: r for _, r in by_model.iterrows()}
             eager = by_mode.get("eager")

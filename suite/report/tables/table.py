@@ -6,6 +6,7 @@ Host side only. A table family (compile_vs_eager, stable_vs, modes, memory, summ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,20 @@ class Column:
     csv: str  # CSV column name (or prefix, for gain and guide columns)
     kind: str  # text | dur | ms | mb | gain | guide
     markdown: bool = True  # False: in the CSV table only
+
+
+@dataclass(frozen=True)
+class Heading:
+    """What a table says above and below its rows: its section, title, subtitle and note."""
+
+    section: str
+    title: str
+    subtitle: str
+    note: str
+
+
+# A column of text cells: its header (also its CSV name), or (header, CSV name).
+TextColumn = str | tuple[str, str]
 
 
 @dataclass
@@ -124,3 +139,16 @@ def row_context(gpu: Gpu, setup: Setup, task: str, model: str, **more: object) -
         "malloc": setup.malloc,
         "TF32": setup.tf32,
     }
+
+
+def text_table(name: Sequence[object], heading: Heading, columns: Sequence[TextColumn]) -> Table:
+    """A table whose cells its family writes as text (the scenarios' tables), its file stem
+    made of `name`'s parts."""
+    return Table(
+        name="__".join(slug(str(p)) for p in name),
+        section=heading.section,
+        title=heading.title,
+        subtitle=heading.subtitle,
+        columns=[Column(c, c, "text") if isinstance(c, str) else Column(*c, "text") for c in columns],
+        notes=[heading.note],
+    )
