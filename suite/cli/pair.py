@@ -110,7 +110,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
     codes = run_pair(coordinator, sides)
     if any(code == 2 for code in codes.values()):
         return 2
-    regressed = _summary(Path(args.out) / new_id, args.new, coordinator.pair_id)
+    regressed = _summary(Path(args.out) / new_id, coordinator.pair_id)
     failed = [f"{role} exited {code}" for role, code in codes.items() if code not in (0, 2)]
     if failed:
         print(f"pair: {'; '.join(failed)}", file=sys.stderr)
