@@ -37,7 +37,6 @@ MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
     *cudagraphs.COLUMNS,
     *energy.COLUMNS,
-    *(c.name for c in DEVICE_TIME_COLUMNS),
 )
 # the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
 COMPILE_COST_FIGURES: tuple[str, ...] = (
@@ -162,7 +161,7 @@ def more_of(r: Any) -> dict[str, Any]:
 
     return {
         name: (str(getattr(r, name, "") or "") if BY_NAME[name].kind == TEXT else _extra(r, name))
-        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS)
+        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS, *(c.name for c in DEVICE_TIME_COLUMNS))
     }
 
 
