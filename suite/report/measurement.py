@@ -13,31 +13,24 @@ from typing import Any
 
 from suite.measure import cudagraphs, energy, phases
 from suite.results import FAIL, OK
-from suite.results.columns import DEVICE_TIME_COLUMNS
 from suite.results.health import HEALTHY
+from suite.results.sections import devicetime, health, latency, throughput
+from suite.results.sections import phases as phase_section
 from suite.run.pairrule import PairFigures
 
-# issue 38: throughput beside latency, the switch penalty, the host's speed (suite.measure.timing)
+# throughput beside latency, the switch penalty, the host's speed, the compile phases' remainder
+# (their sections' columns: suite.results.sections)
 THROUGHPUT_COLUMNS: tuple[str, ...] = (
-    "throughput_ms",
-    "throughput_ci95_low_ms",
-    "throughput_ci95_high_ms",
-    "eager_throughput_ms",
-    "eager_throughput_ci95_low_ms",
-    "eager_throughput_ci95_high_ms",
-    "throughput_speedup",
-    "throughput_speedup_ci95_low",
-    "throughput_speedup_ci95_high",
-    "switch_penalty_pct",
-    "eager_switch_penalty_pct",
-    "host_speed_moved_pct",
-    "phase_first_run_s",
+    *throughput.FIGURES,
+    *latency.SWITCH,
+    health.HOST_SPEED_MOVED,
+    phase_section.FIRST_RUN.name,
 )
 MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
     *cudagraphs.COLUMNS,
     *energy.COLUMNS,
-    *(c.name for c in DEVICE_TIME_COLUMNS),
+    *devicetime.SECTION.names,
 )
 # the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
 COMPILE_COST_FIGURES: tuple[str, ...] = (

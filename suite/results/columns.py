@@ -14,16 +14,7 @@ from dataclasses import dataclass
 
 from suite.results.layout import ORDER
 from suite.results.sections import COLUMN_OF, SECTION_OF
-from suite.results.sections.accuracy import (
-    ACCURACY_WORDS,
-    DEGENERATE,
-    FAIL,
-    NONDETERMINISTIC,
-    PASS,
-    SKIPPED_ACCURACY,
-)
-from suite.results.sections.base import ALWAYS, INT, NUMBER, TEXT, WHEN_OK, Column
-from suite.results.sections.devicetime import SECTION as DEVICE_TIME
+from suite.results.sections.base import Column
 
 
 def _table() -> tuple[Column, ...]:
@@ -40,7 +31,6 @@ def _table() -> tuple[Column, ...]:
 
 # The contract's columns, in this order, first; then the suite's extras ("more may follow").
 TABLE: tuple[Column, ...] = _table()
-DEVICE_TIME_COLUMNS: tuple[Column, ...] = DEVICE_TIME.columns
 BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
 
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE)

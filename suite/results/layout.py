@@ -139,12 +139,15 @@ ENVELOPE: tuple[str, ...] = ("rows", "samples")
 
 
 def nest(fields: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """A row's fields by section, in the sections' order (a field that is no column: `OTHER`)."""
+    """A row's fields by section, sections and their columns in their own order; a section the
+    row has no field of is left out, and a field that is no column goes under `OTHER`."""
     out: dict[str, dict[str, Any]] = {}
-    for name, value in fields.items():
-        out.setdefault(SECTION_OF.get(name, OTHER), {})[name] = value
-    rank = {s.name: i for i, s in enumerate(SECTIONS)}
-    return {k: out[k] for k in sorted(out, key=lambda k: rank.get(k, len(rank)))}
+    for section in SECTIONS:
+        mine = {n: fields[n] for n in section.names if n in fields}
+        if mine:
+            out[section.name] = mine
+    other = {k: v for k, v in fields.items() if k not in SECTION_OF}
+    return {**out, OTHER: other} if other else out
 
 
 def flatten(sections: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,8 +11,7 @@ EAGER = "eager_"  # the prefix of the eager function's figures on a compiled row
 SECTION = Section(
     name="devicetime",
     title="Device time",
-    about="CUDA rows ([pairs.md](pairs.md)); empty on a failed row, off CUDA and in rows from before "
-    "them.",
+    about="CUDA rows ([pairs.md](pairs.md)); empty on a failed row, off CUDA and in rows from before them.",
     columns=(
         extra_timed(
             "device_ms",
@@ -23,6 +22,9 @@ SECTION = Section(
         extra_timed("host_ms", "ms", "`median_ms` - `device_ms`: the host's share", positive=False),
         extra_timed("eager_device_ms", "ms", "compiled rows: `device_ms` of the eager function"),
         extra_timed("eager_host_ms", "ms", "`eager_median_ms` - `eager_device_ms`", positive=False),
-        extra("device_note", "why `device_ms` is empty on a CUDA row (the profiler failed: the row is otherwise whole)"),
+        extra(
+            "device_note",
+            "why `device_ms` is empty on a CUDA row (the profiler failed: the row is otherwise whole)",
+        ),
     ),
 )

@@ -4,7 +4,7 @@ around the timed loop, suite.measure.health) and the `health` verdict on it
 
 from __future__ import annotations
 
-from suite.results.sections.base import INT, NUMBER, Section, extra, extra_timed, table
+from suite.results.sections.base import INT, NUMBER, Column, Section, extra, extra_timed, table
 
 # the figures the tracker takes while timed; the `health` verdict is read off them
 FIGURES: tuple[Column, ...] = (
@@ -53,6 +53,7 @@ FIGURES: tuple[Column, ...] = (
     ),
 )
 FIGURE_NAMES: tuple[str, ...] = tuple(c.name for c in FIGURES)
+HOST_SPEED_MOVED = FIGURES[-1].name  # the host's speed while timed: the figures' last
 
 _FLAGS = table(
     ("flag", "raised when"),
@@ -72,7 +73,9 @@ _FLAGS = table(
         "follows, moved more than the row's figures allow for",
     ),
 )
-NOTES = _FLAGS + """
+NOTES = (
+    _FLAGS
+    + """
 
 The progress line says `machine busy` (or whichever flags) after such a cell, the `done:` line
 counts them, the tables mark their figures with **§** and a footnote (the summary counts them),
@@ -89,6 +92,7 @@ sudo nvidia-smi -rgc                  # back to boost clocks
 
 With the clock locked, `clock-varied` should never be raised; `throttled` still can be (power
 or thermal limits), and means the lock did not hold."""
+)
 
 SECTION = Section(
     name="health",
@@ -101,7 +105,7 @@ SECTION = Section(
     "of them.",
     columns=(
         extra("host_load", "1-minute load average as the cell ended: contention", NUMBER),
-        *FIGURES[:9],
+        *FIGURES[:-1],
         extra(
             "health",
             "`ok`, or the flags that make a figure suspect (`throttled`, `clock-varied`, `shared-gpu`, "
@@ -113,7 +117,7 @@ SECTION = Section(
             "the host probe's median: a fixed pure-Python loop run before each round (the best of "
             "three), microseconds; a slower host reads higher",
         ),
-        FIGURES[9],
+        FIGURES[-1],
     ),
     notes=NOTES,
 )

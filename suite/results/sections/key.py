@@ -3,7 +3,7 @@ the settings that change its figures (compare matches rows on them). Standard li
 
 from __future__ import annotations
 
-from suite.results.sections.base import ALWAYS, INT, NUMBER, Column, Section, extra
+from suite.results.sections.base import ALWAYS, INT, NUMBER, Column, Section
 
 SECTION = Section(
     name="key",
@@ -15,9 +15,7 @@ SECTION = Section(
         Column("run_id", doc="the run the row belongs to (`--run-id`, or the run folder's name)"),
         Column("build", required=ALWAYS, key=True, cell=1, doc="the build label (`matrix.yaml`)"),
         Column("device", required=ALWAYS, key=True, cell=10, doc="`cpu` or a slug of the GPU's name"),
-        Column(
-            "gpu_name", required=ALWAYS, cell=11, doc="the GPU's name (the CPU's model on a CPU run)"
-        ),
+        Column("gpu_name", required=ALWAYS, cell=11, doc="the GPU's name (the CPU's model on a CPU run)"),
         Column("task", required=ALWAYS, cell=2, doc="the guide's task (Image Classification, ...)"),
         Column("model", required=ALWAYS, key=True, cell=3, doc="the model's display name"),
         Column("model_id", key=True, doc="the hub id (or `<model_type> (config)`)"),

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from suite.results.sections.base import INT, NUMBER, WHEN_OK, Column, Section, extra_timed, timed
 
+# what a call right after the other function's costs, of the row's function and of the eager one
+SWITCH: tuple[str, ...] = ("switch_penalty_pct", "eager_switch_penalty_pct")
+
 SECTION = Section(
     name="latency",
     title="Latency",
@@ -49,15 +52,13 @@ SECTION = Section(
             doc="95% CI of a compiled row's paired `eager_median_ms`: high",
         ),
         extra_timed(
-            "switch_penalty_pct",
+            SWITCH[0],
             "%",
             "compiled rows: how much slower a call right after a call of the other function is (its "
             "switch calls' median / its latency median - 1, percent); the switch calls are kept out "
             "of every figure; empty on an eager row",
             positive=False,
         ),
-        extra_timed(
-            "eager_switch_penalty_pct", "%", "the same, of the eager function (compiled rows)", False
-        ),
+        extra_timed(SWITCH[1], "%", "the same, of the eager function (compiled rows)", False),
     ),
 )

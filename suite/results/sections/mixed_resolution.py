@@ -36,7 +36,9 @@ SECTION = Section(
         extra_timed("mixed_p99_ms", "ms", "compiled, every size round-robin: p99"),
         extra_timed("mixed_eager_p50_ms", "ms", "eager, the same calls interleaved: median"),
         extra_timed("mixed_eager_p99_ms", "ms", "eager, the same calls interleaved: p99"),
-        extra_timed("fixed_p50_ms", "ms", "compiled at the first size alone, before any other size came: median"),
+        extra_timed(
+            "fixed_p50_ms", "ms", "compiled at the first size alone, before any other size came: median"
+        ),
         extra_timed("fixed_p99_ms", "ms", "compiled at the first size alone: p99"),
         Column(
             "mixed_max_abs_diff",

@@ -25,7 +25,7 @@ def ratio_names(figure: str) -> tuple[str, str, str]:
 
 def _ratio(figure: str, what: str) -> tuple[Column, ...]:
     ratio, low, high = ratio_names(figure)
-    doc = f"the new side: per round base / new of {what} (> 1: the new build is faster), the median over rounds"
+    doc = f"the new side: per round base / new of {what} (> 1: the new build is faster), median over rounds"
     return (
         extra_timed(ratio, "x", doc),
         extra_timed(low, "x", f"bootstrap 95% CI of `{ratio}`: low"),

@@ -37,7 +37,10 @@ SECTION = Section(
         ),
         _share("parity_top1", "classification: share of images whose top-1 class is float32 eager's"),
         _share("parity_top5", "classification: mean share of float32 eager's top-5 classes kept"),
-        _share("parity_box_iou", "detection: mean IoU of float32 eager's 10 most confident boxes with their matches"),
+        _share(
+            "parity_box_iou",
+            "detection: mean IoU of float32 eager's 10 most confident boxes with their matches",
+        ),
         _share("parity_labels", "detection: share of those boxes whose match has the same label"),
         _share("parity_mask_iou", "segmentation: mean IoU of the label maps over the classes shown"),
         Column(

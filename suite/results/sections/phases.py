@@ -50,10 +50,19 @@ SECTION = Section(
     columns=(
         *PHASE_COLUMNS,
         OTHER,
-        Column("graphs", INT, contract=False, timing=True, doc="graphs dynamo compiled in the first compiled call"),
+        Column(
+            "graphs",
+            INT,
+            contract=False,
+            timing=True,
+            doc="graphs dynamo compiled in the first compiled call",
+        ),
         Column("guards", INT, contract=False, timing=True, doc="guards of those graphs (torch's own count)"),
         Column(
-            "recompile_reasons", contract=False, timing=True, doc="dynamo's guard failures after the first call"
+            "recompile_reasons",
+            contract=False,
+            timing=True,
+            doc="dynamo's guard failures after the first call",
         ),
         extra(
             "phase_note",

@@ -45,7 +45,9 @@ SECTION = Section(
         extra_timed(
             "e2e_eager_median_ms", "ms", "compiled rows: the whole request with the eager forward: median"
         ),
-        extra_timed("e2e_speedup", "x", "compiled rows, paired: eager request median / compiled request median"),
+        extra_timed(
+            "e2e_speedup", "x", "compiled rows, paired: eager request median / compiled request median"
+        ),
         extra_timed("e2e_speedup_ci95_low", "x", "95% CI of `e2e_speedup`: low"),
         extra_timed("e2e_speedup_ci95_high", "x", "95% CI of `e2e_speedup`: high"),
     ),

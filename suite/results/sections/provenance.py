@@ -22,8 +22,8 @@ SOFTWARE: tuple[Column, ...] = (
     Column("driver_version", doc="the NVIDIA driver"),
     Column("image", doc="the container image, or `host`"),
     Column("suite_version", doc="this suite's version"),
-    extra("torch_cuda_build", "`torch.version.cuda`: the CUDA the torch wheel was built for, CPU runs too"),
     extra("cpu_name", "the host CPU's model (below): latency on a CPU, launch overhead on a GPU"),
+    extra("torch_cuda_build", "`torch.version.cuda`: the CUDA the torch wheel was built for, CPU runs too"),
 )
 # the machine's state for the GPU and image of the run; empty where a source gave none, never guessed
 MACHINE: tuple[Column, ...] = (
@@ -66,10 +66,10 @@ FLOAT32: tuple[Column, ...] = (
         choices=("true", "false"),
         doc="`torch.backends.cuda.matmul.allow_tf32` in the worker: float32 matmuls on TF32 tensor cores",
     ),
-    Column(
-        "tf32_cudnn", contract=False, choices=("true", "false"), doc="`torch.backends.cudnn.allow_tf32`"
+    Column("tf32_cudnn", contract=False, choices=("true", "false"), doc="`torch.backends.cudnn.allow_tf32`"),
+    extra(
+        "matmul_precision", "`torch.get_float32_matmul_precision()`: `highest` (no TF32), `high`, `medium`"
     ),
-    extra("matmul_precision", "`torch.get_float32_matmul_precision()`: `highest` (no TF32), `high`, `medium`"),
 )
 # what an Environment (suite.measure.provenance) fills besides the row's device and GPU name
 ENVIRONMENT: tuple[str, ...] = tuple(c.name for c in (*SOFTWARE, *WHEELS))
@@ -83,7 +83,7 @@ SECTION = Section(
     "installed ([containers.md](containers.md#tonights-nightly)), how float32 matmuls ran and the "
     "GPU's state. `python -m suite env` prints the provenance of the current environment.",
     columns=(*SOFTWARE, *MACHINE, *WHEELS, *FLOAT32),
-    notes="`cpu_name` is the model name from `/proc/cpuinfo`; where a hypervisor masks it (\"Intel(R) "
+    notes='`cpu_name` is the model name from `/proc/cpuinfo`; where a hypervisor masks it ("Intel(R) '
     'Xeon(R) Processor", "AMD EPYC"), followed by what the CPU reports of itself, e.g. `Intel(R) '
     "Xeon(R) Processor [family 6 model 143 stepping 8: Sapphire Rapids; AMX, AVX-512, bf16, fp16]` "
     "(`gpu_name` on a CPU row keeps the plain name: it is part of a cell's key).",

@@ -68,9 +68,7 @@ SECTION = Section(
             "the machine's between-run noise the speed-up's rerun interval adds (`speedup_noise_pct`)",
             positive=False,
         ),
-        extra_timed(
-            "speedup_rerun95_low", "x", "where another run's paired speed-up should fall, 95%: low"
-        ),
+        extra_timed("speedup_rerun95_low", "x", "where another run's paired speed-up should fall, 95%: low"),
         extra_timed(
             "speedup_rerun95_high", "x", "where another run's paired speed-up should fall, 95%: high"
         ),

@@ -26,7 +26,9 @@ SECTION = Section(
             "/s",
             "images served a second in that trial (served / first arrival to last completion)",
         ),
-        extra_timed("serving_p50_ms", "ms", "latency at that rate, queueing included (served requests): median"),
+        extra_timed(
+            "serving_p50_ms", "ms", "latency at that rate, queueing included (served requests): median"
+        ),
         extra_timed("serving_p90_ms", "ms", "latency at that rate, queueing included: p90"),
         extra_timed("serving_p99_ms", "ms", "latency at that rate, queueing included: p99"),
         Column(
@@ -56,7 +58,9 @@ SECTION = Section(
             "only where no rate met the target: the lowest rate tried",
             positive=False,
         ),
-        extra_timed("serving_lowest_p99_ms", "ms", "only where no rate met the target: the lowest rate's p99"),
+        extra_timed(
+            "serving_lowest_p99_ms", "ms", "only where no rate met the target: the lowest rate's p99"
+        ),
         extra_timed(
             "serving_failed_rate_per_s",
             "/s",

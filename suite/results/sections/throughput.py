@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from suite.results.sections.base import INT, Column, Section, extra_timed
 
+_MS_ENDS = ("_ms", "_ci95_low_ms", "_ci95_high_ms")
+# the figures (the counts of blocks and calls apart)
+FIGURES: tuple[str, ...] = (
+    *(f"{stem}{end}" for stem in ("throughput", "eager_throughput") for end in _MS_ENDS),
+    *(f"throughput_speedup{end}" for end in ("", "_ci95_low", "_ci95_high")),
+)
+
 SECTION = Section(
     name="throughput",
     title="Throughput",
