@@ -5,11 +5,11 @@ build in turn: `python -m suite.measure.worker --cells CELLS RESULTS_DIR DEVICE`
 The runner starts one of these per cell with a timeout (the `serial` schedule), so memory figures
 and compile caches belong to this cell alone, and a crash or hang costs only this cell. The
 result (the row's fields by section, suite.results.layout.to_wire) is written atomically as JSON
-to RESULT; anything the process prints goes to the cell's log file, not the terminal. Under the `ahead` schedule
-(suite.run.schedule) one process measures a compiled cell and then eager cells of its model, each
-in turn, waiting before each cell's timed calls until the runner lets it time alone
-(suite.measure.gate), writing RESULTS_DIR/<i>.json as each ends: the runner watches them appear,
-so a crash or hang costs the cell it hits and the rest run again elsewhere.
+to RESULT; anything the process prints goes to the cell's log file, not the terminal. Under the
+`ahead` schedule (suite.run.schedule) one process measures a compiled cell and then eager cells of
+its model, each in turn, waiting before each cell's timed calls until the runner lets it time
+alone (suite.measure.gate), writing RESULTS_DIR/<i>.json as each ends: the runner watches them
+appear, so a crash or hang costs the cell it hits and the rest run again elsewhere.
 """
 
 from __future__ import annotations

@@ -81,8 +81,8 @@ def test_sections_come_in_their_order_and_their_columns_in_theirs() -> None:
 def test_the_child_sides_column_lists_are_the_sections() -> None:
     """The modules that fill a section take its names from it (no list spelled twice)."""
     assert set(phases.COLUMNS) | {phases.FIRST_RUN} == set(BY_SECTION["phases"].names)
-    assert energy.COLUMNS == BY_SECTION["energy"].names
-    assert cudagraphs.COLUMNS == BY_SECTION["cudagraphs"].names
+    assert BY_SECTION["energy"].names == energy.COLUMNS
+    assert BY_SECTION["cudagraphs"].names == cudagraphs.COLUMNS
     assert set(provenance.PROVENANCE_COLUMNS) <= set(BY_SECTION["key"].names) | set(
         BY_SECTION["provenance"].names
     )
