@@ -35,8 +35,8 @@ from suite.results.csvfile import (
     cut_torn_tail,
     read_rows,
 )
+from suite.results.layout import SECTION_OF, SECTIONS
 from suite.results.rows import format_cell, format_value, key_of, one_line, one_per_cell, raw_csv_name, slug
-from suite.results.sections import SECTION_OF, SECTIONS, Section
 from suite.results.sections.accuracy import (
     ACCURACY_WORDS,
     DEGENERATE,
@@ -45,7 +45,7 @@ from suite.results.sections.accuracy import (
     PASS,
     SKIPPED_ACCURACY,
 )
-from suite.results.sections.base import ALWAYS, INT, NUMBER, TEXT, WHEN_OK, Column
+from suite.results.sections.base import ALWAYS, INT, NUMBER, TEXT, WHEN_OK, Column, Section
 
 __all__ = [
     "ACCURACY_WORDS",

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from suite.results.layout import ORDER
-from suite.results.sections import COLUMN_OF, SECTION_OF
+from suite.results.layout import COLUMN_OF, ORDER, SECTION_OF
 from suite.results.sections.base import Column
 
 

@@ -1,12 +1,14 @@
-"""How a row is laid out: flat in the CSV, by section in a worker's result and in report.json.
+"""How a row is laid out: which sections it has, flat in the CSV, by section in a worker's result
+and in report.json.
 
-`ORDER` is the CSV's column order, a contract: the columns as the raw CSVs of every run since
-have them, each run of names under the section it belongs to (a topic's columns came in over
-time, so a section's columns need not sit together). A new column is appended at the end,
-never inserted: old and new rows stay comparable and a resumed run can append to its file.
-`nest` and `flatten` turn a row's fields into sections and back, the worker's result's wire
-form (suite.measure.worker writes it, suite.run.launch reads it). Imported inside the
-containers: standard library only.
+`SECTIONS` lists the sections (suite.results.sections: a module each) in the order docs/csv.md
+shows them; a new one is imported and listed there. `ORDER` is the CSV's column order, a
+contract: the columns as the raw CSVs of every run since have them, each run of names under the
+section it belongs to (a topic's columns came in over time, so a section's columns need not sit
+together). A new column is appended at the end, never inserted: old and new rows stay comparable
+and a resumed run can append to its file. `nest` and `flatten` turn a row's fields into sections
+and back; `to_wire` and `from_wire`, the worker's result (suite.measure.worker writes it,
+suite.run.launch reads it). Imported inside the containers: standard library only.
 """
 
 from __future__ import annotations
@@ -14,7 +16,60 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from suite.results.sections import SECTION_OF, SECTIONS
+from suite.results.sections import (
+    accuracy,
+    aot,
+    compiling,
+    cudagraphs,
+    devicetime,
+    energy,
+    health,
+    key,
+    latency,
+    memory,
+    mixed_resolution,
+    outcome,
+    pair,
+    parity,
+    phases,
+    pipeline,
+    provenance,
+    sampling,
+    schedule,
+    serving,
+    throughput,
+)
+from suite.results.sections.base import Column, Section
+
+SECTIONS: tuple[Section, ...] = (
+    key.SECTION,
+    outcome.SECTION,
+    latency.SECTION,
+    throughput.SECTION,
+    compiling.SECTION,
+    accuracy.SECTION,
+    memory.SECTION,
+    provenance.SECTION,
+    health.SECTION,
+    sampling.SECTION,
+    schedule.SECTION,
+    phases.SECTION,
+    cudagraphs.SECTION,
+    energy.SECTION,
+    devicetime.SECTION,
+    pair.SECTION,
+    # the scenarios'
+    parity.SECTION,
+    pipeline.SECTION,
+    serving.SECTION,
+    mixed_resolution.SECTION,
+    aot.SECTION,
+)
+BY_SECTION: dict[str, Section] = {s.name: s for s in SECTIONS}
+# every column by name, and the section it belongs to
+COLUMN_OF: dict[str, Column] = {c.name: c for s in SECTIONS for c in s.columns}
+SECTION_OF: dict[str, str] = {c.name: s.name for s in SECTIONS for c in s.columns}
+
 
 # fmt: off
 ORDER: tuple[str, ...] = (

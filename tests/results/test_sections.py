@@ -13,8 +13,8 @@ import pytest
 from suite import results
 from suite.measure import cudagraphs, energy, machine, phases, provenance
 from suite.results import COLUMNS, layout, sections
-from suite.results.sections import BY_SECTION, COLUMN_OF, SECTIONS, Section
-from suite.results.sections.base import Column
+from suite.results.layout import BY_SECTION, COLUMN_OF, SECTIONS
+from suite.results.sections.base import Column, Section
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from suite.results.layout import ORDER
-from suite.results.sections import COLUMN_OF, SECTIONS
+from suite.results.layout import COLUMN_OF, ORDER, SECTIONS
 from suite.results.sections.base import TEXT, Column, Section
 
 BEGIN = "<!-- from suite/results/sections by: python -m suite.results.sections.doc docs/csv.md -->"
