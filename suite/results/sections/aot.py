@@ -3,7 +3,7 @@ Standard library only."""
 
 from __future__ import annotations
 
-from suite.results.sections.base import INT, Column, Section, extra_timed
+from suite.results.sections.base import Section, counted, extra_timed
 
 SECTION = Section(
     name="aot",
@@ -18,12 +18,6 @@ SECTION = Section(
         ),
         extra_timed("aot_load_s", "s", "`aoti_load_package` in the timing process"),
         extra_timed("aot_package_mb", "MB", "the package's size on disk"),
-        Column(
-            "aot_packages",
-            INT,
-            contract=False,
-            timing=True,
-            doc="packages built in the cell (one per input shape)",
-        ),
+        counted("aot_packages", "packages built in the cell (one per input shape)"),
     ),
 )

@@ -79,14 +79,19 @@ def extra(name: str, doc: str, kind: str = TEXT, unit: str = "") -> Column:
     return Column(name, kind, unit, contract=False, doc=doc)
 
 
-def with_ci(name: str, unit: str, doc: str, ci_of: str = "") -> tuple[Column, ...]:
-    """A measured figure and its 95% interval (`<name>_ci95_low`, `_ci95_high`, or
-    `<stem>_ci95_low_ms` for a `<stem>_ms`)."""
+def counted(name: str, doc: str, setting: bool = False) -> Column:
+    """A measured count after the contract's columns (calls, blocks, graphs): emptied on a failed row."""
+    return Column(name, INT, contract=False, timing=True, doc=doc, setting=setting)
+
+
+def with_ci(name: str, unit: str, doc: str) -> tuple[Column, ...]:
+    """A measured figure and its 95% interval: `<name>_ci95_low`, `_ci95_high` (for a `<stem>_ms`,
+    `<stem>_ci95_low_ms` and `<stem>_ci95_high_ms`)."""
     stem, end = (name[:-3], "_ms") if name.endswith("_ms") else (name, "")
     return (
         extra_timed(name, unit, doc),
-        extra_timed(f"{stem}_ci95_low{end}", unit, f"95% CI of {ci_of or name}: low"),
-        extra_timed(f"{stem}_ci95_high{end}", unit, f"95% CI of {ci_of or name}: high"),
+        extra_timed(f"{stem}_ci95_low{end}", unit, f"95% CI of `{name}`: low"),
+        extra_timed(f"{stem}_ci95_high{end}", unit, f"95% CI of `{name}`: high"),
     )
 
 

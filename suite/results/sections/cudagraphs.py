@@ -3,7 +3,7 @@ memory (suite.measure.cudagraphs). Standard library only."""
 
 from __future__ import annotations
 
-from suite.results.sections.base import INT, Column, Section, extra, extra_timed
+from suite.results.sections.base import Section, counted, extra, extra_timed
 
 SECTION = Section(
     name="cudagraphs",
@@ -11,13 +11,7 @@ SECTION = Section(
     about="Compiled rows of a mode that records CUDA graphs, on a GPU "
     "([phases-energy.md](phases-energy.md)); `cudagraph_note` says why a figure is empty.",
     columns=(
-        Column(
-            "cudagraph_records",
-            INT,
-            contract=False,
-            timing=True,
-            doc="CUDA graphs recorded (first call + warm-up)",
-        ),
+        counted("cudagraph_records", "CUDA graphs recorded (first call + warm-up)"),
         extra_timed("cudagraph_record_s", "s", "seconds recording them", positive=False),
         extra_timed(
             "cudagraph_pool_mb",

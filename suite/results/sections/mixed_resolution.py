@@ -4,7 +4,7 @@ library only."""
 
 from __future__ import annotations
 
-from suite.results.sections.base import INT, NUMBER, Column, Section, extra, extra_timed
+from suite.results.sections.base import NUMBER, Column, Section, counted, extra, extra_timed
 
 SECTION = Section(
     name="mixed_resolution",
@@ -25,12 +25,9 @@ SECTION = Section(
             "an eager call there)",
             positive=False,
         ),
-        Column(
+        counted(
             "mixed_cudagraph_records",
-            INT,
-            contract=False,
-            timing=True,
-            doc="CUDA graphs recorded after the first size (reduce-overhead on a GPU; 0 elsewhere)",
+            "CUDA graphs recorded after the first size (reduce-overhead on a GPU; 0 elsewhere)",
         ),
         extra_timed("mixed_p50_ms", "ms", "compiled, every size round-robin after all were compiled: median"),
         extra_timed("mixed_p99_ms", "ms", "compiled, every size round-robin: p99"),

@@ -4,7 +4,7 @@ ratios. Standard library only."""
 
 from __future__ import annotations
 
-from suite.results.sections.base import INT, Column, Section, extra, extra_timed
+from suite.results.sections.base import Column, Section, counted, extra, extra_timed
 
 # the paired figures, each a ratio base / new with its interval: (figure, of what)
 FIGURES: tuple[tuple[str, str], ...] = (
@@ -42,13 +42,7 @@ SECTION = Section(
         extra("pair_id", "the pair session both builds' rows were timed in"),
         Column("pair_role", contract=False, choices=ROLES, doc="this row's side: `base` or `new`"),
         extra("pair_partner", "the other build of the pair"),
-        Column(
-            "pair_rounds",
-            INT,
-            contract=False,
-            timing=True,
-            doc="the new side: rounds each build timed, in turn",
-        ),
+        counted("pair_rounds", "the new side: rounds each build timed, in turn"),
         *(column for figure, what in FIGURES for column in _ratio(figure, what)),
         extra_timed(COMPILE_TIME_RATIO, "x", "`compile_s` new / base (one compile each: no interval)"),
         Column(

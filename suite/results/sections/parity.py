@@ -5,7 +5,7 @@ pass). Standard library only."""
 from __future__ import annotations
 
 from suite.results.sections.accuracy import FAIL, PASS
-from suite.results.sections.base import INT, NUMBER, Column, Section, extra, extra_timed
+from suite.results.sections.base import NUMBER, Column, Section, counted, extra, extra_timed
 
 
 def _share(name: str, doc: str) -> Column:
@@ -28,13 +28,7 @@ SECTION = Section(
             choices=(PASS, FAIL),
             doc="`pass` / `fail`: the task's parity rule (the `parity_*` settings of `matrix.yaml`)",
         ),
-        Column(
-            "parity_inputs",
-            INT,
-            contract=False,
-            timing=True,
-            doc="images judged: inputs (the photograph and its 5 derivations) x batch size",
-        ),
+        counted("parity_inputs", "images judged: inputs (the photograph and its 5 derivations) x batch size"),
         _share("parity_top1", "classification: share of images whose top-1 class is float32 eager's"),
         _share("parity_top5", "classification: mean share of float32 eager's top-5 classes kept"),
         _share(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from suite.results.sections.base import INT, Column, Section, extra, extra_timed
+from suite.results.sections.base import Column, Section, counted, extra, extra_timed
 
 # torch's phases of a first compiled call, in the order of the table and the stacked bars
 STEPS: tuple[tuple[str, str], ...] = (
@@ -50,14 +50,8 @@ SECTION = Section(
     columns=(
         *PHASE_COLUMNS,
         OTHER,
-        Column(
-            "graphs",
-            INT,
-            contract=False,
-            timing=True,
-            doc="graphs dynamo compiled in the first compiled call",
-        ),
-        Column("guards", INT, contract=False, timing=True, doc="guards of those graphs (torch's own count)"),
+        counted("graphs", "graphs dynamo compiled in the first compiled call"),
+        counted("guards", "guards of those graphs (torch's own count)"),
         Column(
             "recompile_reasons",
             contract=False,

@@ -3,7 +3,7 @@ process (`pipeline` rows, suite.measure.scenarios.pipeline). Standard library on
 
 from __future__ import annotations
 
-from suite.results.sections.base import Column, Section, extra, extra_timed
+from suite.results.sections.base import Column, Section, extra, extra_timed, with_ci
 
 # the request's stages, in order, and what each times
 STAGES: tuple[tuple[str, str], ...] = (
@@ -45,10 +45,6 @@ SECTION = Section(
         extra_timed(
             "e2e_eager_median_ms", "ms", "compiled rows: the whole request with the eager forward: median"
         ),
-        extra_timed(
-            "e2e_speedup", "x", "compiled rows, paired: eager request median / compiled request median"
-        ),
-        extra_timed("e2e_speedup_ci95_low", "x", "95% CI of `e2e_speedup`: low"),
-        extra_timed("e2e_speedup_ci95_high", "x", "95% CI of `e2e_speedup`: high"),
+        *with_ci("e2e_speedup", "x", "compiled rows, paired: eager request median / compiled request median"),
     ),
 )

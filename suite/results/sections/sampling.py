@@ -4,7 +4,7 @@ stopped (suite.measure.timing.StopRule), and where another run's median should f
 
 from __future__ import annotations
 
-from suite.results.sections.base import INT, Column, Section, extra, extra_timed
+from suite.results.sections.base import Column, Section, counted, extra, extra_timed
 
 SECTION = Section(
     name="sampling",
@@ -13,12 +13,9 @@ SECTION = Section(
     "[intervals.md](intervals.md)); `iterations` stays the number of timed calls the row's figures "
     "come from (per function, all processes).",
     columns=(
-        Column(
+        counted(
             "calls",
-            INT,
-            contract=False,
-            timing=True,
-            doc="timed calls made: every timed function (a compiled row: its eager and its compiled "
+            "timed calls made: every timed function (a compiled row: its eager and its compiled "
             "calls) and process, the latency calls, the throughput blocks' calls and the switch calls",
         ),
         Column(
@@ -32,14 +29,11 @@ SECTION = Section(
             "`pair` (a pair's coordinator stopped both builds' rounds: [pairs.md](pairs.md))",
         ),
         extra_timed("timed_s", "s", "seconds the timed loop took (all processes)"),
-        Column(
+        counted(
             "processes",
-            INT,
-            contract=False,
-            timing=True,
-            setting=True,
-            doc="worker processes whose calls the row's figures pool (the `processes` setting, less "
+            "worker processes whose calls the row's figures pool (the `processes` setting, less "
             "any that failed); empty with one process",
+            setting=True,
         ),
         extra_timed(
             "process_spread_pct",

@@ -4,7 +4,7 @@ suite.measure.scenarios.serving). Standard library only."""
 
 from __future__ import annotations
 
-from suite.results.sections.base import INT, Column, Section, extra, extra_timed
+from suite.results.sections.base import Section, counted, extra, extra_timed
 
 SECTION = Section(
     name="serving",
@@ -31,16 +31,10 @@ SECTION = Section(
         ),
         extra_timed("serving_p90_ms", "ms", "latency at that rate, queueing included: p90"),
         extra_timed("serving_p99_ms", "ms", "latency at that rate, queueing included: p99"),
-        Column(
-            "serving_dropped",
-            INT,
-            contract=False,
-            timing=True,
-            doc="requests dropped (queue full) at that rate",
-        ),
-        Column("serving_requests", INT, contract=False, timing=True, doc="requests that trial finished"),
+        counted("serving_dropped", "requests dropped (queue full) at that rate"),
+        counted("serving_requests", "requests that trial finished"),
         extra_timed("serving_mean_batch", "", "the mean batch the batcher formed at that rate"),
-        Column("serving_trials", INT, contract=False, timing=True, doc="arrival rates the search tried"),
+        counted("serving_trials", "arrival rates the search tried"),
         extra(
             "serving_note",
             "the target's origin, the batcher, the rate that failed above it, graphs compiled for the "
