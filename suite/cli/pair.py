@@ -103,14 +103,14 @@ def cmd_pair(args: argparse.Namespace) -> int:
         side(NEW, args.new, args.python_new, new_id, dict(args.new_env)),
     ]
     print(
-        f"pair {coordinator.pair_id}: {args.base} (base) against {args.new} (new)",
+        f"pair {coordinator.pair_id}: {args.base or 'this Python'} (base) against {args.new or 'this Python'} (new)",
         file=sys.stderr,
         flush=True,
     )
     codes = run_pair(coordinator, sides)
     if any(code == 2 for code in codes.values()):
         return 2
-    regressed = _summary(Path(args.out) / new_id, args.new, coordinator.pair_id)
+    regressed = _summary(Path(args.out) / new_id, coordinator.pair_id)
     failed = [f"{role} exited {code}" for role, code in codes.items() if code not in (0, 2)]
     if failed:
         print(f"pair: {'; '.join(failed)}", file=sys.stderr)

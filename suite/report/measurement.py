@@ -30,7 +30,6 @@ MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
     *cudagraphs.COLUMNS,
     *energy.COLUMNS,
-    *devicetime.SECTION.names,
 )
 # the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
 COMPILE_COST_FIGURES: tuple[str, ...] = (
@@ -155,7 +154,7 @@ def more_of(r: Any) -> dict[str, Any]:
 
     return {
         name: (str(getattr(r, name, "") or "") if BY_NAME[name].kind == TEXT else _extra(r, name))
-        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS)
+        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS, *devicetime.SECTION.names)
     }
 
 
