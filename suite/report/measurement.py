@@ -13,25 +13,18 @@ from typing import Any
 
 from suite.measure import cudagraphs, energy, phases
 from suite.results import FAIL, OK
-from suite.results.columns import DEVICE_TIME_COLUMNS
 from suite.results.health import HEALTHY
+from suite.results.sections import devicetime, health, latency, throughput
+from suite.results.sections import phases as phase_section
 from suite.run.pairrule import PairFigures
 
-# issue 38: throughput beside latency, the switch penalty, the host's speed (suite.measure.timing)
+# throughput beside latency, the switch penalty, the host's speed, the compile phases' remainder
+# (their sections' columns: suite.results.sections)
 THROUGHPUT_COLUMNS: tuple[str, ...] = (
-    "throughput_ms",
-    "throughput_ci95_low_ms",
-    "throughput_ci95_high_ms",
-    "eager_throughput_ms",
-    "eager_throughput_ci95_low_ms",
-    "eager_throughput_ci95_high_ms",
-    "throughput_speedup",
-    "throughput_speedup_ci95_low",
-    "throughput_speedup_ci95_high",
-    "switch_penalty_pct",
-    "eager_switch_penalty_pct",
-    "host_speed_moved_pct",
-    "phase_first_run_s",
+    *throughput.FIGURES,
+    *latency.SWITCH,
+    health.HOST_SPEED_MOVED,
+    phase_section.FIRST_RUN.name,
 )
 MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
@@ -161,7 +154,7 @@ def more_of(r: Any) -> dict[str, Any]:
 
     return {
         name: (str(getattr(r, name, "") or "") if BY_NAME[name].kind == TEXT else _extra(r, name))
-        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS, *(c.name for c in DEVICE_TIME_COLUMNS))
+        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS, *devicetime.SECTION.names)
     }
 
 
