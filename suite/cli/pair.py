@@ -102,11 +102,8 @@ def cmd_pair(args: argparse.Namespace) -> int:
         side(BASE, args.base, args.python_base, run_id, {}),
         side(NEW, args.new, args.python_new, new_id, dict(args.new_env)),
     ]
-    print(
-        f"pair {coordinator.pair_id}: {args.base} (base) against {args.new} (new)",
-        file=sys.stderr,
-        flush=True,
-    )
+    base, new = args.base or "this Python's build", args.new or "this Python's build"
+    print(f"pair {coordinator.pair_id}: {base} (base) against {new} (new)", file=sys.stderr, flush=True)
     codes = run_pair(coordinator, sides)
     if any(code == 2 for code in codes.values()):
         return 2

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from suite.measure.accuracy import max_abs_diff, nonfinite, worse
-from suite.results.columns import DEGENERATE, FAIL, NONDETERMINISTIC, PASS, SKIPPED_ACCURACY
+from suite.results.sections.accuracy import DEGENERATE, FAIL, NONDETERMINISTIC, PASS, SKIPPED_ACCURACY
 
 MULTIPLIER = 2.0  # float32: compiled's RMSE from float64 may be this many times eager's
 REDUCED_MULTIPLIER = 3.0  # float16, bfloat16 (autocast included) and tiny tensors

@@ -24,14 +24,9 @@ from typing import Any
 
 from suite.measure.counters import cudagraph_skips
 from suite.measure.phases import Ledger, records_cudagraphs, times_cudagraphs, torch_version
+from suite.results.sections.cudagraphs import SECTION
 
-COLUMNS: tuple[str, ...] = (
-    "cudagraph_records",
-    "cudagraph_record_s",
-    "cudagraph_pool_mb",
-    "cudagraph_extra_mb",
-    "cudagraph_note",
-)
+COLUMNS: tuple[str, ...] = SECTION.names  # every column this module fills
 DEFAULT_POOL = (0, 0)
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from suite.measure import health
+from suite.results.sections.energy import SECTION
 
 IDLE_S = 1.0
 BLOCK_S = 1.0
@@ -46,14 +47,7 @@ POWERCAP = Path("/sys/class/powercap")
 OFF_ENV = "SUITE_ENERGY"  # "off": no energy measurement (no idle wait, no blocks)
 EAGER, COMPILED = "eager", "compiled"
 
-COLUMNS: tuple[str, ...] = (
-    "energy_source",
-    "idle_power_w",
-    "eager_j_per_image",
-    "compiled_j_per_image",
-    "energy_ratio",
-    "energy_note",
-)
+COLUMNS: tuple[str, ...] = SECTION.names  # every column this module fills
 
 
 class Counter(Protocol):

@@ -41,22 +41,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# The phases, in the order of the table and the stacked bars: (name, column, what it is).
-PHASES: tuple[tuple[str, str, str], ...] = (
-    ("dynamo", "phase_dynamo_s", "Dynamo: tracing the bytecode into graphs, building guards"),
-    ("pre_aot", "phase_pre_aot_s", "the backend before AOTAutograd: first-use imports, pre-grad passes"),
-    ("aot", "phase_aot_s", "AOTAutograd: functionalization, joint graph, partitioning"),
-    ("lowering", "phase_lowering_s", "inductor: graph passes and lowering to its IR"),
-    ("codegen", "phase_codegen_s", "inductor: code generation (scheduling, kernel and wrapper source)"),
-    ("kernels", "phase_kernels_s", "compiling the kernels (C++ or Triton) and loading the module"),
-    ("autotune", "phase_autotune_s", "autotuning: template benchmarks, Triton configs at run time"),
-    ("cudagraphs", "phase_cudagraphs_s", "CUDA-graph recording within the first call"),
+from suite.results.sections import phases as section
+
+# The phases, in the order of the table and the stacked bars: (name, column, what it is), as
+# the phases section defines them (suite.results.sections.phases)
+PHASES: tuple[tuple[str, str, str], ...] = tuple(
+    (name, section.column_of(name), what) for name, what in section.STEPS
 )
 PHASE_COLUMNS: tuple[str, ...] = tuple(column for _, column, _ in PHASES)
-OTHER = "phase_other_s"
-# every column this module fills (suite.results.columns, issue 29's block)
-COLUMNS: tuple[str, ...] = (*PHASE_COLUMNS, OTHER, "graphs", "guards", "recompile_reasons", "phase_note")
-FIRST_RUN = "phase_first_run_s"  # a later block of the CSV's (issue 38): the remainder named
+OTHER = section.OTHER.name
+# every column this module fills: the section's, less the remainder named (FIRST_RUN)
+FIRST_RUN = section.FIRST_RUN.name
+COLUMNS: tuple[str, ...] = tuple(n for n in section.SECTION.names if n != FIRST_RUN)
 # |other| within this share of compile_s plus this many seconds: measured on this project's CPU
 # with both builds (docs/phases-energy.md); a row beyond it is reported, not hidden.
 MARGIN_FRACTION = 0.05

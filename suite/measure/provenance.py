@@ -21,28 +21,11 @@ from dataclasses import asdict, dataclass, field
 from suite import __version__
 from suite.measure import machine
 from suite.results import slug
+from suite.results.sections import provenance
 
-# The CSV's provenance columns an Environment fills (its machine state's columns come after)
-PROVENANCE_COLUMNS: tuple[str, ...] = (
-    "device",
-    "gpu_name",
-    "torch_version",
-    "torch_git",
-    "cuda_version",
-    "cudnn_version",
-    "triton_version",
-    "transformers_version",
-    "python_version",
-    "driver_version",
-    "image",
-    "suite_version",
-    "cpu_name",
-    "torch_cuda_build",
-    "nightly_date",
-    "torch_wheel_url",
-    "torch_wheel_sha256",
-    "torchvision_version",
-)
+# The CSV's columns an Environment fills: the row's device and GPU name (its key), then the
+# provenance section's software and wheels (its machine state's columns come after)
+PROVENANCE_COLUMNS: tuple[str, ...] = ("device", "gpu_name", *provenance.ENVIRONMENT)
 
 
 @dataclass(frozen=True)
@@ -172,7 +155,7 @@ def matmul_fields() -> dict[str, object]:
 
     import torch
 
-    out: dict[str, object] = {"tf32_matmul": None, "tf32_cudnn": None, "matmul_precision": None}
+    out: dict[str, object] = dict.fromkeys(provenance.FLOAT32_NAMES)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -4,12 +4,12 @@ build in turn: `python -m suite.measure.worker --cells CELLS RESULTS_DIR DEVICE`
 
 The runner starts one of these per cell with a timeout (the `serial` schedule), so memory figures
 and compile caches belong to this cell alone, and a crash or hang costs only this cell. The
-result (measurement columns + status) is written atomically as JSON to RESULT; anything the
-process prints goes to the cell's log file, not the terminal. Under the `ahead` schedule
-(suite.run.schedule) one process measures a compiled cell and then eager cells of its model, each
-in turn, waiting before each cell's timed calls until the runner lets it time alone
-(suite.measure.gate), writing RESULTS_DIR/<i>.json as each ends: the runner watches them appear,
-so a crash or hang costs the cell it hits and the rest run again elsewhere.
+result (the row's fields by section, suite.results.layout.to_wire) is written atomically as JSON
+to RESULT; anything the process prints goes to the cell's log file, not the terminal. Under the
+`ahead` schedule (suite.run.schedule) one process measures a compiled cell and then eager cells of
+its model, each in turn, waiting before each cell's timed calls until the runner lets it time
+alone (suite.measure.gate), writing RESULTS_DIR/<i>.json as each ends: the runner watches them
+appear, so a crash or hang costs the cell it hits and the rest run again elsewhere.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from suite.measure.scenarios import SCENARIOS, dynamic, measure
 from suite.measure.scenarios import precision as reduced
 from suite.measure.scenarios.dynamic import measure_sequence
 from suite.results import one_line
+from suite.results.layout import to_wire
 from suite.spec.model import Cell
 from suite.spec.vocab import DYNAMIC_BATCH
 
@@ -113,7 +114,7 @@ def run_cells(cells: list[Cell], results: Path, device: str) -> None:
         counters.clear()
         # as if this cell's process had started startup_s ago (suite.measure.compile_cost)
         os.environ[compile_cost.SPAWN_ENV] = repr(time.time() - startup_s)
-        write_result(results / CELL_RESULT.format(index=index), run(cell, device))
+        write_result(results / CELL_RESULT.format(index=index), to_wire(run(cell, device)))
         gc.collect()
         if device == "cuda" and torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -153,7 +154,7 @@ def main(argv: list[str]) -> int:
     device = argv[2]
     phase = argv[3] if len(argv) == 4 else compile_cost.MEASURE
     print(f"cell: {cell.label} | build {cell.build} | device {device} | {phase} process", flush=True)
-    write_result(Path(argv[1]), run(cell, device, phase))
+    write_result(Path(argv[1]), to_wire(run(cell, device, phase)))
     return 0
 
 

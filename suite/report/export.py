@@ -1,8 +1,9 @@
 """What other tools read of a merged run (docs/merge.md#exports): `report.json` (the run's
-settings, its environment and every row, as optimum-benchmark users expect a config-and-report
-JSON) and the CSV that PyTorch's benchmarks/dynamo scripts write per suite and compile mode
-(`dev,name,batch_size,speedup,abs_latency,compilation_latency,compression_ratio,eager_peak_mem,
-dynamo_peak_mem`), so the dynamo dashboard's tools can read a night.
+config: its settings and environment; and every row as its cell's config and a report by
+section, as optimum-benchmark users expect a config-and-report JSON) and the CSV that PyTorch's
+benchmarks/dynamo scripts write per suite and compile mode (`dev,name,batch_size,speedup,
+abs_latency,compilation_latency,compression_ratio,eager_peak_mem,dynamo_peak_mem`), so the dynamo
+dashboard's tools can read a night.
 
 Host side only (pandas).
 """
@@ -19,8 +20,11 @@ import pandas as pd
 from suite.measure.provenance import PROVENANCE_COLUMNS
 from suite.results import slug
 from suite.results.columns import SETTING_COLUMNS
+from suite.results.layout import OTHER, nest
+from suite.results.sections import key
 
 REPORT_JSON = "report.json"
+REPORT_FORMAT = "suite-report/2"  # /1: each row flat, settings and environment at the top
 DYNAMO_DIR = "dynamo"
 # The header benchmarks/dynamo/common.py writes for a performance run with compile figures
 DYNAMO_HEADER: tuple[str, ...] = (
@@ -58,20 +62,29 @@ def _distinct(frame: pd.DataFrame, columns: tuple[str, ...]) -> dict[str, list[A
     return out
 
 
-def write_report_json(frame: pd.DataFrame, folder: Path, inputs: list[str]) -> Path:
-    """`report.json`: the runs, settings and environment (each column's distinct values) and every
-    row the merge used, all columns, empty values as null."""
-    rows = [
-        {k: (None if v == "" else _plain(v)) for k, v in record.items()}
-        for record in frame.to_dict("records")
-    ]
+def report_row(record: dict[str, Any]) -> dict[str, Any]:
+    """One row as report.json holds it: what is no column (its `source`) as is, `config` (the key
+    and settings section: which cell, run how) and `report` (every other section the row has a
+    value in, each with all its columns; empty values as null)."""
+    plain = {k: (None if v == "" else _plain(v)) for k, v in record.items()}
+    sections = nest(plain)
+    others = sections.pop(OTHER, {})
+    config = sections.pop(key.SECTION.name, {})
     report = {
-        "format": "suite-report/1",
+        name: fields for name, fields in sections.items() if any(v is not None for v in fields.values())
+    }
+    return {**others, "config": config, "report": report}
+
+
+def write_report_json(frame: pd.DataFrame, folder: Path, inputs: list[str]) -> Path:
+    """`report.json`: the inputs and runs, the config (each setting's and each environment
+    column's distinct values) and every row the merge used, by section (`report_row`)."""
+    report = {
+        "format": REPORT_FORMAT,
         "inputs": inputs,
         "runs": _distinct(frame, ("run_id",)).get("run_id", []),
-        "settings": _distinct(frame, SETTINGS),
-        "environment": _distinct(frame, ENVIRONMENT),
-        "rows": rows,
+        "config": {"settings": _distinct(frame, SETTINGS), "environment": _distinct(frame, ENVIRONMENT)},
+        "rows": [report_row(record) for record in frame.to_dict("records")],
     }
     path = folder / REPORT_JSON
     path.write_text(json.dumps(report, indent=1, sort_keys=False) + "\n")

@@ -13,31 +13,23 @@ from typing import Any
 
 from suite.measure import cudagraphs, energy, phases
 from suite.results import FAIL, OK
-from suite.results.columns import DEVICE_TIME_COLUMNS
 from suite.results.health import HEALTHY
+from suite.results.sections import devicetime, health, latency, throughput
+from suite.results.sections import phases as phase_section
 from suite.run.pairrule import PairFigures
 
-# issue 38: throughput beside latency, the switch penalty, the host's speed (suite.measure.timing)
+# throughput beside latency, the switch penalty, the host's speed, the compile phases' remainder
+# (their sections' columns: suite.results.sections)
 THROUGHPUT_COLUMNS: tuple[str, ...] = (
-    "throughput_ms",
-    "throughput_ci95_low_ms",
-    "throughput_ci95_high_ms",
-    "eager_throughput_ms",
-    "eager_throughput_ci95_low_ms",
-    "eager_throughput_ci95_high_ms",
-    "throughput_speedup",
-    "throughput_speedup_ci95_low",
-    "throughput_speedup_ci95_high",
-    "switch_penalty_pct",
-    "eager_switch_penalty_pct",
-    "host_speed_moved_pct",
-    "phase_first_run_s",
+    *throughput.FIGURES,
+    *latency.SWITCH,
+    health.HOST_SPEED_MOVED,
+    phase_section.FIRST_RUN.name,
 )
 MORE_COLUMNS: tuple[str, ...] = (
     *phases.COLUMNS,
     *cudagraphs.COLUMNS,
     *energy.COLUMNS,
-    *(c.name for c in DEVICE_TIME_COLUMNS),
 )
 # the compile-cost figures a Measurement carries beside compile_s and breakeven_calls
 COMPILE_COST_FIGURES: tuple[str, ...] = (
@@ -82,10 +74,10 @@ class Measurement:
     eager_first_result_s: float | None = None
     breakeven_calls_warm: float | None = None
     compile_note: str = ""
-    # issue 27: the machine's between-run noise of the median the run was given (run_noise_pct)
+    # the machine's between-run noise of the median the run was given (run_noise_pct)
     run_noise_pct: float | None = None
     speedup_noise_pct: float | None = None  # and of the paired speed-up (speedup_noise_pct)
-    # issue 29's columns (compile phases, CUDA graphs, energy: suite.report.tables.phases, energy),
+    # the compile phases', CUDA graphs' and energy's columns (suite.report.tables.phases, energy),
     # by column name: numbers as floats (None where empty), notes as text
     more: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     # a pair's (suite.run.pair): the session both builds were timed in, and on the new build's row
@@ -157,12 +149,13 @@ def measurement_of(r: Any) -> Measurement:
 
 
 def more_of(r: Any) -> dict[str, Any]:
-    """Issue 29's and issue 38's columns of a typed row (an older file lacks them: None, "")."""
+    """The compile phases', energy's and throughput's columns of a typed row (an older file lacks
+    them: None, "")."""
     from suite.results import BY_NAME, TEXT
 
     return {
         name: (str(getattr(r, name, "") or "") if BY_NAME[name].kind == TEXT else _extra(r, name))
-        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS)
+        for name in (*MORE_COLUMNS, *THROUGHPUT_COLUMNS, *devicetime.SECTION.names)
     }
 
 

@@ -1,42 +1,31 @@
-"""The CSV contract: `columns` (the one table of columns, the statuses, the keys of a cell),
-`rows` (how values are written, a row's key, one row per cell) and `csvfile` (the crash-safe raw
-CSV appender and reader). Readers and writers import from here. Imported inside the containers:
-standard library only.
+"""The CSV contract: `sections` (each topic's columns, defined once), `layout` (the CSV's column
+order; a row by section and back), `columns` (the table of columns in that order, the statuses,
+the keys of a cell), `rows` (how values are written, a row's key, one row per cell) and
+`csvfile` (the crash-safe raw CSV appender and reader). Readers and writers import from here.
+Imported inside the containers: standard library only.
 """
 
 from suite.results.columns import (
-    ACCURACY_WORDS,
-    ALWAYS,
     BY_NAME,
     CELL_COLUMNS,
     COLUMNS,
     CONTRACT_COLUMNS,
-    DEGENERATE,
     DONE_STATUSES,
     ERROR,
     EXTRA_COLUMNS,
-    FAIL,
     FAILED_STATUSES,
-    INT,
     KEY_COLUMNS,
-    NONDETERMINISTIC,
     NONFINITE_COLUMNS,
     NONFINITE_WORDS,
-    NUMBER,
     OK,
     OOM,
-    PASS,
     SKIPPED,
-    SKIPPED_ACCURACY,
     STATUS_TABLE,
     STATUS_WORDS,
     STATUSES,
     TABLE,
-    TEXT,
     TIMEOUT,
     TIMING_COLUMNS,
-    WHEN_OK,
-    Column,
     Status,
 )
 from suite.results.csvfile import (
@@ -46,7 +35,17 @@ from suite.results.csvfile import (
     cut_torn_tail,
     read_rows,
 )
+from suite.results.layout import SECTION_OF, SECTIONS
 from suite.results.rows import format_cell, format_value, key_of, one_line, one_per_cell, raw_csv_name, slug
+from suite.results.sections.accuracy import (
+    ACCURACY_WORDS,
+    DEGENERATE,
+    FAIL,
+    NONDETERMINISTIC,
+    PASS,
+    SKIPPED_ACCURACY,
+)
+from suite.results.sections.base import ALWAYS, INT, NUMBER, TEXT, WHEN_OK, Column, Section
 
 __all__ = [
     "ACCURACY_WORDS",
@@ -70,6 +69,8 @@ __all__ = [
     "OK",
     "OOM",
     "PASS",
+    "SECTIONS",
+    "SECTION_OF",
     "SKIPPED",
     "SKIPPED_ACCURACY",
     "STATUSES",
@@ -84,6 +85,7 @@ __all__ = [
     "CsvFormatError",
     "ReadResult",
     "RowWriter",
+    "Section",
     "Status",
     "cut_torn_tail",
     "format_cell",

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from suite.results.sections.health import FIGURE_NAMES
+
 # The reasons that slow the clock below what was asked for (the others are settings).
 SLOWDOWNS: frozenset[str] = frozenset(
     {"sw_power", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"}
@@ -28,18 +30,8 @@ LOAD_PER_CORE = 1.5  # without PSI: the 1-minute load as the cell ended, per cor
 # device type has none: a launch-bound figure moves with the host CPU's speed (docs/trust.md)
 HOST_VARIATION_PCT = 10.0
 
-COLUMNS: tuple[str, ...] = (
-    "gpu_sm_clock_mhz_min",
-    "gpu_sm_clock_mhz_max",
-    "gpu_temp_c_max",
-    "gpu_power_w_mean",
-    "gpu_throttle",
-    "gpu_other_processes",
-    "cpu_steal_pct",
-    "cpu_wait_pct",
-    "page_faults_per_call",
-    "host_speed_moved_pct",
-)
+# the figures the verdict reads (the health section's, suite.results.sections.health)
+COLUMNS: tuple[str, ...] = FIGURE_NAMES
 
 
 def _num(value: object) -> float | None:

@@ -31,6 +31,7 @@ from suite.measure.compile_cost import MEASURE, SPAWN_ENV
 from suite.measure.lifeline import PARENT_ENV
 from suite.redact import redact_bytes
 from suite.results import COLUMNS, STATUSES, one_line, raw_csv_name, slug
+from suite.results.layout import from_wire
 from suite.results.samples import SERIES
 from suite.run.environ import child_env
 from suite.spec.model import Cell
@@ -136,7 +137,7 @@ def result_fields(path: Path, keep: Collection[str] = COLUMNS) -> dict[str, Any]
     A several-row cell's rows (under "rows") are checked the same way, each on its own. Only the
     fields in `keep` (the CSV's columns, for the worker) are kept."""
     try:
-        fields = json.loads(path.read_text(encoding="utf-8"))
+        fields = from_wire(json.loads(path.read_text(encoding="utf-8")))  # its sections, flat
     except (OSError, ValueError) as exc:
         return {"status": "error", "error": f"unreadable worker result: {exc}"}
     rows = fields.pop("rows", None) if isinstance(fields, dict) else None

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from suite.results.sections import pair as pair_section
 from suite.spec.pair_protocol import BASE, NEW, PAIRED, ROLES, SOLO, STOP, TURN, UnixAddress
 from suite.spec.warmup import BLOCK_CALLS
 from suite.stats import median, median_ci, percentile
@@ -149,14 +150,10 @@ def pair_fields(log: RoundLog, compile_s: dict[str, float | None]) -> dict[str, 
     if log.rounds:
         for name, xs in log.ratios().items():
             lo, hi = bootstrap_median_ci(xs)
-            out[f"pair_{name}"], out[f"pair_{name}_ci95_low"], out[f"pair_{name}_ci95_high"] = (
-                median(xs),
-                lo,
-                hi,
-            )
+            out.update(zip(pair_section.ratio_names(name), (median(xs), lo, hi), strict=True))
     b, n = compile_s.get(BASE), compile_s.get(NEW)
     if b and n and b > 0:
-        out["pair_compile_time_ratio"] = n / b
+        out[pair_section.COMPILE_TIME_RATIO] = n / b
     return out
 
 

@@ -18,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from suite.results.sections import pair as section
+
 THRESHOLD = 0.95
 COMPILE_THRESHOLD = 1.15
 RULE_NAME = "paired (interval below 0.95x, compile above 1.15x)"
-FIGURES: tuple[str, ...] = ("latency", "throughput", "eager_latency", "eager_throughput", "speedup")
+FIGURES: tuple[str, ...] = tuple(figure for figure, _ in section.FIGURES)  # the pair section's
 JUDGED: tuple[str, ...] = ("latency", "throughput", "speedup")  # the row's own function, and compile's gain
 SLOWER, SLOWER_COMPILE, FASTER, UNCHANGED = "slower", "slower compile", "faster", "unchanged"
 
@@ -55,7 +57,7 @@ class PairFigures:
             return None
         ratios = {}
         for name in FIGURES:
-            got = [_number(value(f"pair_{name}{end}")) for end in ("", "_ci95_low", "_ci95_high")]
+            got = [_number(value(column)) for column in section.ratio_names(name)]
             if all(x is not None for x in got):
                 ratios[name] = Ratio(*got)  # type: ignore[arg-type]
         return PairFigures(
@@ -63,7 +65,7 @@ class PairFigures:
             str(value("pair_partner") or ""),
             int(_number(value("pair_rounds")) or 0),
             ratios,
-            _number(value("pair_compile_time_ratio")),
+            _number(value(section.COMPILE_TIME_RATIO)),
         )
 
 

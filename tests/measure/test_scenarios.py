@@ -118,7 +118,7 @@ class FakeEnergy:
 
     rec: Recorder
 
-    def __init__(self, device: str, images: int, sync: Callable[[], None]) -> None:
+    def __init__(self, device: str, images: int, sync: Callable[[], None], owner: Any = None) -> None:
         pass
 
     def start(self, before_work: bool = False) -> FakeEnergy:
@@ -133,7 +133,7 @@ class FakeEnergy:
     def __exit__(self, *exc: object) -> None:
         self.rec.note("]energy")
 
-    def blocks(self, functions: list[tuple[str, Callable[[], Any]]]) -> None:
+    def blocks(self, functions: list[tuple[str, Callable[[], Any]]], who: str = "") -> None:
         self.rec.note("blocks:" + ",".join(label for label, _ in functions))
 
     def fields(self) -> dict[str, Any]:

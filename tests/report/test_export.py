@@ -56,14 +56,35 @@ def test_the_dynamo_csv_reads_back(tmp_path: Path) -> None:
     assert list(read.columns) == list(DYNAMO_HEADER) and read["speedup"].tolist() == [2.0, 1.5]
 
 
-def test_report_json_has_settings_environment_and_every_row(tmp_path: Path) -> None:
+def test_report_json_is_config_plus_a_report_by_section(tmp_path: Path) -> None:
     path = write_report_json(_frame(), tmp_path, ["raw/stable__cuda.csv"])
     report = json.loads(path.read_text())
-    assert report["format"] == "suite-report/1" and report["runs"] == ["r1"]
+    assert report["format"] == "suite-report/2" and report["runs"] == ["r1"]
     assert report["inputs"] == ["raw/stable__cuda.csv"]
-    assert report["environment"]["torch_version"] == ["2.0.1"]
+    config = report["config"]
+    assert config["environment"]["torch_version"] == ["2.0.1"]
     # every provenance column, every setting of the CSV contract's group
-    assert report["environment"]["nightly_date"] == ["20261126"]
-    assert report["settings"]["stop_rule"] == ["ci<=2%"]
-    assert len(report["rows"]) == 5 and report["rows"][3]["median_ms"] is None  # NaN, empty: null
-    assert report["rows"][1]["speedup"] == 2.0
+    assert config["environment"]["nightly_date"] == ["20261126"]
+    assert config["settings"]["stop_rule"] == ["ci<=2%"]
+    rows = report["rows"]
+    assert len(rows) == 5
+    # each row: its cell and settings (the key section), then a report by section
+    assert rows[1]["config"]["model"] == "ViT" and rows[1]["config"]["mode"] == "default"
+    assert rows[1]["config"]["stop_rule"] == "ci<=2%"
+    assert rows[1]["report"]["latency"] == {"median_ms": 5.0, "speedup": 2.0}
+    assert rows[1]["report"]["compile"] == {"compile_s": 30.0}
+    assert rows[1]["report"]["provenance"] == {"torch_version": "2.0.1", "nightly_date": "20261126"}
+    # empty values are null; a section with no value at all (a failed row's latency) is left out
+    assert rows[0]["report"]["latency"] == {"median_ms": 10.0, "speedup": None}
+    assert "latency" not in rows[3]["report"] and rows[3]["report"]["outcome"] == {"status": "error"}
+
+
+def test_a_report_row_keeps_what_is_no_column_and_every_column_once() -> None:
+    from suite.report.export import report_row
+    from suite.results import COLUMNS
+
+    record = {c: "1" for c in COLUMNS} | {"source": "raw/x.csv:2"}
+    row = report_row(record)
+    assert row["source"] == "raw/x.csv:2"
+    flat = [c for fields in (row["config"], *row["report"].values()) for c in fields]
+    assert sorted(flat) == sorted(COLUMNS)

@@ -154,7 +154,7 @@ STAGES, STAGE_FIGURES = ("pre", "pre_fast", "forward", "post", "e2e"), ("median"
 
 def test_column_groups_come_from_the_one_table() -> None:
     """Each group a reader or writer uses is the table's, in the table's order."""
-    # the contract's measured columns, then the compile-cost figures (extras, issue 14)
+    # the contract's measured columns, then the compile-cost figures (extras)
     compile_cost = (
         "compile_warm_s", "compile_megacache_s", "first_result_s", "eager_first_result_s", "breakeven_calls",
         "breakeven_calls_warm",
@@ -164,14 +164,14 @@ def test_column_groups_come_from_the_one_table() -> None:
         "ci95_high_ms", "eager_median_ms", "speedup", "speedup_ci95_low", "speedup_ci95_high", "compile_s",
         "graph_breaks", "recompiles", "max_abs_diff", "accuracy",
     )  # fmt: skip
-    # where compile time, memory and energy go (extras, issue 29): measured, emptied on a failed row
+    # where compile time, memory and energy go (extras): measured, emptied on a failed row
     issue_29 = (
         "phase_dynamo_s", "phase_pre_aot_s", "phase_aot_s", "phase_lowering_s", "phase_codegen_s",
         "phase_kernels_s", "phase_autotune_s", "phase_cudagraphs_s", "phase_other_s", "graphs", "guards",
         "recompile_reasons", "cudagraph_records", "cudagraph_record_s", "cudagraph_pool_mb",
         "cudagraph_extra_mb", "idle_power_w", "eager_j_per_image", "compiled_j_per_image", "energy_ratio",
     )  # fmt: skip
-    # the task's answer against float32 eager, and the request per stage (issue 28)
+    # the task's answer against float32 eager, and the request per stage
     stages = tuple(f"{s}_{f}_ms" for s in STAGES for f in STAGE_FIGURES)
     issue_28 = (
         "parity", "parity_inputs", "parity_top1", "parity_top5", "parity_box_iou", "parity_labels",
@@ -184,7 +184,7 @@ def test_column_groups_come_from_the_one_table() -> None:
         "run_noise_pct", "rerun95_low_ms", "rerun95_high_ms", "speedup_noise_pct", "speedup_rerun95_low",
         "speedup_rerun95_high",
     )  # fmt: skip
-    # serving, mixed resolutions, aot-inductor (issue 40)
+    # serving, mixed resolutions, aot-inductor
     issue_40 = (
         "serving_target_ms", "serving_rate_per_s", "serving_throughput_per_s", "serving_p50_ms",
         "serving_p90_ms", "serving_p99_ms", "serving_dropped", "serving_requests", "serving_mean_batch",
@@ -192,7 +192,7 @@ def test_column_groups_come_from_the_one_table() -> None:
         "mixed_eager_p50_ms", "mixed_eager_p99_ms", "fixed_p50_ms", "fixed_p99_ms", "mixed_max_abs_diff",
         "aot_export_s", "aot_compile_s", "aot_load_s", "aot_package_mb", "aot_packages",
     )  # fmt: skip
-    # latency beside throughput, the switch penalty, the host's speed, the phases' remainder (issue 38)
+    # latency beside throughput, the switch penalty, the host's speed, the phases' remainder
     issue_38 = (
         "throughput_ms", "throughput_ci95_low_ms", "throughput_ci95_high_ms", "eager_throughput_ms",
         "eager_throughput_ci95_low_ms", "eager_throughput_ci95_high_ms", "throughput_speedup",
@@ -200,7 +200,7 @@ def test_column_groups_come_from_the_one_table() -> None:
         "switch_penalty_pct", "eager_switch_penalty_pct", "host_probe_us", "host_speed_moved_pct",
         "phase_first_run_s",
     )  # fmt: skip
-    # why a serving search found no rate (issue 40)
+    # why a serving search found no rate
     serving_why = (
         "serving_floor_ms", "serving_lowest_rate_per_s", "serving_lowest_p99_ms", "serving_failed_rate_per_s",
     )  # fmt: skip

@@ -187,8 +187,10 @@ def test_repository_profiles(tmp_path: Path) -> None:
     # caches, so that `--compile-cost` can add them
     assert compiled and all(not c.compile_cost and c.settings.compile_cache == "cold" for c in compiled)
     assert {c.served for c in smoke if c.dynamic} == {(1, 4, 16, 1)}
-    # (every model's default + ResNet's reduce-overhead) x settings
-    assert len([c for c in smoke if c.dynamic]) == (12 + 1) * 3
+    # (the four compiled models' default + ResNet's reduce-overhead) x settings; smoke-compiled all 12
+    assert len([c for c in smoke if c.dynamic]) == (4 + 1) * 3
+    every = expand(m, "smoke-compiled", "x", Filters(scenarios=("inference", "dynamic-batch")))
+    assert len([c for c in every if c.dynamic]) == (12 + 1) * 3
     cost = expand(m, "compile-cost", "x")
     assert {c.dynamic for c in cost if c.dynamic} == {"static", "auto", "marked"}
     assert all(c.compile_cost for c in cost if c.scenario == "inference" and c.mode != "eager")
@@ -203,7 +205,7 @@ def test_plan_estimates_with_the_rates_of_the_device_it_plans_for(capsys: pytest
     compile for each shrunk model (which the GPU's rates leave to their formula), and far longer
     forwards; the shards do not move."""
     m = load_matrix(REPO / "matrix.yaml")
-    smoke = expand(m, "smoke", "x")
+    smoke = expand(m, "smoke-compiled", "x")
     eager = next(c for c in smoke if c.mode == "eager")
     assert estimate_seconds(eager, "cpu") < estimate_seconds(eager, "cuda") / 2
     vit, mask2former = (
@@ -215,7 +217,7 @@ def test_plan_estimates_with_the_rates_of_the_device_it_plans_for(capsys: pytest
     timed = estimate_seconds(full, "cpu") - CPU_RATES.startup_s
     assert timed > estimate_seconds(full, "cuda")  # 300 full-size forwards at 16 images on 2 cores
     for device, word in (("cpu", "CPU"), ("cuda", "GPU")):
-        assert main(["plan", "--profile", "smoke", "--models", "ViT", "--device", device]) == 0
+        assert main(["plan", "--profile", "smoke-compiled", "--models", "ViT", "--device", device]) == 0
         total = format_duration(sum(estimate_seconds(c, device) for c in smoke if c.model.name == "ViT"))
         assert f"estimated total {total} on a {word} " in capsys.readouterr().out
     with pytest.raises(ValueError, match="every rate must be positive"):

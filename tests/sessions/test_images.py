@@ -185,7 +185,8 @@ def test_bench_nightly_follows_tonights_nightly_against_the_release(fake: Simple
     assert (night["TORCH_NIGHTLY_DATE"], night["TORCH_GIT_SHA"]) == ("20261125", "e" * 40)
     assert (night["TORCH_VERSION"], night["TORCH_INDEX_URL"]) == ("2.16.0", url)  # the index's line
     tag = builds[1][builds[1].index("--tag") + 1]
-    assert TAG.match(tag).group(1) == "nightly-current" and runs(fake)[1].count(tag) == 1
+    nightly_run = next(r for r in runs(fake) if r[r.index("--build") + 1] == "nightly-current")
+    assert TAG.match(tag).group(1) == "nightly-current" and nightly_run.count(tag) == 1
     manifest = json.loads((fake.out / "r1" / "manifest.json").read_text())["nightly"]["nightly-current"]
     assert manifest["date"] == "20261125" and manifest["torch_sha256"] == hashes[torch_file]
     assert manifest["triton"] == "pytorch-triton==3.6.0+git1234abcd"
@@ -212,7 +213,8 @@ def test_a_re_run_of_a_run_keeps_its_night_when_the_index_gains_a_newer_one(fake
                     FAKE_SMI_DRIVER=CUDA13_DRIVER)  # fmt: skip
         assert again.returncode == 0, again.stderr
         # the same night's image (already built: no build), not the newest night's
-        assert not [c for c in calls(fake) if c[0] == "build"] and runs(fake)[1].count(tag) == 1
+        nightly_run = next(r for r in runs(fake) if r[r.index("--build") + 1] == "nightly-current")
+        assert not [c for c in calls(fake) if c[0] == "build"] and nightly_run.count(tag) == 1
         assert newest["date"] == "20261126"
         assert hashes[wheel_name("torch", "2.16.0.dev20261126+cu130")] == newest["torch_sha256"]
         asked = nox(fake, "-s", "bench-nightly", "--", *flags, "--nightly-date", "20261126",
