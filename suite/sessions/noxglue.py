@@ -111,8 +111,9 @@ def tests(session: Any, root: Path, extras: Sequence[str]) -> None:
     # three xdist workers on CI's 2 cores: the end-to-end tests wait on their child processes
     # (a hang until its timeout, a runner being killed), and a third worker fills those waits.
     # Tests that share one costly run stay on one worker (tests/conftest.py).
-    # `nox -s tests -- -n 0 ...`: one process.
-    session.run("pytest", "-n", "3", "--dist", "loadgroup", *(session.posargs or ["-q"]))
+    # `nox -s tests -- -n 0 ...`: one process. The slowest tests are listed at the end, so that
+    # CI's log says where its minutes went.
+    session.run("pytest", "-n", "3", "--dist", "loadgroup", *(session.posargs or ["-q", "--durations=20"]))
 
 
 def tests_stable(session: Any, root: Path) -> None:
