@@ -231,8 +231,9 @@ def _paired_text(cmp: Comparison) -> str:
     return (
         f"- Rule: {cmp.paired_cells} cell(s) timed side by side (one pair session) are judged by the pair's "
         f"rule, {pairrule.RULE_NAME}: slower when the 95% interval of its paired latency, throughput or "
-        "speed-up ratio lies below 0.95x, its compile slower above 1.15x; no noise floor (the builds took "
-        "turns in the same minutes). Their new / base is the paired latency, marked (paired). The other "
+        "speed-up ratio lies below 0.95x, its compile slower above 1.15x (suspect where the row's health "
+        "raised a flag: one compile each, no interval); no noise floor (the builds took turns in the same "
+        "minutes). Their new / base is the paired latency, marked (paired). The other "
         f"{len(cmp.changes) - cmp.paired_cells} cell(s): the separate runs' rule below."
     )
 

@@ -239,6 +239,8 @@ def judge_paired(base: Measurement, new: Measurement) -> tuple[str, float | None
         return (LESS_SPEEDUP if only_speedup else REGRESSION), ratio, low, high
     if verdict.verdict == pairrule.SLOWER_COMPILE:
         return COMPILE_REGRESSION, ratio, low, high
+    if verdict.verdict == pairrule.SUSPECT_COMPILE:
+        return SUSPECT, ratio, low, high
     return (IMPROVEMENT if verdict.verdict == pairrule.FASTER else UNCHANGED), ratio, low, high
 
 

@@ -4,7 +4,10 @@ its paired ratios alone.
 A cell is slower when the 95% interval of any of its paired ratios (base / new: latency,
 throughput, and a compiled row's speed-up) lies wholly below `THRESHOLD`, the 0.95 at which
 PyTorch's own regression report acts on a speed-up; its compile is slower when compile_s grew past
-`COMPILE_THRESHOLD` (one compile each, no interval). The history calls a slower cell a regression
+`COMPILE_THRESHOLD`. One compile each has no interval, so a compile is judged as compare judges
+separate runs': past the threshold on a machine whose health column raised a flag, it is suspect,
+not slower (on this project's shared 2-core VM an A/A pair's compile ratios spread 0.94x-1.55x,
+docs/pairs.md). The history calls a slower cell a regression
 only when the next night's pair agrees (two consecutive nights, as that report does). No noise
 floor and no between-run allowance: the two builds were timed in the same rounds of the same
 minutes, so what drifts between runs cancels. Standard library only (the `pair` verb prints it on
@@ -18,14 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from suite.results.health import HEALTHY
 from suite.results.sections import pair as section
 
 THRESHOLD = 0.95
 COMPILE_THRESHOLD = 1.15
-RULE_NAME = "paired (interval below 0.95x, compile above 1.15x)"
+RULE_NAME = "paired (interval below 0.95x, compile above 1.15x on a healthy machine)"
 FIGURES: tuple[str, ...] = tuple(figure for figure, _ in section.FIGURES)  # the pair section's
 JUDGED: tuple[str, ...] = ("latency", "throughput", "speedup")  # the row's own function, and compile's gain
 SLOWER, SLOWER_COMPILE, FASTER, UNCHANGED = "slower", "slower compile", "faster", "unchanged"
+SUSPECT_COMPILE = "suspect compile"  # past the compile threshold, on an unhealthy machine
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class PairFigures:
     rounds: int
     ratios: dict[str, Ratio]
     compile_time_ratio: float | None
+    health: str = HEALTHY  # the new row's health column (the pair's rounds: both builds' machine)
 
     @staticmethod
     def of(value: Callable[[str], Any]) -> PairFigures | None:
@@ -66,12 +72,13 @@ class PairFigures:
             int(_number(value("pair_rounds")) or 0),
             ratios,
             _number(value(section.COMPILE_TIME_RATIO)),
+            str(value("health") or HEALTHY),
         )
 
 
 @dataclass(frozen=True)
 class PairVerdict:
-    verdict: str  # SLOWER | SLOWER_COMPILE | FASTER | UNCHANGED
+    verdict: str  # SLOWER | SLOWER_COMPILE | SUSPECT_COMPILE | FASTER | UNCHANGED
     why: tuple[str, ...]  # the figures that decided it, in words
 
     @property
@@ -86,6 +93,8 @@ def judge(p: PairFigures) -> PairVerdict:
         return PairVerdict(SLOWER, tuple(slower))
     c = p.compile_time_ratio
     if c is not None and c > COMPILE_THRESHOLD:
+        if p.health != HEALTHY:
+            return PairVerdict(SUSPECT_COMPILE, (f"compile {c:.2f}x on an unhealthy machine ({p.health})",))
         return PairVerdict(SLOWER_COMPILE, (f"compile {c:.2f}x",))
     faster = [f"{k} {r.text()}" for k, r in p.ratios.items() if k in JUDGED and r.low > 1 / THRESHOLD]
     return PairVerdict(FASTER, tuple(faster)) if faster else PairVerdict(UNCHANGED, ())

@@ -71,5 +71,12 @@ def test_the_pair_rule_names_each_verdict() -> None:
     assert pairrule.judge(figures(latency=(1.2, 1.1, 1.3))).verdict == pairrule.FASTER
     slow_compile = paired("new", 10.0, latency=(1.0, 0.99, 1.01))
     slow_compile["pair_compile_time_ratio"] = 1.2
+    slow_compile["health"] = "ok"
     assert pairrule.judge(pairrule.PairFigures.of(slow_compile.get)).verdict == pairrule.SLOWER_COMPILE  # type: ignore[arg-type]
+    # one compile each has no interval: on a machine its health column flags, a slower compile is
+    # suspect (not a regression), as compare judges separate runs' compiles
+    slow_compile["health"] = "busy,host-varied"
+    suspect = pairrule.judge(pairrule.PairFigures.of(slow_compile.get))  # type: ignore[arg-type]
+    assert suspect.verdict == pairrule.SUSPECT_COMPILE and not suspect.regressed
+    assert "busy,host-varied" in suspect.why[0]
     assert pairrule.PairFigures.of(paired("base", 10.0).get) is None  # the base side carries no ratios
