@@ -177,9 +177,9 @@ def gate(session: nox.Session) -> None:
 
 @suite_session(python=MERGE_PYTHON)
 def pairs(session: nox.Session) -> None:
-    """The pair's own figures (docs/pairs.md): an A/A pair of the smoke cells, the same with the new
-    side's compiled calls slowed by 10%, an A/A pair of full-size ResNet-50 and ViT-B/16; each compared
-    with both rules (results/<run>-<what>.md)."""
+    """The pair's own figures (docs/pairs.md): an A/A pair of the smoke cells, their compiled cells
+    with the new side's compiled calls slowed by 10%, an A/A pair of full-size ResNet-50 and
+    ViT-B/16; each compared with both rules (results/<run>-<what>.md)."""
     glue.pairs(session, ROOT, MERGE_PACKAGES)
 
 
