@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from suite.results.health import HEALTHY
+from suite.results.health import flags_of
 from suite.results.sections import pair as section
 
 THRESHOLD = 0.95
@@ -54,7 +54,7 @@ class PairFigures:
     rounds: int
     ratios: dict[str, Ratio]
     compile_time_ratio: float | None
-    health: str = HEALTHY  # the new row's health column (the pair's rounds: both builds' machine)
+    health: tuple[str, ...] = ()  # the new row's health flags (the pair's rounds: both builds' machine)
 
     @staticmethod
     def of(value: Callable[[str], Any]) -> PairFigures | None:
@@ -72,7 +72,7 @@ class PairFigures:
             int(_number(value("pair_rounds")) or 0),
             ratios,
             _number(value(section.COMPILE_TIME_RATIO)),
-            str(value("health") or HEALTHY),
+            tuple(flags_of(health if isinstance(health := value("health"), str) else None)),  # NaN: none
         )
 
 
@@ -93,8 +93,9 @@ def judge(p: PairFigures) -> PairVerdict:
         return PairVerdict(SLOWER, tuple(slower))
     c = p.compile_time_ratio
     if c is not None and c > COMPILE_THRESHOLD:
-        if p.health != HEALTHY:
-            return PairVerdict(SUSPECT_COMPILE, (f"compile {c:.2f}x on an unhealthy machine ({p.health})",))
+        if p.health:
+            why = f"compile {c:.2f}x on an unhealthy machine ({','.join(p.health)})"
+            return PairVerdict(SUSPECT_COMPILE, (why,))
         return PairVerdict(SLOWER_COMPILE, (f"compile {c:.2f}x",))
     faster = [f"{k} {r.text()}" for k, r in p.ratios.items() if k in JUDGED and r.low > 1 / THRESHOLD]
     return PairVerdict(FASTER, tuple(faster)) if faster else PairVerdict(UNCHANGED, ())
