@@ -81,6 +81,6 @@ def host_varied(row: Mapping[str, Any]) -> bool:
 
 
 def flags_of(value: object) -> list[str]:
-    """The flags of a `health` value (none for `ok` or empty)."""
-    text = "" if value is None else str(value)
+    """The flags of a `health` value (none for `ok`, empty, or missing: None, or pandas' NaN)."""
+    text = value if isinstance(value, str) else ""
     return [f for f in text.split(",") if f and f != HEALTHY]

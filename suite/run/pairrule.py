@@ -72,7 +72,7 @@ class PairFigures:
             int(_number(value("pair_rounds")) or 0),
             ratios,
             _number(value(section.COMPILE_TIME_RATIO)),
-            tuple(flags_of(health if isinstance(health := value("health"), str) else None)),  # NaN: none
+            tuple(flags_of(value("health"))),
         )
 
 
