@@ -222,6 +222,12 @@ def add_schedule_args(p: argparse.ArgumentParser, default: str = "ahead") -> Non
         help="ahead: while a wave is timed, the next one compiles on the cores the timed process is not "
         "pinned to (default: off, compiles and timing apart; docs/measurement.md#compiles-beside-the-timing)",
     )
+    p.add_argument(
+        "--pin-timing",
+        action="store_true",
+        help="ahead: pin each timed process to the cores --overlap would give it, the phases apart (on a "
+        "CPU with one torch thread a core): the like-with-like side of --overlap's A/A",
+    )
 
 
 def add_cores_arg(p: argparse.ArgumentParser) -> None:
@@ -280,8 +286,10 @@ def request_of(args: argparse.Namespace) -> Request:
 
     if getattr(args, "compile_pool", None) is not None and getattr(args, "schedule", "ahead") == "serial":
         raise UsageError("--compile-pool", "applies to --schedule ahead only (serial compiles one at a time)")
-    if getattr(args, "overlap", False) and getattr(args, "schedule", "ahead") == "serial":
-        raise UsageError("--overlap", "applies to --schedule ahead only (serial compiles one at a time)")
+    for flag in ("overlap", "pin_timing"):
+        if getattr(args, flag, False) and getattr(args, "schedule", "ahead") == "serial":
+            name = "--" + flag.replace("_", "-")
+            raise UsageError(name, "applies to --schedule ahead only (serial compiles one at a time)")
     matrix = load_matrix(args.matrix)
     filters = filters_of(args)
     return Request(

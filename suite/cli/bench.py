@@ -198,6 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         process_start=args.process_start,
         pair=runner.Pairing(args.pair, args.pair_role or "") if args.pair else None,
         overlap=args.overlap,
+        pin_timing=args.pin_timing,
         banner=f"run {run_id}: profile {profile}, build {build}, {len(cells)} cell(s)"
         f"{f' (shard {shard})' if shard else ''}, schedule {_schedule_label(args)} on "
         f"{environment.gpu_name} ({environment.device_type}), torch {environment.torch_version}",

@@ -36,6 +36,7 @@ def cmd_repeat(args: argparse.Namespace) -> int:
             compile_pool=args.compile_pool,
             process_start=args.process_start,
             overlap=args.overlap,
+            pin_timing=args.pin_timing,
         )
         report = runner.run_cells(sweep)
         counts = status_counts(report.statuses)

@@ -155,6 +155,7 @@ class Sweep:
     process_start: str = plan_mod.SPAWN  # `ahead`: FORK its processes from a zygote where it can
     pair: Pairing | None = None  # one side of a pair (suite.run.pair): `serial`, the device shared
     overlap: bool = False  # `ahead`: the next wave compiles while one is timed (suite.system.cpus)
+    pin_timing: bool = False  # `ahead`: the timed process pinned as `overlap` pins it, phases apart
 
     def __post_init__(self) -> None:
         if not self.cells:
@@ -167,8 +168,9 @@ class Sweep:
             raise UsageError(
                 "--schedule", f"must be one of {', '.join(plan_mod.SCHEDULES)}, got {self.schedule!r}"
             )
-        if self.overlap and not cpus.available():
-            raise UsageError("--overlap", "this system cannot pin a process to CPUs (no sched_setaffinity)")
+        for flag, asked in (("--overlap", self.overlap), ("--pin-timing", self.pin_timing)):
+            if asked and not cpus.available():
+                raise UsageError(flag, "this system cannot pin a process to CPUs (no sched_setaffinity)")
 
     @property
     def forks(self) -> bool:
@@ -226,6 +228,7 @@ def run_cells(sweep: Sweep) -> RunReport:
                     pool=sweep.compile_pool,
                     fork=sweep.forks,
                     overlap=sweep.overlap,
+                    pin_timing=sweep.pin_timing,
                 )
                 schedule_mod.run_ahead(ahead, todo)
         tidy.tidy(paths, sweep.keep_compile_cache)

@@ -104,6 +104,12 @@ class Ahead:
     stream: Any = field(default_factory=lambda: sys.stderr)
     fork: bool = False  # the shared processes forked from a zygote (suite.run.zygotes), where it can
     overlap: bool = False  # the next wave compiles while this one is timed (suite.system.cpus)
+    pin_timing: bool = False  # each timed process pinned to the timing's CPUs, as `overlap` pins it
+
+    @property
+    def pins(self) -> bool:
+        """Whether the timed process is pinned to the timing's CPUs (timing_cpus)."""
+        return self.overlap or self.pin_timing
 
 
 RUNNING, WAITING, DONE = "running", "waiting", "done"
@@ -244,13 +250,14 @@ class _Waves:
         to exit, unless a wave compiles beside it anyway); the cells a crash or hang left."""
         try:
             for h in wave:
-                if self.ahead.overlap:
-                    pin(h.proc.pid, self.cpus()[0])
+                own = sorted(self.cpus()[0]) if self.ahead.pins else None
+                if own is not None:
+                    pin(h.proc.pid, own)
                 while _poll(self.ahead, h) != DONE:
                     self.watch()
                     if h.state == WAITING:
                         named = [o.proc.pid for o in (*wave, *following) if o is not h and o.state != DONE]
-                        _let_through(self.ahead, h, named)
+                        _let_through(self.ahead, h, named, own)
                     else:
                         time.sleep(POLL_S)
                 if not self.ahead.overlap:
@@ -304,13 +311,14 @@ def _end(h: Held) -> None:
     h.worker.attempt.file(".cells.json").unlink(missing_ok=True)
 
 
-def _let_through(ahead: Ahead, h: Held, idle: list[int]) -> None:
-    """Open the process's gate: it times while the others wait (their ids go with the go)."""
+def _let_through(ahead: Ahead, h: Held, idle: list[int], cpus: list[int] | None = None) -> None:
+    """Open the process's gate: it times while the others wait (their ids go with the go, and
+    the CPUs it was pinned to, if it was)."""
     assert h.waiting_since is not None
     h.waited += time.monotonic() - h.waiting_since
     h.waiting_since = None
     h.state = RUNNING
-    open_gate(h.results, h.gate, idle)
+    open_gate(h.results, h.gate, idle, cpus)
     h.gate += 1
     cell = h.cells[h.served][1]
     print(f"timing {cell.label} (alone; {len(idle)} process(es) waiting)", file=ahead.stream, flush=True)

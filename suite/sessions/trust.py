@@ -180,7 +180,9 @@ def overlap_aa(runner: Runner, posargs: Sequence[str], root: Path, host_python: 
     """Runs with the phases apart and with `--overlap`, alternating (OVERLAP_PAIRS pairs, `--pairs
     N`), then `calibrate` with the apart runs as its A/A and the overlap runs in the place of its
     slowed ones: an overlap run's cells flagged against the apart runs no more often than the A/A's
-    own is what lets the overlap become the default. Returns the report."""
+    own is what lets the overlap become the default. The apart runs pin each timed process as the
+    overlap does (`--pin-timing`: the same cores, on a CPU the same threads), so that the compiles
+    beside it are all that differs. Returns the report."""
     python, build, args = _python(runner, posargs, root)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     flags = take(args, values=["--run-id", "--out", "--pairs"])
@@ -189,9 +191,9 @@ def overlap_aa(runner: Runner, posargs: Sequence[str], root: Path, host_python: 
     base = [python, "-m", "suite", "run", "--build", build, "--out", str(out), *OVERLAP_AA]
     apart, beside = [], []
     for i in range(1, int(flags["--pairs"] or OVERLAP_PAIRS) + 1):
-        for runs, extra in ((apart, []), (beside, ["--overlap"])):
-            one = f"{run_id}-{'overlap' if extra else 'apart'}-{i}"
-            run_suite(runner, [*base, *extra, "--run-id", one, *args])
+        for runs, extra, kind in ((apart, "--pin-timing", "apart"), (beside, "--overlap", "overlap")):
+            one = f"{run_id}-{kind}-{i}"
+            run_suite(runner, [*base, extra, "--run-id", one, *args])
             runs.append(str(out / one))
     report = out / f"{run_id}-calibration.md"
     run_suite(

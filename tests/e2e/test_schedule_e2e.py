@@ -11,6 +11,8 @@ from pathlib import Path
 from support import REPO, tiny_run_cmd
 
 from suite.results import read_rows
+from suite.spec.schedule import timing_cpus
+from suite.system.cpus import available, cpu_text
 
 
 def _run(out: Path, *args: str, cell_fault: str = "") -> subprocess.CompletedProcess[str]:
@@ -70,3 +72,7 @@ def test_overlap_compiles_the_next_wave_while_one_is_timed(tmp_path: Path) -> No
     for r in compiled:
         assert 0 < float(r["compile_ahead_s"]) < float(r["wall_s"]), r
     assert all(r["compile_ahead_s"] == "" for r in rows if r["mode"] == "eager")
+    # each timed on the timing's own cores, with no more torch threads than those cores
+    own = sorted(timing_cpus(available())[0])
+    assert {r["timing_cpus"] for r in rows} == {cpu_text(own)}, rows
+    assert all(int(r["torch_threads"]) <= len(own) for r in rows), rows

@@ -214,6 +214,7 @@ def test_the_gate_waits_for_its_go_and_hands_over_the_idle_processes(tmp_path: P
 
     monkeypatch.setenv(gate.GATE_ENV, str(tmp_path))
     monkeypatch.setitem(gate._state, "count", 0)
+    monkeypatch.setattr(gate, "_cpus", [])
     waited: list[float] = []
     worker = threading.Thread(target=lambda: waited.append(gate.wait()))
     worker.start()
@@ -223,15 +224,49 @@ def test_the_gate_waits_for_its_go_and_hands_over_the_idle_processes(tmp_path: P
             break
         threading.Event().wait(0.01)
     assert ready.read_text() == str(os.getpid()) and worker.is_alive()  # it waits for its go
-    gate.open_gate(tmp_path, 0, [7, 9])
+    gate.open_gate(tmp_path, 0, [7, 9], [3, 1])
     worker.join(timeout=5)
     assert not worker.is_alive() and waited[0] > 0 and gate.idle_siblings() == {7, 9}
+    assert gate.timing_cpus() == [1, 3]  # pinned to time (--overlap, --pin-timing): the CPUs go with the go
+    worker = threading.Thread(target=gate.wait)
+    worker.start()
+    gate.open_gate(tmp_path, 1, [])
+    worker.join(timeout=5)
+    assert not worker.is_alive() and gate.timing_cpus() == [] and gate.idle_siblings() == set()
     # the processes idle at their gates are not the GPU's other users; another process is
     assert other_processes({1, 7, 9}, 3, 1, frozenset({7, 9})) == 0
     assert other_processes({1, 7, 8}, 3, 1, frozenset({7})) == 1
     assert other_processes({50, 51, 52}, 3, 1, frozenset({7, 9})) == 0  # in a container: by count
     monkeypatch.delenv(gate.GATE_ENV)
     assert gate.wait() == 0.0  # `serial`: no gate
+
+
+def test_a_process_pinned_to_time_on_a_cpu_gets_one_thread_a_core_and_says_so(monkeypatch) -> None:
+    """Pinned at its gate to fewer cores than torch has threads (`--overlap`, `--pin-timing`), a
+    CPU worker times with one thread a core (threads sharing a core wait on each other), and its
+    row says where and with how many; on a GPU the threads stay; unpinned, the row says nothing."""
+    import torch
+
+    from suite.measure import gate
+    from suite.measure.scenarios import base
+    from suite.measure.timing import TimingLoop
+
+    before = torch.get_num_threads()
+    loop = TimingLoop.on("cpu", 1)
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.setattr(gate, "_cpus", [5])
+        base._fit_threads("cuda")
+        assert torch.get_num_threads() == 2  # a GPU worker's threads are not the figure's
+        base._fit_threads("cpu")
+        assert torch.get_num_threads() == 1
+        assert base._timed_done(loop) == {"timing_cpus": "5", "torch_threads": 1}
+        monkeypatch.setattr(gate, "_cpus", [])
+        torch.set_num_threads(2)
+        base._fit_threads("cpu")
+        assert torch.get_num_threads() == 2 and base._timed_done(loop) == {}
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_overlap_hides_the_later_waves_compiles_behind_the_timing() -> None:

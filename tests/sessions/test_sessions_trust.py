@@ -87,6 +87,8 @@ def test_overlap_aa_alternates_apart_and_overlap_then_calibrates(ran, tmp_path: 
     ids = [cmd[cmd.index("--run-id") + 1] for cmd, _ in runs]
     assert ids == ["o-apart-1", "o-overlap-1", "o-apart-2", "o-overlap-2"]
     assert all(("--overlap" in cmd) == ("overlap" in i) for (cmd, _), i in zip(runs, ids, strict=True))
+    # the apart runs pin their timed processes as the overlap does: the compiles beside differ alone
+    assert all(("--pin-timing" in cmd) == ("apart" in i) for (cmd, _), i in zip(runs, ids, strict=True))
     assert all("--compile-pool" in cmd and cmd[3] == "run" for cmd, _ in runs)
     assert cal[cal.index("--aa") + 1 : cal.index("--slowed")] == [
         str(tmp_path / f"o-apart-{i}") for i in (1, 2)

@@ -29,6 +29,7 @@ from suite.measure.provenance import matmul_fields
 from suite.measure.timing import StopRule, TimingLoop, synchronizer
 from suite.spec.model import Cell
 from suite.stats import median
+from suite.system.cpus import cpu_text
 
 # the result's per-call milliseconds by series (not a CSV column: suite.run.launch keeps them
 # apart for the samples file beside the CSV, suite.results.samples)
@@ -124,30 +125,53 @@ def _measure(cell: Cell, device: str, kind: type[Scenario], partner: Partner | N
     return row
 
 
-def _gate(loop: TimingLoop, fns: list[Callable[[], Any]], compile_s: float | None = None) -> None:
+def _gate(
+    loop: TimingLoop, fns: list[Callable[[], Any]], device: str, compile_s: float | None = None
+) -> None:
     """Under `ahead`, wait until the runner lets this process time alone (suite.measure.gate);
     in a pair, until the coordinator grants the timing (suite.measure.pairing: each of its rounds
     starts with a switch call and settling, and both workers are let go at once, so no untimed
-    call here). After a gate's wait, one untimed call of each function, so the timing starts as
-    warm as without."""
+    call here). After a gate's wait, torch's threads fitted to the CPUs the process was pinned to
+    for its timing, if any, then one untimed call of each function, so the timing starts as warm
+    as without."""
     if loop.partner is not None:
         loop.partner.ready(compile_s)
     elif gate.wait() > 0:
+        _fit_threads(device)
         for fn in fns:
             fn()
             loop.sync()
 
 
+def _fit_threads(device: str) -> None:
+    """A CPU process pinned for its timing to fewer cores than torch has threads (`--overlap`,
+    `--pin-timing`) times with one thread a core: threads sharing a core wait on each other
+    (a compiled shrunk ViT's call, 2 threads on 1 core: 380 ms; 1 thread: 0.57 ms)."""
+    import torch
+
+    cpus = gate.timing_cpus()
+    if device == "cpu" and cpus and len(cpus) < torch.get_num_threads():
+        torch.set_num_threads(len(cpus))
+
+
 def _timed_done(loop: TimingLoop) -> dict[str, Any]:
     """The timing is over: in a pair, wait for the go to finish the cell alone; the pair's
-    fields for the row (none outside a pair)."""
-    return loop.partner.timed() if loop.partner is not None else {}
+    fields for the row. Outside a pair, where the runner pinned this process to time: the CPUs
+    and torch's threads it timed with."""
+    if loop.partner is not None:
+        return loop.partner.timed()
+    cpus = gate.timing_cpus()
+    if not cpus:
+        return {}
+    import torch
+
+    return {"timing_cpus": cpu_text(cpus), "torch_threads": torch.get_num_threads()}
 
 
 def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energy) -> dict[str, Any]:
     with PeakMemory(device) as mem:
         warmup = scenario.warm_up_eager(loop)
-    _gate(loop, [scenario.eager])
+    _gate(loop, [scenario.eager], device)
     rule = StopRule.of(scenario.cell.settings)
     with Health(device, calls=rule.max_calls) as health:  # the machine's health while timed
         timed = loop.until([scenario.eager], rule)
@@ -187,7 +211,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
         warmup = loop.warm_up(compiled, compiled=True)
     ledger.warm_up_done()
     accuracy = scenario.accuracy(compiled)
-    _gate(loop, [scenario.eager, compiled], (first_ms - eager_call_ms) / 1000)
+    _gate(loop, [scenario.eager, compiled], device, (first_ms - eager_call_ms) / 1000)
     rule = StopRule.of(s)
     with Health(device, calls=2 * rule.max_calls) as health:
         timed = loop.until([scenario.eager, compiled], rule)

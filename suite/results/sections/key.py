@@ -85,7 +85,12 @@ SECTION = Section(
             "input_source", contract=False, setting=True, doc="which image fed the model (URL or file name)"
         ),
         Column(
-            "torch_threads", INT, contract=False, setting=True, doc="`torch.get_num_threads()` in the worker"
+            "torch_threads",
+            INT,
+            contract=False,
+            setting=True,
+            doc="`torch.get_num_threads()` in the worker as it timed (on a CPU, one a core where it was "
+            "pinned to fewer to time: `timing_cpus`)",
         ),
         Column(
             "malloc",
