@@ -213,8 +213,8 @@ def add_schedule_args(p: argparse.ArgumentParser, default: str = "ahead") -> Non
         default="fork",
         help="ahead: fork each process from one that imported torch and transformers once and never "
         "touched CUDA (its start-up paid once; where CUDA was initialised by the imports it refuses, "
-        "in one line, and the processes are spawned), or spawn each fresh; serial always spawns "
-        "(default: %(default)s)",
+        "in one line, and the processes are spawned), or spawn each fresh; serial spawns, but for a "
+        "pair's runner (--pair), whose one process per cell forks alike (default: %(default)s)",
     )
     p.add_argument(
         "--overlap",

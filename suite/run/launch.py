@@ -35,6 +35,7 @@ from suite.results.layout import from_wire
 from suite.results.samples import SERIES
 from suite.run.environ import child_env
 from suite.spec.model import Cell
+from suite.spec.schedule import FORK, SPAWN
 
 WORKER_MODULE = "suite.measure.worker"
 # A several-row cell's result: its rows' fields, each checked, then spread by `rows_of`.
@@ -205,7 +206,9 @@ class WorkerJob:
     `python -m MODULE CELL_JSON RESULT_JSON DEVICE [PHASE] [ARGS...]` (the worker by default; the
     cross-check's child too), and the fields in `keep` are taken from its result. `sweep_env`:
     what every process of the sweep starts with (a pair's coordinator: suite.run.runner.Pairing),
-    kept by every process of the cell; `extra_env`: this process's own."""
+    kept by every process of the cell; `extra_env`: this process's own. `fork`: a fork server's
+    offer (a pair's runner: suite.run.runner), taken by the cell's own process, never by its
+    compile-cost ones (their start is part of what they measure)."""
 
     cell: Cell
     device_type: str
@@ -220,6 +223,7 @@ class WorkerJob:
     args: tuple[str, ...] = ()
     keep: Collection[str] = COLUMNS
     sweep_env: Mapping[str, str] = field(default_factory=dict)
+    fork: Fork | None = None
 
 
 class Process(Protocol):
@@ -333,6 +337,7 @@ class WorkerResult:
     wall_s: float
     log_file: str
     ahead_s: float = 0.0  # of wall_s, a compile process's ahead of the timing (suite.run.schedule)
+    start: str = SPAWN  # how its process started: spawned, or forked from a fork server
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -373,7 +378,7 @@ def run_worker(job: WorkerJob) -> WorkerResult:
     argv = [str(cell_file), str(result_path), job.device_type]
     argv += [job.phase] if job.phase != MEASURE else []
     start = time.monotonic()
-    worker = start_worker(job, attempt, [*argv, *job.args])
+    worker = start_worker(job, attempt, [*argv, *job.args], job.fork if job.phase == MEASURE else None)
     try:
         returncode: int | None = worker.proc.wait(timeout=cell.settings.timeout_s)
     except subprocess.TimeoutExpired:
@@ -390,7 +395,8 @@ def run_worker(job: WorkerJob) -> WorkerResult:
     else:
         fields = exit_fields(returncode, attempt.log_path)
     log_file = str(attempt.log_path.relative_to(job.paths.run_dir))
-    return WorkerResult(rows_of(cell, fields), wall, log_file)
+    start = SPAWN if isinstance(worker.proc, subprocess.Popen) else FORK
+    return WorkerResult(rows_of(cell, fields), wall, log_file, start=start)
 
 
 def kill_group(proc: Process) -> None:

@@ -32,6 +32,7 @@ from suite.run.lock import RunLock
 from suite.run.pair import RunnerLine
 from suite.run.preflight import DEFAULT_MIN_FREE_MB, megabytes
 from suite.run.progress import Progress, row_warnings
+from suite.run.zygotes import Zygotes
 from suite.spec import schedule as plan_mod
 from suite.spec.model import Cell
 from suite.spec.pair_protocol import PAIR_ENV, ROLE_ENV, ROLES, pair_key
@@ -174,10 +175,11 @@ class Sweep:
 
     @property
     def forks(self) -> bool:
-        """Whether `ahead` forks its processes (suite.spec.schedule.forks), with workers of this
-        very interpreter (a zygote must be a Python with this suite)."""
+        """Whether `ahead`, or a pair's runner, forks its processes (suite.spec.schedule.forks),
+        with workers of this very interpreter (a zygote must be a Python with this suite)."""
         device = self.environment.device_type
-        return plan_mod.forks(self.schedule, self.process_start, device) and self.python == sys.executable
+        forked = plan_mod.forks(self.schedule, self.process_start, device, paired=self.pair is not None)
+        return forked and self.python == sys.executable
 
     @property
     def paths(self) -> RunPaths:
@@ -242,18 +244,29 @@ def _serial(sweep: Sweep, paths: RunPaths, todo: Sequence[tuple[int, Cell]], rec
     keys = [pair_key(cell.key_fields(device)) for _, cell in todo]
     line = _pair_line(sweep.pair, keys) if sweep.pair else None
     env = sweep.pair.env() if sweep.pair else {}
+    # a pair's runner forks each cell's process from a zygote (its imports paid once), as `ahead` does
+    zygotes = Zygotes(sweep.python, paths.logs, _say_stderr) if sweep.forks else None
+    fork = zygotes.spawn if zygotes is not None else None
     try:
         for (index, cell), key in zip(todo, keys, strict=True):
             record.check_disk(cell)
             record.progress.start(cell)
             started = _now()
-            job = WorkerJob(cell, sweep.environment.device_type, paths, index, sweep.python, sweep_env=env)
-            record(index, cell, schedule_mod.tagged(cell_path.run_cell(job), plan_mod.SERIAL), started)
+            device_type = sweep.environment.device_type
+            job = WorkerJob(cell, device_type, paths, index, sweep.python, sweep_env=env, fork=fork)
+            result = cell_path.run_cell(job)
+            record(index, cell, schedule_mod.tagged(result, plan_mod.SERIAL, start=result.start), started)
             if line is not None:
                 line.ended(key)
     finally:
+        if zygotes is not None:
+            zygotes.close()
         if line is not None:
             line.close()
+
+
+def _say_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _pair_line(pair: Pairing, keys: Sequence[str]) -> RunnerLine:

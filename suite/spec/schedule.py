@@ -19,17 +19,19 @@ from suite.spec.model import Cell
 SERIAL, AHEAD = "serial", "ahead"
 SCHEDULES: tuple[str, ...] = (AHEAD, SERIAL)
 OVERLAP = "overlap"  # what an `ahead` row says when the next wave compiled beside its timing
-# how an `ahead` process starts: forked from a zygote that imported torch and transformers once
-# (suite.measure.zygote), or spawned fresh; `serial` always spawns
+# how an `ahead` process (and a pair's one process per cell) starts: forked from a zygote that
+# imported torch and transformers once (suite.measure.zygote), or spawned fresh; `serial` outside
+# a pair always spawns
 FORK, SPAWN = "fork", "spawn"
 PROCESS_STARTS: tuple[str, ...] = (FORK, SPAWN)
 
 
-def forks(schedule: str, process_start: str, device_type: str) -> bool:
-    """Whether a sweep's shared processes are forked: `ahead` with `fork`, on a CPU or a GPU (the
-    zygote never touches CUDA, refuses to fork where its imports did, and each forked worker
-    initialises CUDA itself: suite.measure.zygote)."""
-    return schedule == AHEAD and process_start == FORK and device_type in ("cpu", "cuda")
+def forks(schedule: str, process_start: str, device_type: str, paired: bool = False) -> bool:
+    """Whether a sweep's processes are forked: `ahead`'s, and a pair runner's (`serial`, one
+    process per cell, `paired`), with `fork`, on a CPU or a GPU (the zygote never touches CUDA,
+    refuses to fork where its imports did, and each forked worker initialises CUDA itself:
+    suite.measure.zygote)."""
+    return (schedule == AHEAD or paired) and process_start == FORK and device_type in ("cpu", "cuda")
 
 
 Indexed = tuple[int, Cell]  # a cell and its place in the sweep (its files' names)

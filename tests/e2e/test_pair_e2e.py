@@ -40,6 +40,7 @@ def test_a_pair_takes_turns_and_catches_a_planted_slow_down(tmp_path: Path) -> N
         for r in rows.values():
             assert r["status"] == "ok" and r["stop_reason"] == "pair", r
             assert r["pair_role"] == role and r["pair_partner"] == "any" and r["timing_cpus"], r
+            assert r["process_start"] == "fork", r  # each cell's process forked from its runner's zygote
     assert base["default"]["pair_id"] == new["default"]["pair_id"]
     slowed = new["default"]
     rounds = int(slowed["pair_rounds"])

@@ -96,6 +96,8 @@ def test_forked_processes_pay_the_imports_once(capsys) -> None:
     spawn, and every row says how its process started."""
     assert forks(AHEAD, FORK, "cpu") and forks(AHEAD, FORK, "cuda") and not forks(SERIAL, FORK, "cpu")
     assert not forks(AHEAD, SPAWN, "cpu") and not forks(AHEAD, SPAWN, "cuda")
+    # a pair's runner (serial, one process per cell) forks its processes alike
+    assert forks(SERIAL, FORK, "cpu", paired=True) and not forks(SERIAL, SPAWN, "cpu", paired=True)
     cells = _full()
     spawned, forked = (cost.estimate_schedule(cells, "cpu", AHEAD, 2, fork=f) for f in (False, True))
     groups = groups_of(list(enumerate(cells)))
