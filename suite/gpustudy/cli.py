@@ -14,10 +14,19 @@ from dataclasses import replace
 from pathlib import Path
 
 from suite.errors import UsageError
-from suite.gpustudy.estimate import STUDY_CORES, Planner, budget_of, cut_into_calls, plan_call, plan_step
+from suite.gpustudy.estimate import (
+    STUDY_CORES,
+    Planner,
+    budget_of,
+    cut_into_calls,
+    plan_call,
+    plan_step,
+    time_parts,
+)
 from suite.gpustudy.plan import (
     CALL_FILES,
     CALL_LIMIT_S,
+    CHECKS,
     DEFAULT_DEADLINE_S,
     DEFAULT_MATRIX,
     DEFAULT_REFERENCE,
@@ -194,6 +203,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"with every run step under --overlap (the next wave compiling beside the timing; not the "
         f"default until measured: docs/gpu-study.md): {format_duration(sum(p.seconds for p in overlapped))}"
     )
+    print(time_parts(planned, planner, checks=len(CHECKS)).line())
     if not seconds:
         print("no deadline: one call runs every step")
         return 0

@@ -17,7 +17,7 @@ import math
 import os
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from suite.errors import UsageError
@@ -40,11 +40,15 @@ from suite.spec.cost import (
     ahead_timing_seconds,
     compile_process_seconds,
     estimate_on,
+    format_duration,
     params_m,
+    sweep_phases,
+    timed_seconds,
 )
 from suite.spec.expand import expand
 from suite.spec.model import Cell, Matrix
 from suite.spec.schedule import AHEAD, SERIAL, compiled_ahead, pool_size
+from suite.spec.vocab import DYNAMIC_BATCH
 from suite.spec.warmup import BLOCK_CALLS, SETTLE_MS, calls_made
 
 STUDY_CORES = 16  # the machine the study is planned for: one H100 or H200 with 16 cores
@@ -283,3 +287,75 @@ def cut_into_calls(planned: Sequence[PlannedStep], budget_s: float) -> list[Call
         cut.items.append((p, tuple(done)))
     cut.close()
     return cut.calls
+
+
+@dataclass(frozen=True)
+class TimeParts:
+    """Where a plan's time goes, by the cost model: the checks; the study's run steps split into
+    their timed calls, compile waves, energy windows, process exits and the rest of each process
+    (start, model, warm-up, accuracy check, compile-cost and dynamic-batch processes); its
+    cross-checks, repetitions and pairs whole; every step's own start-up. The parts add up to
+    the plan's total."""
+
+    checks_s: float = 0.0
+    timed_calls_s: float = 0.0
+    compile_waves_s: float = 0.0
+    energy_s: float = 0.0
+    exits_s: float = 0.0
+    rest_s: float = 0.0
+    crosschecks_s: float = 0.0
+    repeats_s: float = 0.0
+    startups_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return sum(getattr(self, f.name) for f in fields(self))
+
+    def line(self) -> str:
+        """`plan`'s line: each part's h:mm:ss."""
+        runs = self.timed_calls_s + self.compile_waves_s + self.energy_s + self.exits_s + self.rest_s
+        return (
+            f"where the time goes: the checks {format_duration(self.checks_s)}; the study's run steps "
+            f"{format_duration(runs)} (timed calls {format_duration(self.timed_calls_s)}, compile waves "
+            f"{format_duration(self.compile_waves_s)}, energy windows {format_duration(self.energy_s)}, "
+            f"process exits {format_duration(self.exits_s)}, the rest of each process "
+            f"{format_duration(self.rest_s)}); cross-checks {format_duration(self.crosschecks_s)}; "
+            f"repetitions {format_duration(self.repeats_s)}; the steps' own start-ups "
+            f"{format_duration(self.startups_s)}"
+        )
+
+
+def time_parts(planned: Sequence[PlannedStep], planner: Planner, checks: int = 0) -> TimeParts:
+    """The plan's total in parts (TimeParts); the first `checks` steps are the checks, whole."""
+    parts: dict[str, float] = {f.name: 0.0 for f in fields(TimeParts)}
+    for i, p in enumerate(planned):
+        if i < checks:
+            parts["checks_s"] += p.seconds
+            continue
+        parts["startups_s"] += STEP_OVERHEAD_S
+        body = p.seconds - STEP_OVERHEAD_S
+        if p.step.verb == "crosscheck":
+            parts["crosschecks_s"] += body
+        elif p.step.verb != "run":
+            parts["repeats_s"] += body
+        else:
+            split = _run_parts(p, planner)
+            for name, seconds in split.items():
+                parts[name] += seconds
+            parts["rest_s"] += body - sum(split.values())
+    return TimeParts(**parts)
+
+
+def _run_parts(p: PlannedStep, planner: Planner) -> dict[str, float]:
+    """A run step's timed calls, compile waves, energy windows and exits (its rest aside)."""
+    m = planner.machine(p.step)
+    schedule = estimate_on(p.cells, m, AHEAD)
+    energy = schedule.total_s - estimate_on(p.cells, replace(m, energy=False), AHEAD).total_s
+    timed = sum(timed_seconds(c, m.device_type, m.times) for c in p.cells if c.scenario != DYNAMIC_BATCH)
+    exits = sum(ph.exit_s for ph in sweep_phases(p.cells, m))
+    return {
+        "timed_calls_s": timed,
+        "compile_waves_s": schedule.compile_s,
+        "energy_s": energy,
+        "exits_s": exits,
+    }

@@ -311,6 +311,11 @@ class _Calls:
         return gate + seconds + settle_seconds(paired, timed_calls(cell))
 
 
+def timed_seconds(cell: Cell, device_type: str = "cuda", times: CallTimes = NO_TIMES) -> float:
+    """A cell's timed part alone (_Calls.timed_s): the calls the stopping rule makes and their settling."""
+    return _Calls.of(cell, RATES[device_type], times).timed_s(cell)
+
+
 def rates_of(device_type: str, energy: bool = True) -> Rates:
     """The rates of `device_type` ("cuda" or "cpu"); without the energy window where `energy` is
     False (SUITE_ENERGY=off in the workers' environment: suite.measure.energy)."""

@@ -128,6 +128,26 @@ def test_a_step_is_estimated_by_the_schedule_that_runs_it(matrix):
     assert overlapped.seconds <= p.seconds
 
 
+def test_the_plan_says_where_its_time_goes_and_the_parts_add_up(matrix, capsys):
+    """The checks whole, the run steps' timed calls, compile waves, energy windows, exits and the
+    rest, the cross-checks, the repetitions and each step's start-up: together the plan's total."""
+    planner = estimate.Planner.of(study.GPU, DEFAULT_REFERENCE)
+    planned = _planned(matrix, "gpu")
+    parts = estimate.time_parts(planned, planner, checks=len(study.CHECKS))
+    assert parts.total_s == pytest.approx(sum(p.seconds for p in planned))
+    assert parts.checks_s == pytest.approx(sum(p.seconds for p in planned[: len(study.CHECKS)]))
+    assert min(parts.timed_calls_s, parts.compile_waves_s, parts.energy_s, parts.exits_s, parts.rest_s) > 0
+    assert parts.startups_s == study.STEP_OVERHEAD_S * len(study.STUDY_STEPS)
+    # without the energy window, that part alone goes
+    quiet = [
+        estimate.plan_step(matrix, dataclasses.replace(p.step, energy=False), study.GPU, planner)
+        for p in planned
+    ]
+    assert estimate.time_parts(quiet, planner, checks=len(study.CHECKS)).energy_s == 0
+    assert main(["gpu-study", "plan"]) == 0
+    assert parts.line() in capsys.readouterr().out
+
+
 def test_the_first_call_fits_a_held_window(matrix, capsys):
     """The prepared first call: one `run` of at most 9 minutes, its steps' budget from the time
     it is given, the headline in it by the cost model, at most 6 files back."""
