@@ -80,3 +80,32 @@ def test_the_pair_rule_names_each_verdict() -> None:
     assert suspect.verdict == pairrule.SUSPECT_COMPILE and not suspect.regressed
     assert "busy,host-varied" in suspect.why[0]
     assert pairrule.PairFigures.of(paired("base", 10.0).get) is None  # the base side carries no ratios
+
+
+def test_the_stable_vs_table_reads_an_eager_only_cell_by_its_pair(tmp_path: Path) -> None:
+    """A cell with no compiled row (the smoke profile's eager-only models) timed side by side:
+    its `no compile` ratio is the pair's, not the ratio of two separate medians."""
+    from suite.report.load import load
+    from suite.report.study import Study
+    from suite.report.tables.stable_vs import stable_vs_others
+
+    base = paired("base", 10.0) | {"mode": "eager", "speedup": None, "compile_s": None}
+    new = paired("new", 12.5, latency=(0.97, 0.95, 0.99)) | {
+        "mode": "eager",
+        "build": "nightly",
+        "speedup": None,
+        "compile_s": None,
+    }
+    resnet = {"model": "ResNet", "model_id": "resnet"}  # a compiled model, so the table has a mode
+    compiled = [
+        paired("base", 5.0) | resnet,
+        paired("new", 5.0, latency=(1.0, 0.99, 1.01)) | resnet | {"build": "nightly"},
+    ]
+    folder = write(tmp_path / "run", [base, new, *compiled])
+    (table,) = stable_vs_others(Study(load([folder]).frame, {"stable": "stable", "nightly": "nightly"}))
+    rows = [r for r in table.rows if "ViT" in str(r[0])]
+    assert len(table.rows) == 2 and len(rows) == 1
+    cells = dict(zip([c.csv for c in table.columns], rows[0], strict=True))
+    assert cells["nightly vs stable: rule"] == "paired: unchanged"
+    gain = cells["nightly vs stable without torch.compile"]
+    assert (gain.factor, gain.low, gain.high) == (0.97, 0.95, 0.99)  # not 10.0 / 12.5

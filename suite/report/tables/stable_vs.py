@@ -44,14 +44,22 @@ def pair_note(base: str, new: str) -> str:
     )
 
 
-def paired_vs(base: str, compiled: Measurement | None) -> tuple[Gain, Gain | None, str] | None:
+def paired_vs(
+    base: str, compiled: Measurement | None, eager: Measurement | None = None
+) -> tuple[Gain | None, Gain | None, str] | None:
     """A compiled row timed side by side with `base`: its paired compiled and eager ratios and the
-    pair's verdict (suite.run.pairrule); None where it was not."""
-    pair = compiled.pair if compiled is not None and compiled.ok else None
+    pair's verdict (suite.run.pairrule); a cell with no compiled row, its eager row's paired ratio
+    (no compiled one); None where it was not timed side by side."""
+    eager_only = compiled is None and eager is not None
+    row = eager if eager_only else compiled
+    pair = row.pair if row is not None and row.ok else None
     if pair is None or pair.partner != base or "latency" not in pair.ratios:
         return None
     gains = {k: Gain(r.value, r.low, r.high) for k, r in pair.ratios.items()}
-    return gains["latency"], gains.get("eager_latency"), f"paired: {pairrule.judge(pair).verdict}"
+    verdict = f"paired: {pairrule.judge(pair).verdict}"
+    if eager_only:  # an eager row's own latency ratio is its eager one
+        return None, gains["latency"], verdict
+    return gains["latency"], gains.get("eager_latency"), verdict
 
 
 def split_cells(
@@ -137,7 +145,7 @@ def _stable_vs(study: Study, s: str, b: str, gpu: Gpu, setup: Setup, mode: str) 
                 continue
             s_eager, s_compiled = durations(cells[s, EAGER], cells[s, mode])
             b_eager, b_compiled = durations(cells[b, EAGER], cells[b, mode])
-            paired = paired_vs(s, cells[b, mode])
+            paired = paired_vs(s, cells[b, mode], cells[b, EAGER])
             vs: list[object] = [cross_gain(s_eager, b_eager), cross_gain(s_compiled, b_compiled), "separate"]
             if paired is not None:
                 vs = [paired[1] or vs[0], paired[0], paired[2]]
