@@ -246,7 +246,8 @@ def test_the_gate_waits_for_its_go_and_hands_over_the_idle_processes(tmp_path: P
 def test_a_process_pinned_to_time_on_a_cpu_gets_one_thread_a_core_and_says_so(monkeypatch) -> None:
     """Pinned at its gate to fewer cores than torch has threads (`--overlap`, `--pin-timing`), a
     CPU worker times with one thread a core (threads sharing a core wait on each other), and its
-    row says where and with how many; on a GPU the threads stay; unpinned, the row says nothing."""
+    row says where and with how many; on a GPU the threads stay and the row says nothing of the
+    pin; unpinned, the row says nothing."""
     import torch
 
     from suite.measure import gate
@@ -262,11 +263,12 @@ def test_a_process_pinned_to_time_on_a_cpu_gets_one_thread_a_core_and_says_so(mo
         assert torch.get_num_threads() == 2  # a GPU worker's threads are not the figure's
         base._fit_threads("cpu")
         assert torch.get_num_threads() == 1
-        assert base._timed_done(loop) == {"timing_cpus": "5", "torch_threads": 1}
+        assert base._timed_done(loop, "cpu") == {"timing_cpus": "5", "torch_threads": 1}
+        assert base._timed_done(loop, "cuda") == {}  # a GPU's rows stay comparable with unpinned ones
         monkeypatch.setattr(gate, "_cpus", [])
         torch.set_num_threads(2)
         base._fit_threads("cpu")
-        assert torch.get_num_threads() == 2 and base._timed_done(loop) == {}
+        assert torch.get_num_threads() == 2 and base._timed_done(loop, "cpu") == {}
     finally:
         torch.set_num_threads(before)
 

@@ -154,14 +154,15 @@ def _fit_threads(device: str) -> None:
         torch.set_num_threads(len(cpus))
 
 
-def _timed_done(loop: TimingLoop) -> dict[str, Any]:
+def _timed_done(loop: TimingLoop, device: str) -> dict[str, Any]:
     """The timing is over: in a pair, wait for the go to finish the cell alone; the pair's
-    fields for the row. Outside a pair, where the runner pinned this process to time: the CPUs
-    and torch's threads it timed with."""
+    fields for the row. Outside a pair, a CPU process the runner pinned to time: the CPUs and
+    torch's threads it timed with, settings of its figures (`compare` matches rows on them). A
+    GPU's figures are the device's: its rows stay comparable with those timed unpinned."""
     if loop.partner is not None:
         return loop.partner.timed()
     cpus = gate.timing_cpus()
-    if not cpus:
+    if not cpus or device != "cpu":
         return {}
     import torch
 
@@ -176,7 +177,7 @@ def _eager_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: Energ
     with Health(device, calls=rule.max_calls) as health:  # the machine's health while timed
         timed = loop.until([scenario.eager], rule)
         health.calls = timed.fields()["calls"]  # (suite.measure.health: page faults per call)
-    pair = _timed_done(loop)
+    pair = _timed_done(loop, device)
     (samples,) = timed.samples
     pair.update(devicetime.fields(device, {"": scenario.eager}, loop.sync, {"": median(samples)}))
     energy.blocks([(EAGER, scenario.eager)], who=scenario.cell.label)
@@ -216,7 +217,7 @@ def _compiled_cell(scenario: Scenario, loop: TimingLoop, device: str, energy: En
     with Health(device, calls=2 * rule.max_calls) as health:
         timed = loop.until([scenario.eager, compiled], rule)
         health.calls = timed.fields()["calls"]
-    pair = _timed_done(loop)
+    pair = _timed_done(loop, device)
     eager_samples, samples = timed.samples
     fns, medians = (
         {"": compiled, "eager_": scenario.eager},

@@ -49,8 +49,8 @@ SECTION = Section(
             "timing_cpus",
             contract=False,
             setting=True,
-            doc="the CPUs the worker was pinned to while it timed: both workers of a pair, or the "
-            "timed process of `--overlap` and `--pin-timing` (a setting: compare matches rows on it)",
+            doc="the CPUs the worker was pinned to while it timed: both workers of a pair, or on a CPU "
+            "the timed process of `--overlap` and `--pin-timing` (a setting: compare matches rows on it)",
         ),
     ),
     notes="A pair's rows say `stop_reason: pair` (the coordinator stopped both workers' rounds: "
