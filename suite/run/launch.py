@@ -282,6 +282,12 @@ class Started:
     attempt: Attempt
     pump: threading.Thread
 
+    @property
+    def start(self) -> str:
+        """How its process started: spawned fresh, or forked from a fork server (whose children
+        are not `subprocess.Popen`s: suite.run.zygotes.Forked)."""
+        return SPAWN if isinstance(self.proc, subprocess.Popen) else FORK
+
     def end(self) -> None:
         kill_group(self.proc)
         self.pump.join(timeout=10)  # EOF once the group is gone
@@ -395,8 +401,7 @@ def run_worker(job: WorkerJob) -> WorkerResult:
     else:
         fields = exit_fields(returncode, attempt.log_path)
     log_file = str(attempt.log_path.relative_to(job.paths.run_dir))
-    start = SPAWN if isinstance(worker.proc, subprocess.Popen) else FORK
-    return WorkerResult(rows_of(cell, fields), wall, log_file, start=start)
+    return WorkerResult(rows_of(cell, fields), wall, log_file, start=worker.start)
 
 
 def kill_group(proc: Process) -> None:

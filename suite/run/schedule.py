@@ -35,12 +35,11 @@ from typing import Any
 from suite.measure.gate import GATE_ENV, READY, open_gate
 from suite.run import cell_path, launch, rerun
 from suite.run.launch import Attempt, RunPaths, Started, WorkerJob, WorkerResult
-from suite.run.zygotes import Forked, Zygotes
+from suite.run.zygotes import Zygotes
 from suite.spec.cost import compile_process_seconds, estimate_schedule, format_duration
 from suite.spec.model import Cell
 from suite.spec.schedule import (
     AHEAD,
-    FORK,
     OVERLAP,
     SERIAL,
     SPAWN,
@@ -145,7 +144,7 @@ class Held:
     @property
     def start(self) -> str:
         """How the process started: forked from a zygote, or spawned fresh."""
-        return FORK if isinstance(self.proc, Forked) else SPAWN
+        return self.worker.start
 
 
 def run_ahead(ahead: Ahead, cells: Sequence[Indexed]) -> None:
