@@ -135,6 +135,9 @@ class Agreement:
     mask_iou: float | None = None
     max_abs_diff: float = 0.0
     scaled_diff: float = 0.0  # max over outputs of |diff| / max(1, max |float32 eager|)
+    # each image whose top-1 changed, where the reference's logits are known: the reference's
+    # logits for its own top-1 class and for the new one (`ties` judges them by the cell's dtype)
+    flips: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.task not in (CLASSIFICATION, DETECTION, SEGMENTATION):
@@ -147,12 +150,35 @@ class Agreement:
         `diff_bound` of float32 eager's (a NaN fails)."""
         if math.isnan(self.scaled_diff) or self.scaled_diff > diff_bound(s):
             return False
+        top1 = None if self.top1 is None else self.top1 + len(self.ties(s)) / self.inputs
         rules = {
-            CLASSIFICATION: ((self.top1, s.parity_top1), (self.top5, s.parity_top5)),
+            CLASSIFICATION: ((top1, s.parity_top1), (self.top5, s.parity_top5)),
             DETECTION: ((self.box_iou, s.parity_box_iou), (self.labels, s.parity_labels)),
             SEGMENTATION: ((self.mask_iou, s.parity_mask_iou),),
         }[self.task]
         return all(value is not None and value >= threshold for value, threshold in rules)
+
+    def ties(self, s: Settings) -> list[tuple[float, float]]:
+        """The top-1 changes whose two classes are one number in the cell's dtype: the
+        reference's logits for them closer than a unit in that dtype's last place at their size.
+        The dtype cannot tell such classes apart, so which one wins is its rounding, not a
+        changed answer: the rule counts them as agreeing (`top1` stays the share unchanged)."""
+        dtype = compute_dtype(s.dtype)
+        return [(a, b) for a, b in self.flips if abs(a - b) < ulp(dtype, max(abs(a), abs(b)))]
+
+    def tie_note(self, s: Settings) -> str:
+        """What the row's note says of the ties ("" without any)."""
+        ties = self.ties(s)
+        if not ties:
+            return ""
+        dtype = compute_dtype(s.dtype)
+        gap = max(abs(a - b) for a, b in ties)
+        unit = min(ulp(dtype, max(abs(a), abs(b))) for a, b in ties)
+        return (
+            f"top-1 changed on {len(ties)} of {self.inputs} image(s) between classes that are one "
+            f"number in {dtype} (the reference's logits {gap:.2g} apart at most, a unit in the last "
+            f"place {unit:.2g}): counted as agreeing"
+        )
 
     def fields(self, s: Settings) -> dict[str, Any]:
         return {
@@ -170,6 +196,24 @@ class Agreement:
 
 
 EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
+def ulp(dtype: str, size: float) -> float:
+    """The gap between `dtype`'s neighbouring numbers at `size` (a unit in the last place):
+    its epsilon times the power of two at or below `size` (its smallest normal one at 0)."""
+    return EPS[dtype] * 2.0 ** math.floor(math.log2(size)) if size > 0 else EPS[dtype] * 2.0**-14
+
+
+def logit_rows(task: str, tensors: list[Any], images: int) -> list[Any] | None:
+    """Each image's logits among a classifier's output tensors (`scaled_diff`'s, in
+    suite.measure.accuracy.flatten_tensors' order: the logits first), None where there are none
+    of that shape (not a classifier, or an output of another form: no tie is then allowed)."""
+    if task != CLASSIFICATION or not tensors:
+        return None
+    logits = tensors[0]
+    if logits.dim() != 2 or logits.shape[0] != images:
+        return None
+    return list(logits.float())
 
 
 def diff_bound(s: Settings) -> float:
@@ -196,16 +240,27 @@ def scaled_diff(ref: list[Any], out: list[Any]) -> tuple[float, float]:
     return worst, scaled
 
 
-def agreement(task: str, ref: list[Any], out: list[Any], diffs: tuple[float, float]) -> Agreement:
+def agreement(
+    task: str, ref: list[Any], out: list[Any], diffs: tuple[float, float], ref_logits: list[Any] | None = None
+) -> Agreement:
     """The per-image answers `out` against `ref` (`answers` of each, same images, same order);
-    `diffs`: (max |diff|, scaled diff) of the outputs (`scaled_diff`)."""
+    `diffs`: (max |diff|, scaled diff) of the outputs (`scaled_diff`); `ref_logits`: a
+    classifier's reference logits per image (`logit_rows`), which tell a tie from a change."""
     if len(ref) != len(out) or not ref:
         raise ValueError(f"{len(out)} answers judged against {len(ref)}")
     n, (max_abs_diff, scaled) = len(ref), diffs
     if task == CLASSIFICATION:
-        top1 = sum(r[0] == o[0] for r, o in zip(ref, out, strict=True)) / n
-        top5 = sum(len(set(r) & set(o)) / len(r) for r, o in zip(ref, out, strict=True)) / n
-        return Agreement(task, n, top1=top1, top5=top5, max_abs_diff=max_abs_diff, scaled_diff=scaled)
+        pairs = list(zip(ref, out, strict=True))
+        top1 = sum(r[0] == o[0] for r, o in pairs) / n
+        top5 = sum(len(set(r) & set(o)) / len(r) for r, o in pairs) / n
+        flips = tuple(
+            (float(row[r[0]]), float(row[o[0]]))
+            for (r, o), row in zip(pairs, ref_logits or [None] * n, strict=True)
+            if r[0] != o[0] and row is not None
+        )
+        return Agreement(
+            task, n, top1=top1, top5=top5, max_abs_diff=max_abs_diff, scaled_diff=scaled, flips=flips
+        )
     if task == DETECTION:
         pairs = [match_boxes(r, o) for r, o in zip(ref, out, strict=True)]
         return Agreement(

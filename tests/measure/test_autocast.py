@@ -116,7 +116,10 @@ def test_autocast_cell_keeps_float32_weights_and_runs_under_autocast(monkeypatch
         assert scenario.eager().logits.dtype == torch.bfloat16  # the classifier's Linear, autocast
         assert scenario.model(**scenario.batch).logits.dtype == torch.float32  # outside: float32
         row = scenario.extra_fields(LOOP, None)
-    assert row["parity"] == "pass" and row["parity_top1"] == 1.0, row
+    # every top-1 kept, or changed only between classes that are one number in bfloat16 (a tie:
+    # under torch 2.0.1 one of the random-weight ViT's six images flips between logits 0.0011 apart)
+    assert row["parity"] == "pass", row
+    assert row["parity_top1"] == 1.0 or "counted as agreeing" in row["parity_note"], row
     assert 0 < row["parity_scaled_diff"] <= row["parity_diff_bound"] == 64 * 2**-7
     assert "torch.autocast('cpu', bfloat16)" in row["parity_note"]
     # the compiled cell's calls are under autocast too (the model stands in for its compiled self:

@@ -54,6 +54,28 @@ def test_classification_agreement_and_rule() -> None:
     assert not nan.passed(Settings())
 
 
+def test_a_top1_change_between_classes_one_number_in_the_dtype_is_a_tie() -> None:
+    """A flip between logits closer than a unit in the dtype's last place agrees; a wider one,
+    or the same gap judged in a finer dtype, does not."""
+    assert parity.ulp("bfloat16", 1.87) == 2.0**-7 and parity.ulp("bfloat16", 0.5) == 2.0**-8
+    assert parity.ulp("float16", 1.0) == 2.0**-10 and parity.ulp("float32", 3.0) == 2.0**-23 * 2
+    ref = [[3, 0, 1, 2, 4], [1, 0, 2, 3, 4]]
+    out = [[0, 3, 1, 2, 4], [1, 0, 2, 3, 4]]  # the first image's top-1 changed, 3 -> 0
+    tied = torch.tensor([[1.8689, 0.1, 0.2, 1.8700, 0.0], [0.5, 1.9, 0.1, 0.0, -1.0]])
+    apart = tied.clone()
+    apart[0, 3] = 1.9000  # 0.031 apart: four units of bfloat16 at 1.9
+    bf16, f32 = Settings(dtype="bfloat16"), Settings()
+    judged = parity.agreement(CLS, ref, out, (0.01, 0.01), parity.logit_rows(CLS, [tied], 2))
+    assert judged.top1 == 0.5 and judged.passed(bf16), "the share stays; the rule counts the tie"
+    assert "1 of 2 image(s)" in judged.tie_note(bf16) and "bfloat16" in judged.tie_note(bf16)
+    assert not judged.passed(f32) and judged.tie_note(f32) == "", "0.0011 is no tie in float32"
+    wide = parity.agreement(CLS, ref, out, (0.01, 0.01), parity.logit_rows(CLS, [apart], 2))
+    assert not wide.passed(bf16) and wide.tie_note(bf16) == ""
+    unknown = parity.agreement(CLS, ref, out, (0.01, 0.01))  # no logits: no tie allowed
+    assert not unknown.passed(bf16)
+    assert parity.logit_rows(CLS, [tied[0]], 2) is None and parity.logit_rows(DET, [tied], 2) is None
+
+
 def test_boxes_matched_by_iou_and_label() -> None:
     ref = {
         "scores": torch.tensor([0.9, 0.8]),

@@ -83,9 +83,10 @@ class Inference(Scenario):
             if isinstance(kept, Exception):
                 return {"parity_note": one_line(f"no task answers: {type(kept).__name__}: {kept}", 200)}
         diffs = parity.scaled_diff(ran.outputs.eager, ran.outputs.compiled)
-        fields = parity.agreement(self.cell.model.task, ref, out, diffs).fields(self.cell.settings)
-        images = len(ref)
-        fields["parity_note"] = (
-            f"compiled against eager ({self.cell.settings.dtype}) on the row's {images} image(s)"
-        )
+        task, images = self.cell.model.task, len(ref)
+        judged = parity.agreement(task, ref, out, diffs, parity.logit_rows(task, ran.outputs.eager, images))
+        fields = judged.fields(self.cell.settings)
+        note = f"compiled against eager ({self.cell.settings.dtype}) on the row's {images} image(s)"
+        tie = judged.tie_note(self.cell.settings)
+        fields["parity_note"] = f"{note}; {tie}" if tie else note
         return fields

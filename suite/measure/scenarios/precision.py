@@ -122,17 +122,24 @@ class Precision(Inference):
         """The parity columns: the row's function (compiled, or eager) on every variant."""
         fn = self._call(self.compiled_model if compiled is not None else self.model)
         task, refs, outs, ref_tensors, out_tensors = self.cell.model.task, [], [], [], []
+        rows: list[Any] | None = []
         for batch, (ref_answers, ref_snapshot) in zip(self.batches, self.reference, strict=True):
             out = fn(**batch)
             ref_tensors += ref_snapshot
             out_tensors += snapshot(out)
             refs += ref_answers
             outs += parity.answers(task, self.processor, out)
-        judged = parity.agreement(task, refs, outs, parity.scaled_diff(ref_tensors, out_tensors))
+            logits = parity.logit_rows(task, ref_snapshot, len(ref_answers))
+            rows = None if rows is None or logits is None else rows + logits
+        diffs = parity.scaled_diff(ref_tensors, out_tensors)
+        judged = parity.agreement(task, refs, outs, diffs, rows)
         fields = judged.fields(self.cell.settings)
         notes = [f"against float32 eager on {len(self.batches)} inputs x batch {self.cell.batch_size}"]
         if self.autocast:
             notes.append(f"float32 weights, each call under torch.autocast({self.device!r}, {self.autocast})")
+        tie = judged.tie_note(self.cell.settings)
+        if tie:
+            notes.append(tie)
         if self.planted:
             notes.append(f"planted precision bug (SUITE_FAULT={os.environ.get('SUITE_FAULT', '')})")
         fields["parity_note"] = "; ".join(notes)

@@ -29,7 +29,11 @@ SECTION = Section(
             doc="`pass` / `fail`: the task's parity rule (the `parity_*` settings of `matrix.yaml`)",
         ),
         counted("parity_inputs", "images judged: inputs (the photograph and its 5 derivations) x batch size"),
-        _share("parity_top1", "classification: share of images whose top-1 class is float32 eager's"),
+        _share(
+            "parity_top1",
+            "classification: share of images whose top-1 class is float32 eager's (ties, which the "
+            "rule counts as agreeing, not included: [precision.md](precision.md))",
+        ),
         _share("parity_top5", "classification: mean share of float32 eager's top-5 classes kept"),
         _share(
             "parity_box_iou",
@@ -54,8 +58,8 @@ SECTION = Section(
         ),
         extra(
             "parity_note",
-            "what was judged (inputs, batch; an autocast row: its `torch.autocast` device and dtype; a "
-            "planted test fault)",
+            "what was judged (inputs, batch; an autocast row: its `torch.autocast` device and dtype; "
+            "top-1 changes that were ties in the row's dtype; a planted test fault)",
         ),
     ),
 )
