@@ -74,6 +74,11 @@ def test_a_top1_change_between_classes_one_number_in_the_dtype_is_a_tie() -> Non
     unknown = parity.agreement(CLS, ref, out, (0.01, 0.01))  # no logits: no tie allowed
     assert not unknown.passed(bf16)
     assert parity.logit_rows(CLS, [tied[0]], 2) is None and parity.logit_rows(DET, [tied], 2) is None
+    assert parity.ulp("bfloat16", float("inf")) == parity.ulp("bfloat16", float("nan")) == 0.0
+    broken = tied.clone()
+    broken[0, 0] = float("nan")
+    nan = parity.agreement(CLS, ref, out, (0.01, 0.01), parity.logit_rows(CLS, [broken], 2))
+    assert nan.ties(bf16) == [] and not nan.passed(bf16)
 
 
 def test_boxes_matched_by_iou_and_label() -> None:
