@@ -232,14 +232,25 @@ def test_tables_read_as_a_user_would() -> None:
                 "parity": "fail",
                 "parity_top1": 0.5,
             },
+            {  # one of six top-1 changes a tie (suite.measure.parity): the rule's pass, marked
+                **common,
+                "mode": "eager",
+                "dtype": "bfloat16",
+                "median_ms": 5.0,
+                "parity": "pass",
+                "parity_top1": 5 / 6,
+                "parity_note": f"against float32 eager on 6 inputs x batch 1; top-1 changed: {parity.TIED}",
+            },
         ]
     )
-    frame["parity_top1"] = [1.0, 0.5]
+    frame["parity_top1"] = [1.0, 0.5, 5 / 6]
     (table,) = precision_tables(frame)
     text = table.markdown()
     assert "What reduced precision and compiling change in the answer" in text
     cells = "| default | bfloat16 | fail | top-1 0.50 · top-5 1.00 | 0 | 4.000 | 2.50x |"
     assert f"| Image Classification/ViT {cells}" in text
+    assert "| eager | bfloat16 | pass | top-1 0.83 + ties · top-5 1.00 |" in text
+    assert text.count("+ ties") == 2, "the tied row and the note's explanation, nothing else"
     stages = {f"{s}_median_ms": 1.0 for s in ("pre", "forward", "post")}
     pipe = _frame(
         [

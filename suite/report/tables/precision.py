@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from suite.measure.parity import TIED
 from suite.report.tables.cells import number
 from suite.report.tables.table import Heading, Table, TextColumn, text_table
 from suite.spec.vocab import DTYPES, PIPELINE, PRECISION
@@ -24,7 +25,9 @@ PARITY_NOTE = (
     "x the batch) against float32 eager's: classification, top-1 agreement · share of the top-5 kept; "
     "detection, mean IoU of float32 eager's 10 most confident boxes with their matches · share with the "
     "same label; segmentation, mean IoU of the label maps. parity: the task's rule (the parity_* "
-    "settings of matrix.yaml). autocast-<dtype>: float32 weights and inputs, each call under "
+    'settings of matrix.yaml; "+ ties": top-1 changes between classes that are one number in the '
+    "cell's dtype, counted as agreeing, the row's parity_note says how many). autocast-<dtype>: "
+    "float32 weights and inputs, each call under "
     "torch.autocast to <dtype> (its diff bound is <dtype>'s). "
     "vs fp32 eager: float32 eager's median / this cell's (two processes). "
     "With random weights (smoke runs) agreement tests the numerics, not the task's quality."
@@ -77,7 +80,8 @@ def _status(row: Any) -> dict[str, Any]:
 def _agreement(row: Any) -> str:
     task = row["task"]
     if task == "Image Classification":
-        return f"top-1 {_rate(row['parity_top1'])} · top-5 {_rate(row['parity_top5'])}"
+        ties = " + ties" if TIED in str(row.get("parity_note") or "") else ""
+        return f"top-1 {_rate(row['parity_top1'])}{ties} · top-5 {_rate(row['parity_top5'])}"
     if task == "Object Detection":
         return f"box IoU {_rate(row['parity_box_iou'])} · labels {_rate(row['parity_labels'])}"
     return f"mask IoU {_rate(row['parity_mask_iou'])}"
