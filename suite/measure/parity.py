@@ -201,9 +201,9 @@ EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 def ulp(dtype: str, size: float) -> float:
     """The gap between `dtype`'s neighbouring numbers at `size` (a unit in the last place):
-    its epsilon times the power of two at or below `size`; at 0, float16's smallest normal
-    spacing (only two logits of 0 are that close); 0 where `size` is not finite: nothing is a
-    tie beside an infinity or a NaN."""
+    its epsilon times the power of two at or below `size`; at 0, its epsilon times 2^-14 (only
+    two logits of 0 are that close); 0 where `size` is not finite: nothing is a tie beside an
+    infinity or a NaN."""
     if not math.isfinite(size):
         return 0.0
     return EPS[dtype] * 2.0 ** math.floor(math.log2(size)) if size > 0 else EPS[dtype] * 2.0**-14
