@@ -10,6 +10,7 @@ cells already recorded as ok or oom are not re-run. A worker dies with this proc
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -244,18 +245,18 @@ def _serial(sweep: Sweep, paths: RunPaths, todo: Sequence[tuple[int, Cell]], rec
     keys = [pair_key(cell.key_fields(device)) for _, cell in todo]
     line = _pair_line(sweep.pair, keys) if sweep.pair else None
     env = sweep.pair.env() if sweep.pair else {}
+    device_type = sweep.environment.device_type
     # a pair's runner forks each cell's process from a zygote (its imports paid once), as `ahead` does
-    zygotes = Zygotes(sweep.python, paths.logs, _say_stderr) if sweep.forks else None
+    say = functools.partial(print, file=record.progress.stream, flush=True)
+    zygotes = Zygotes(sweep.python, paths.logs, say) if sweep.forks else None
     fork = zygotes.spawn if zygotes is not None else None
     try:
         for (index, cell), key in zip(todo, keys, strict=True):
             record.check_disk(cell)
             record.progress.start(cell)
             started = _now()
-            device_type = sweep.environment.device_type
             job = WorkerJob(cell, device_type, paths, index, sweep.python, sweep_env=env, fork=fork)
-            result = cell_path.run_cell(job)
-            record(index, cell, schedule_mod.tagged(result, plan_mod.SERIAL, start=result.start), started)
+            record(index, cell, schedule_mod.tagged(cell_path.run_cell(job), plan_mod.SERIAL), started)
             if line is not None:
                 line.ended(key)
     finally:
@@ -263,10 +264,6 @@ def _serial(sweep: Sweep, paths: RunPaths, todo: Sequence[tuple[int, Cell]], rec
             zygotes.close()
         if line is not None:
             line.close()
-
-
-def _say_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def _pair_line(pair: Pairing, keys: Sequence[str]) -> RunnerLine:

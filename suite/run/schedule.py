@@ -42,7 +42,6 @@ from suite.spec.schedule import (
     AHEAD,
     OVERLAP,
     SERIAL,
-    SPAWN,
     Indexed,
     compiled_ahead,
     groups_of,
@@ -353,13 +352,13 @@ def _emit(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
     index, cell = h.cells[h.served]
     now = time.monotonic()
     log_file = str(h.log_path.relative_to(ahead.paths.run_dir))
-    result = WorkerResult(launch.rows_of(cell, fields), now - h.since - h.waited, log_file)
+    result = WorkerResult(launch.rows_of(cell, fields), now - h.since - h.waited, log_file, start=h.start)
     wave = 1  # a cell compiled after the wave (compile_cache: run) compiled alone
     if h.served == 0 and compiled_ahead(cell):
         result.ahead_s, wave = h.compile_s, h.wave
     h.since, h.waited, h.served = now, 0.0, h.served + 1
     schedule = OVERLAP if ahead.overlap else AHEAD
-    ahead.emit(index, cell, tagged(finish_rows(result, cell, ahead.device_type), schedule, wave, h.start))
+    ahead.emit(index, cell, tagged(finish_rows(result, cell, ahead.device_type), schedule, wave))
     if h.served == len(h.cells):
         h.state = DONE
 
@@ -371,13 +370,13 @@ def _fail(ahead: Ahead, h: Held, fields: dict[str, Any]) -> None:
     h.state = DONE
 
 
-def tagged(result: WorkerResult, schedule: str, wave: int = 1, start: str = SPAWN) -> WorkerResult:
-    """Every row of the result says how it was measured and how its process started (`start`);
-    a row with a compile time also says how many processes compiled at once when it compiled
-    (`wave`: 1, alone, as in `serial`)."""
+def tagged(result: WorkerResult, schedule: str, wave: int = 1) -> WorkerResult:
+    """Every row of the result says how it was measured and how its process started (the
+    result's `start`); a row with a compile time also says how many processes compiled at once
+    when it compiled (`wave`: 1, alone, as in `serial`)."""
     for row in result.rows:
         row["schedule"] = schedule
-        row["process_start"] = start
+        row["process_start"] = result.start
         if row.get("compile_s") not in (None, ""):
             row["compile_wave"] = wave
         if result.ahead_s:

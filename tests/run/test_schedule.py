@@ -104,7 +104,7 @@ def test_forked_processes_pay_the_imports_once(capsys) -> None:
     processes = sum(len(processes_of(g)) for g in groups if shareable(g[0][1]))
     saved = (processes - 1) * cost.CPU_RATES.preload_s
     assert cost.CPU_RATES.preload_s > 0 and abs(spawned.total_s - forked.total_s - saved) < 1e-6
-    got = tagged(WorkerResult([{"compile_s": 1.0}], 1.0, "log"), AHEAD, 1, FORK).rows
+    got = tagged(WorkerResult([{"compile_s": 1.0}], 1.0, "log", start=FORK), AHEAD, 1).rows
     assert got[0]["process_start"] == FORK
     assert tagged(WorkerResult([{}], 1.0, "log"), SERIAL).rows[0]["process_start"] == SPAWN
     args = [
